@@ -1,0 +1,46 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// The pipeline reads from the layout:
+//   Sources/CUV, CSQLite, CCrypto, CPosix  thin system-library targets (C headers only)
+//   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
+//   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
+//   Sources/Journal                 SQLite: the durable job journal
+//   Sources/Runtime                 inbox + queue intake, scheduler, daemon lifecycle
+//   Plugins/<Stage>                 one folder per stage plugin
+//   Sources/photomemo               the executable: daemon (`serve`) and CLI
+let package = Package(
+    name: "photomemo",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "photomemo", targets: ["photomemo"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CUV", path: "Sources/CUV", pkgConfig: "libuv",
+                       providers: [.apt(["libuv1-dev"])]),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CPosix", path: "Sources/CPosix"),
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+
+        .target(name: "PhotomemoCore", dependencies: ["CCrypto"]),
+        .target(name: "EventLoop", dependencies: ["CUV"]),
+        .target(name: "Journal", dependencies: ["PhotomemoCore", "CSQLite"]),
+        .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal"]),
+
+        .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
+        .target(name: "ExecStage", dependencies: ["PhotomemoCore", "CPosix"], path: "Plugins/Exec"),
+
+        .executableTarget(name: "photomemo", dependencies: [
+            "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage",
+        ]),
+
+        .testTarget(name: "PhotomemoCoreTests", dependencies: ["PhotomemoCore"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV"]),
+        .testTarget(name: "JournalTests", dependencies: ["Journal", "PhotomemoCore"]),
+        .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore"]),
+    ]
+)

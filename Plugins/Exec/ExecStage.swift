@@ -1,0 +1,86 @@
+import Foundation
+import PhotomemoCore
+
+/// `exec`: runs an external program per job, so a stage can be written in any language.
+/// The job is JSON on stdin (id, key, attempt, photo_path, memo, results); the program
+/// answers with its exit code and, optionally, JSON on stdout:
+///
+/// | exit | outcome |
+/// | --- | --- |
+/// | 0 | continue; stdout JSON (if any) is the stage's result, or `{"outcome": ...}` |
+/// | 65 (EX_DATAERR) | fail: the job can never succeed |
+/// | 69 (EX_UNAVAILABLE) | unavailable: a dependency is down, wait without spending attempts |
+/// | 75 (EX_TEMPFAIL), other codes, signals, timeout | retry, spending an attempt |
+///
+/// `{"outcome": "continue"|"skip"|"retry"|"fail"|"unavailable", "reason": "...",
+/// "after_ms": N, "result": {...}}` on stdout with exit 0 chooses the outcome explicitly.
+/// Like every stage it must be idempotent on the job's `key`.
+public struct ExecStage: Stage {
+    public static let name = "exec"
+    public static let summary = "runs an external program per job (job JSON on stdin, outcome by exit code / stdout JSON)"
+    public static let workload = StageWorkload.io
+    public static let options: [StageOption] = [
+        StageOption("command", .stringList, "program and arguments, e.g. [\"./stages/tag.py\", \"--fast\"] (PATH is searched)"),
+        StageOption("timeout_ms", .integer, default: 60_000, "the program is killed (with its process group) after this long"),
+        StageOption("dependency", .string, default: "exec", "name shown as down in status when the program exits 69"),
+    ]
+
+    let command: [String]
+    let timeoutMs: Int
+    let dependency: String
+    let home: String
+
+    public init(options: StageOptions, environment: StageEnvironment) throws {
+        guard let command = options.strings("command"), let program = command.first, !program.isEmpty else {
+            throw PhotomemoError(.badDefinition, "\"command\" (a non-empty list of strings) is required")
+        }
+        self.command = command
+        timeoutMs = Int(options.int("timeout_ms")!)
+        dependency = options.string("dependency")!
+        home = environment.home.path
+        guard timeoutMs > 0 else { throw PhotomemoError(.badDefinition, "\"timeout_ms\" must be positive") }
+    }
+
+    public func run(_ job: JobContext) -> StageOutcome {
+        var env = ProcessInfo.processInfo.environment
+        env["PHOTOMEMO_HOME"] = home
+        env["PHOTOMEMO_JOB_ID"] = String(job.id)
+        env["PHOTOMEMO_JOB_KEY"] = job.key
+        env["PHOTOMEMO_ATTEMPT"] = String(job.attempt)
+        env["PHOTOMEMO_PHOTO"] = job.photoPath ?? ""
+        env.removeValue(forKey: "PHOTOMEMO_FAILPOINTS")
+        let r: Subprocess.Result
+        do {
+            r = try Subprocess.run(command, stdin: Array((job.json.jsonString + "\n").utf8), environment: env, timeoutMs: timeoutMs)
+        } catch {
+            return .retry(reason: "cannot start \(command[0]): \(error)")
+        }
+        let why = r.stderrTail.isEmpty ? "" : ": " + r.stderrTail.split(separator: "\n").suffix(3).joined(separator: " | ")
+        if r.timedOut { return .retry(reason: "\(command[0]) timed out after \(timeoutMs) ms\(why)") }
+        if let sig = r.signal { return .retry(reason: "\(command[0]) was killed by signal \(sig)\(why)") }
+        switch r.status! {
+        case 0: return Self.parseAnswer(r.stdout)
+        case 65: return .fail(reason: "\(command[0]) rejected the job (exit 65)\(why)")
+        case 69: return .unavailable(dependency: dependency, reason: "\(command[0]) exit 69\(why)")
+        default: return .retry(reason: "\(command[0]) exited with status \(r.status!)\(why)")
+        }
+    }
+
+    /// Maps exit-0 stdout to an outcome: empty → continue; `{"outcome": ...}` → as said;
+    /// other JSON → continue with it as the result; not JSON → retry (a broken program).
+    static func parseAnswer(_ stdout: [UInt8]) -> StageOutcome {
+        let text = String(decoding: stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.isEmpty { return .continue() }
+        guard let v = try? JSONValue.parse(text) else { return .retry(reason: "stdout is not JSON: \(text.prefix(200))") }
+        guard let outcome = v["outcome"]?.stringValue else { return .continue(result: v) }
+        let reason = v["reason"]?.stringValue ?? "no reason given"
+        switch outcome {
+        case "continue": return .continue(result: v["result"] ?? .emptyObject)
+        case "skip": return .skip(reason: reason)
+        case "retry": return .retry(reason: reason, after: v["after_ms"]?.intValue.map { .milliseconds($0) })
+        case "fail": return .fail(reason: reason)
+        case "unavailable": return .unavailable(dependency: v["dependency"]?.stringValue ?? "exec", reason: reason)
+        default: return .retry(reason: "unknown outcome \"\(outcome)\" on stdout")
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import PhotomemoCore
+
+/// `validate`: the photo is an image of an allowed format, within the byte and pixel
+/// limits, structurally whole. Reads headers only (plus one linear pass over a JPEG's
+/// data); decoding is compress's job. Every problem is permanent: the photo goes to
+/// quarantine with the reason.
+public struct ValidateStage: Stage {
+    public static let name = "validate"
+    public static let summary = "checks format (magic bytes), size limits and structure without decoding"
+    public static let workload = StageWorkload.cpu
+    public static let options: [StageOption] = [
+        StageOption("formats", .stringList, default: ["jpeg", "png", "heic", "webp"],
+                    "formats accepted, by magic bytes (the extension is not trusted): jpeg, png, heic, webp"),
+        StageOption("max_bytes", .integer, default: 52_428_800, "largest file accepted, in bytes"),
+        StageOption("max_pixels", .integer, default: 100_000_000,
+                    "largest width x height accepted, as the header claims it (stops decompression bombs)"),
+    ]
+
+    let formats: Set<ImageProbe.Format>
+    let maxBytes: Int64
+    let maxPixels: Int64
+
+    public init(options: StageOptions, environment: StageEnvironment) throws {
+        var formats: Set<ImageProbe.Format> = []
+        for name in options.strings("formats") ?? [] {
+            guard let f = ImageProbe.Format(rawValue: name) else {
+                throw PhotomemoError(.badDefinition,
+                    "unknown format \"\(name)\"; valid formats: \(ImageProbe.Format.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            formats.insert(f)
+        }
+        guard !formats.isEmpty else { throw PhotomemoError(.badDefinition, "\"formats\" must name at least one format") }
+        self.formats = formats
+        maxBytes = options.int("max_bytes")!
+        maxPixels = options.int("max_pixels")!
+        guard maxBytes > 0, maxPixels > 0 else { throw PhotomemoError(.badDefinition, "limits must be positive") }
+    }
+
+    public func run(_ job: JobContext) -> StageOutcome {
+        guard let path = job.photoPath else { return .skip(reason: "no photo") }
+        let size: Int64
+        do {
+            let attrs = try FileManager.default.attributesOfItem(atPath: path)
+            size = (attrs[.size] as? NSNumber)?.int64Value ?? 0
+        } catch {
+            return .fail(reason: "photo file is gone: \(path)")
+        }
+        guard size <= maxBytes else { return .fail(reason: "file is \(size) bytes, over max_bytes (\(maxBytes))") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .retry(reason: "cannot read \(path)")
+        }
+        let probe: ImageProbe
+        do {
+            probe = try ImageProbe.probe([UInt8](data))
+        } catch {
+            return .fail(reason: "\(error)")
+        }
+        guard formats.contains(probe.format) else {
+            return .fail(reason: "format \(probe.format.rawValue) is not accepted (formats: \(formats.map(\.rawValue).sorted().joined(separator: ", ")))")
+        }
+        let pixels = Int64(probe.width) * Int64(probe.height)
+        guard pixels <= maxPixels else {
+            return .fail(reason: "image claims \(probe.width)x\(probe.height) = \(pixels) pixels, over max_pixels (\(maxPixels)): a possible decompression bomb")
+        }
+        return .continue(result: [
+            "format": .string(probe.format.rawValue), "width": .int(Int64(probe.width)),
+            "height": .int(Int64(probe.height)), "bytes": .int(Int64(data.count)),
+        ])
+    }
+}

@@ -1,0 +1,196 @@
+import CSQLite
+import PhotomemoCore
+
+/// A thin SQLite connection: prepared statements with positional parameters, rows read
+/// by column index. Not thread-safe by itself; `Journal` serialises access with a lock.
+public final class Database {
+    let db: OpaquePointer
+    private var cache: [String: Statement] = [:]
+
+    public init(path: String, readOnly: Bool = false) throws {
+        var handle: OpaquePointer?
+        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let rc = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let msg = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(handle)
+            throw PhotomemoError(.database, "cannot open \(path): \(msg)")
+        }
+        db = handle
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    deinit {
+        cache.removeAll()
+        sqlite3_close_v2(db)
+    }
+
+    var lastError: String { String(cString: sqlite3_errmsg(db)) }
+
+    /// Runs SQL without results (several statements allowed).
+    public func exec(_ sql: String) throws {
+        var err: UnsafeMutablePointer<CChar>?
+        if sqlite3_exec(db, sql, nil, nil, &err) != SQLITE_OK {
+            let msg = err.map { String(cString: $0) } ?? lastError
+            sqlite3_free(err)
+            throw PhotomemoError(.database, "\(msg) in: \(sql.prefix(120))")
+        }
+    }
+
+    /// A cached prepared statement, reset and bound with `params`.
+    public func prepare(_ sql: String, _ params: [SQLValue] = []) throws -> Statement {
+        let st: Statement
+        if let cached = cache[sql] {
+            st = cached
+            st.reset()
+        } else {
+            var raw: OpaquePointer?
+            guard sqlite3_prepare_v2(db, sql, -1, &raw, nil) == SQLITE_OK, let raw else {
+                throw PhotomemoError(.database, "\(lastError) in: \(sql.prefix(120))")
+            }
+            st = Statement(raw, database: self)
+            cache[sql] = st
+        }
+        try st.bind(params)
+        return st
+    }
+
+    /// Runs a statement to completion; returns the number of changed rows.
+    @discardableResult
+    public func run(_ sql: String, _ params: [SQLValue] = []) throws -> Int {
+        let st = try prepare(sql, params)
+        while try st.step() {}
+        return Int(sqlite3_changes(db))
+    }
+
+    public func query(_ sql: String, _ params: [SQLValue] = []) throws -> [Row] {
+        let st = try prepare(sql, params)
+        var rows: [Row] = []
+        while try st.step() { rows.append(st.row()) }
+        return rows
+    }
+
+    public func queryOne(_ sql: String, _ params: [SQLValue] = []) throws -> Row? {
+        let st = try prepare(sql, params)
+        defer { st.reset() }
+        return try st.step() ? st.row() : nil
+    }
+
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(db) }
+
+    /// Runs `body` in `BEGIN IMMEDIATE … COMMIT`; rolls back when it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try exec("BEGIN IMMEDIATE")
+        do {
+            let r = try body()
+            try exec("COMMIT")
+            return r
+        } catch {
+            try? exec("ROLLBACK")
+            throw error
+        }
+    }
+}
+
+public enum SQLValue: Sendable, Equatable {
+    case null
+    case int(Int64)
+    case double(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+extension SQLValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByNilLiteral {
+    public init(stringLiteral v: String) { self = .text(v) }
+    public init(integerLiteral v: Int64) { self = .int(v) }
+    public init(nilLiteral: ()) { self = .null }
+    public init(_ s: String?) { self = s.map(SQLValue.text) ?? .null }
+    public init(_ i: Int64?) { self = i.map(SQLValue.int) ?? .null }
+    public init(_ d: Double?) { self = d.map(SQLValue.double) ?? .null }
+}
+
+public final class Statement {
+    let raw: OpaquePointer
+    unowned let database: Database
+
+    init(_ raw: OpaquePointer, database: Database) {
+        self.raw = raw
+        self.database = database
+    }
+
+    deinit { sqlite3_finalize(raw) }
+
+    func reset() {
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+    }
+
+    func bind(_ params: [SQLValue]) throws {
+        for (i, p) in params.enumerated() {
+            let idx = Int32(i + 1)
+            let rc: Int32
+            switch p {
+            case .null: rc = sqlite3_bind_null(raw, idx)
+            case .int(let v): rc = sqlite3_bind_int64(raw, idx, v)
+            case .double(let v): rc = sqlite3_bind_double(raw, idx, v)
+            case .text(let v): rc = pm_sqlite3_bind_text(raw, idx, v, -1)
+            case .blob(let v): rc = v.withUnsafeBytes { pm_sqlite3_bind_blob(raw, idx, $0.baseAddress, Int32($0.count)) }
+            }
+            guard rc == SQLITE_OK else { throw PhotomemoError(.database, "bind \(idx): \(database.lastError)") }
+        }
+    }
+
+    /// true while there is a row; false when done.
+    func step() throws -> Bool {
+        switch sqlite3_step(raw) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let msg = database.lastError
+            sqlite3_reset(raw)
+            throw PhotomemoError(.database, msg)
+        }
+    }
+
+    func row() -> Row {
+        let n = sqlite3_column_count(raw)
+        var values: [SQLValue] = []
+        values.reserveCapacity(Int(n))
+        for i in 0..<n {
+            switch sqlite3_column_type(raw, i) {
+            case SQLITE_INTEGER: values.append(.int(sqlite3_column_int64(raw, i)))
+            case SQLITE_FLOAT: values.append(.double(sqlite3_column_double(raw, i)))
+            case SQLITE_TEXT: values.append(.text(String(cString: sqlite3_column_text(raw, i))))
+            case SQLITE_BLOB:
+                let count = Int(sqlite3_column_bytes(raw, i))
+                let p = sqlite3_column_blob(raw, i)
+                values.append(.blob(count == 0 ? [] : Array(UnsafeRawBufferPointer(start: p, count: count))))
+            default: values.append(.null)
+            }
+        }
+        return Row(values: values)
+    }
+}
+
+public struct Row: Sendable {
+    public let values: [SQLValue]
+
+    public func int(_ i: Int) -> Int64? {
+        switch values[i] {
+        case .int(let v): return v
+        case .double(let d): return Int64(d)
+        default: return nil
+        }
+    }
+    public func double(_ i: Int) -> Double? {
+        switch values[i] {
+        case .double(let d): return d
+        case .int(let v): return Double(v)
+        default: return nil
+        }
+    }
+    public func string(_ i: Int) -> String? {
+        if case .text(let s) = values[i] { return s }
+        return nil
+    }
+}

@@ -1,0 +1,163 @@
+import PhotomemoCore
+
+/// Intake: memo lines and inbox photos become jobs. Each batch is one transaction.
+extension Journal {
+    public func queuePosition() throws -> QueuePosition {
+        try read { db in
+            guard let r = try db.queryOne("SELECT inode, offset, line FROM queue_position WHERE id = 1") else { return .start }
+            return QueuePosition(inode: UInt64(bitPattern: r.int(0)!), offset: r.int(1)!, line: r.int(2)!)
+        }
+    }
+
+    /// Commits the jobs of a batch of queue lines together with the new read position.
+    /// With `position` nil (socket `enqueue`) only the jobs are committed.
+    public func commitMemos(_ memos: [QueuedMemo], position: QueuePosition?, joinTimeoutSeconds: Int,
+                            now: Double = unixNow()) throws -> [IntakeOutcome] {
+        try write { db in
+            var out: [IntakeOutcome] = []
+            for m in memos {
+                out.append(try self.addMemo(db, m, joinTimeoutSeconds: joinTimeoutSeconds, now: now))
+            }
+            if let position {
+                try db.run("""
+                    INSERT INTO queue_position(id, inode, offset, line) VALUES (1, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET inode = excluded.inode, offset = excluded.offset, line = excluded.line
+                    """, [.int(Int64(bitPattern: position.inode)), .int(position.offset), .int(position.line)])
+            }
+            return out
+        }
+    }
+
+    private func addMemo(_ db: Database, _ m: QueuedMemo, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
+        if let existing = try db.queryOne("SELECT id FROM jobs WHERE key = ?", [.text(m.key)])?.int(0) {
+            let id = try insertJob(db, key: nil, origin: m.origin, photo: m.memo.photo, photoPath: nil, sha256: nil, memo: m.memo,
+                                   state: .done, readyAt: nil, duplicateOf: existing, source: m.source, now: now)
+            return .duplicate(job: id, of: existing)
+        }
+        switch m.photo {
+        case .none:
+            let id = try insertJob(db, key: m.key, origin: m.origin, photo: nil, photoPath: nil, sha256: nil, memo: m.memo,
+                                   state: .queued, readyAt: now, source: m.source, now: now)
+            return .created(job: id, state: .queued)
+        case .file(let path, let sha):
+            let id = try insertJob(db, key: m.key, origin: m.origin, photo: path, photoPath: path, sha256: sha, memo: m.memo,
+                                   state: .queued, readyAt: now, source: m.source, now: now)
+            return .created(job: id, state: .queued)
+        case .unusable(let path, let reason):
+            let id = try insertJob(db, key: m.key, origin: m.origin, photo: path, photoPath: nil, sha256: nil, memo: m.memo,
+                                   state: .failed, readyAt: nil, error: reason, source: m.source, now: now)
+            return .failed(job: id, reason: reason)
+        case .inbox(let name):
+            return try addInboxMemo(db, m, name: name, joinTimeoutSeconds: joinTimeoutSeconds, now: now)
+        }
+    }
+
+    /// A memo naming an inbox photo: join the photo's job if it was taken and has not
+    /// finished; fail at once if the photo was rejected; otherwise wait for it.
+    private func addInboxMemo(_ db: Database, _ m: QueuedMemo, name: String, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
+        let photoJob = try db.queryOne("""
+            SELECT j.id, j.state, j.error, j.origin, j.photo_path, j.photo_sha256 FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
+            WHERE t.name = ?
+            """, [.text(name)])
+        if let r = photoJob {
+            let id = r.int(0)!
+            let state = JobState(rawValue: r.string(1)!) ?? .failed
+            let unfinished = state == .queued || state == .running || state == .waiting
+            if unfinished && r.string(3) == "inbox" {
+                // One job: the memo's type, fields and memo replace the photo-only defaults.
+                try db.run("UPDATE jobs SET memo = ?, key = ?, origin = 'inbox+queue', updated = ? WHERE id = ?",
+                           [.text(m.memo.json.jsonString), .text(m.key), .double(now), .int(id)])
+                try event(db, job: id, stage: nil, attempt: nil, "joined", message: "memo from \(m.source)", at: now)
+                return .joined(job: id)
+            }
+            if state == .failed || state == .cancelled {
+                let reason = "photo \(name) was rejected: \(r.string(2) ?? state.rawValue)"
+                let fid = try insertJob(db, key: m.key, origin: m.origin, photo: name, photoPath: nil, sha256: nil, memo: m.memo,
+                                        state: .failed, readyAt: nil, error: reason, source: m.source, now: now)
+                return .failed(job: fid, reason: reason)
+            }
+            // The photo already went through (or already has its memo): this memo is a job
+            // of its own on the same photo, which the index stage applies as an update.
+            let nid = try insertJob(db, key: m.key, origin: m.origin, photo: name, photoPath: r.string(4), sha256: r.string(5),
+                                    memo: m.memo, state: .queued, readyAt: now, source: m.source, now: now)
+            try event(db, job: nid, stage: nil, attempt: nil, "updates", message: "job \(id)", at: now)
+            return .created(job: nid, state: .queued)
+        }
+        let id = try insertJob(db, key: m.key, origin: m.origin, photo: name, photoPath: nil, sha256: nil, memo: m.memo,
+                               state: .waiting, waitReason: "photo", readyAt: nil,
+                               deadline: now + Double(joinTimeoutSeconds), source: m.source, now: now)
+        return .created(job: id, state: .waiting)
+    }
+
+    /// Whether an inbox file with this name and identity is already a job.
+    public func isTaken(name: String, identity: String) throws -> Bool {
+        try read { db in
+            try db.queryOne("SELECT 1 FROM inbox_taken WHERE name = ? AND identity = ?", [.text(name), .text(identity)]) != nil
+        }
+    }
+
+    /// Commits a batch of complete inbox files as jobs: each joins a memo waiting for its
+    /// name, or is a duplicate of a job with the same bytes, or becomes a `Photo` job.
+    public func commitPhotos(_ photos: [TakenPhoto], now: Double = unixNow()) throws -> [IntakeOutcome] {
+        try write { db in
+            var out: [IntakeOutcome] = []
+            for p in photos {
+                out.append(try self.addPhoto(db, p, now: now))
+            }
+            return out
+        }
+    }
+
+    private func addPhoto(_ db: Database, _ p: TakenPhoto, now: Double) throws -> IntakeOutcome {
+        if try db.queryOne("SELECT 1 FROM inbox_taken WHERE name = ? AND identity = ?", [.text(p.name), .text(p.identity)]) != nil {
+            return .alreadyTaken
+        }
+        let outcome: IntakeOutcome
+        let jobID: Int64
+        if let waiting = try db.queryOne("""
+            SELECT id FROM jobs WHERE photo = ? AND state = 'waiting' AND wait_reason = 'photo' ORDER BY id LIMIT 1
+            """, [.text(p.name)])?.int(0) {
+            try db.run("""
+                UPDATE jobs SET photo_path = ?, photo_sha256 = ?, state = 'queued', wait_reason = NULL, deadline = NULL,
+                       ready_at = ?, updated = ? WHERE id = ?
+                """, [.text(p.path), .text(p.sha256), .double(now), .double(now), .int(waiting)])
+            try event(db, job: waiting, stage: nil, attempt: nil, "joined", message: "photo \(p.name) arrived", at: now)
+            jobID = waiting
+            outcome = .joined(job: waiting)
+        } else if let original = try db.queryOne("""
+            SELECT id FROM jobs WHERE photo_sha256 = ? AND duplicate_of IS NULL AND state NOT IN ('failed','cancelled')
+            ORDER BY id LIMIT 1
+            """, [.text(p.sha256)])?.int(0) {
+            jobID = try insertJob(db, key: nil, origin: "inbox", photo: p.name, photoPath: p.path, sha256: p.sha256,
+                                  memo: .photoOnly(p.name), state: .done, readyAt: nil, duplicateOf: original,
+                                  source: "inbox", now: now)
+            outcome = .duplicate(job: jobID, of: original)
+        } else {
+            jobID = try insertJob(db, key: "sha256:" + p.sha256, origin: "inbox", photo: p.name, photoPath: p.path,
+                                  sha256: p.sha256, memo: .photoOnly(p.name), state: .queued, readyAt: now,
+                                  source: "inbox", now: now)
+            outcome = .created(job: jobID, state: .queued)
+        }
+        try db.run("""
+            INSERT INTO inbox_taken(name, identity, job_id) VALUES (?, ?, ?)
+            ON CONFLICT(name) DO UPDATE SET identity = excluded.identity, job_id = excluded.job_id
+            """, [.text(p.name), .text(p.identity), .int(jobID)])
+        return outcome
+    }
+
+    /// Records an inbox entry that can never be a photo (FIFO, device, symlink out of the
+    /// inbox...): a failed job, already quarantined at `quarantinePath`.
+    public func recordRejectedEntry(name: String, identity: String, reason: String, quarantinePath: String,
+                                    now: Double = unixNow()) throws -> Int64 {
+        try write { db in
+            let id = try insertJob(db, key: nil, origin: "inbox", photo: name, photoPath: nil, sha256: nil,
+                                   memo: .photoOnly(name), state: .failed, readyAt: nil, error: reason, source: "inbox", now: now)
+            try db.run("UPDATE jobs SET quarantine = ? WHERE id = ?", [.text(quarantinePath), .int(id)])
+            try db.run("""
+                INSERT INTO inbox_taken(name, identity, job_id) VALUES (?, ?, ?)
+                ON CONFLICT(name) DO UPDATE SET identity = excluded.identity, job_id = excluded.job_id
+                """, [.text(name), .text(identity), .int(id)])
+            return id
+        }
+    }
+}

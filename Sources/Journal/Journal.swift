@@ -1,0 +1,148 @@
+import Foundation
+import PhotomemoCore
+
+/// The durable record of every job: SQLite in WAL mode with `synchronous=FULL`, so a
+/// committed job survives a crash or power loss. One connection behind a lock; every
+/// method is one transaction and is called off the loop thread.
+///
+/// Intake commits the queue read position in the same transaction as the jobs it
+/// produced, and marks inbox files as taken with their job, so a crash at any instant
+/// re-reads (and deduplicates) instead of losing.
+public final class Journal: @unchecked Sendable {
+    // Safe: `db` is only touched with `lock` held.
+    private let db: Database
+    private let lock = NSLock()
+    public let path: String
+
+    public init(path: String) throws {
+        self.path = path
+        let db = try Database(path: path)
+        try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
+        try Self.migrate(db)
+        self.db = db
+    }
+
+    static func migrate(_ db: Database) throws {
+        try db.exec("CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL)")
+        let current = try db.queryOne("SELECT version FROM schema_version")?.int(0) ?? 0
+        guard current <= Int64(Schema.migrations.count) else {
+            throw PhotomemoError(.database, "journal schema version \(current) is newer than this photomemo understands (\(Schema.migrations.count))")
+        }
+        for v in Int(current)..<Schema.migrations.count {
+            try db.transaction {
+                try db.exec(Schema.migrations[v])
+                try db.run("DELETE FROM schema_version")
+                try db.run("INSERT INTO schema_version(version) VALUES (?)", [.int(Int64(v + 1))])
+            }
+        }
+    }
+
+    @discardableResult
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try db.transaction { try body(db) }
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(db)
+    }
+
+    // MARK: settings
+
+    public func setting(_ key: String) throws -> String? {
+        try read { try $0.queryOne("SELECT value FROM meta WHERE key = ?", [.text(key)])?.string(0) }
+    }
+
+    public func setSetting(_ key: String, _ value: String?) throws {
+        try write { db in
+            if let value {
+                try db.run("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           [.text(key), .text(value)])
+            } else {
+                try db.run("DELETE FROM meta WHERE key = ?", [.text(key)])
+            }
+        }
+    }
+
+    // MARK: events
+
+    func event(_ db: Database, job: Int64, stage: String?, attempt: Int?, _ event: String,
+               durationMs: Double? = nil, message: String? = nil, at now: Double) throws {
+        try db.run("INSERT INTO job_events(job_id, at, stage, attempt, event, duration_ms, message) VALUES (?,?,?,?,?,?,?)",
+                   [.int(job), .double(now), SQLValue(stage), SQLValue(attempt.map(Int64.init)), .text(event),
+                    SQLValue(durationMs), SQLValue(message)])
+    }
+
+    /// Inserts a job row and its first event; returns its id.
+    func insertJob(_ db: Database, key: String?, origin: String, photo: String?, photoPath: String?, sha256: String?,
+                   memo: MemoJob, state: JobState, waitReason: String? = nil, readyAt: Double?, deadline: Double? = nil,
+                   duplicateOf: Int64? = nil, error: String? = nil, source: String?, now: Double) throws -> Int64 {
+        let finished = (state == .done || state == .failed) ? now : nil
+        try db.run("""
+            INSERT INTO jobs(key, origin, photo, photo_path, photo_sha256, memo, state, wait_reason, ready_at, deadline,
+                             duplicate_of, error, source, created, updated, finished)
+            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+            """, [SQLValue(key), .text(origin), SQLValue(photo), SQLValue(photoPath), SQLValue(sha256),
+                  .text(memo.json.jsonString), .text(state.rawValue), SQLValue(waitReason), SQLValue(readyAt),
+                  SQLValue(deadline), SQLValue(duplicateOf), SQLValue(error), SQLValue(source), .double(now), .double(now),
+                  SQLValue(finished)])
+        let id = db.lastInsertRowID
+        var message = source.map { "from \($0)" }
+        if let duplicateOf { message = "duplicate of job \(duplicateOf)" }
+        if let error { message = error }
+        try event(db, job: id, stage: nil, attempt: nil, "accepted", message: message, at: now)
+        if state != .queued && state != .running {
+            try event(db, job: id, stage: nil, attempt: nil, state.rawValue, message: waitReason.map { "waiting for \($0)" } ?? error, at: now)
+        }
+        return id
+    }
+
+    // MARK: reading jobs
+
+    static let summaryColumns = "id, key, state, stage, attempts, photo, duplicate_of, error, quarantine, memo, results"
+
+    static func summary(_ r: Row) throws -> JobSummary {
+        JobSummary(id: r.int(0)!, key: r.string(1), state: JobState(rawValue: r.string(2)!) ?? .failed,
+                   stage: r.string(3), attempts: Int(r.int(4) ?? 0), photo: r.string(5), duplicateOf: r.int(6),
+                   error: r.string(7), quarantine: r.string(8),
+                   memo: try MemoJob(json: JSONValue.parse(r.string(9)!)), results: try JSONValue.parse(r.string(10)!))
+    }
+
+    public func job(_ id: Int64) throws -> JobSummary? {
+        try read { db in
+            try db.queryOne("SELECT \(Self.summaryColumns) FROM jobs WHERE id = ?", [.int(id)]).map(Self.summary)
+        }
+    }
+
+    public func jobs(state: JobState? = nil, limit: Int = 100) throws -> [JobSummary] {
+        try read { db in
+            if let state {
+                return try db.query("SELECT \(Self.summaryColumns) FROM jobs WHERE state = ? ORDER BY id LIMIT ?",
+                                    [.text(state.rawValue), .int(Int64(limit))]).map(Self.summary)
+            }
+            return try db.query("SELECT \(Self.summaryColumns) FROM jobs ORDER BY id LIMIT ?", [.int(Int64(limit))]).map(Self.summary)
+        }
+    }
+
+    public func counts() throws -> [JobState: Int] {
+        try read { db in
+            var out: [JobState: Int] = [:]
+            for s in JobState.allCases { out[s] = 0 }
+            for r in try db.query("SELECT state, count(*) FROM jobs GROUP BY state") {
+                if let s = JobState(rawValue: r.string(0)!) { out[s] = Int(r.int(1)!) }
+            }
+            return out
+        }
+    }
+
+    /// A job's history: (event, stage, attempt, duration ms, message), oldest first.
+    public func history(_ id: Int64) throws -> [(event: String, stage: String?, attempt: Int?, durationMs: Double?, message: String?)] {
+        try read { db in
+            try db.query("SELECT event, stage, attempt, duration_ms, message FROM job_events WHERE job_id = ? ORDER BY id", [.int(id)])
+                .map { ($0.string(0)!, $0.string(1), $0.int(2).map(Int.init), $0.double(3), $0.string(4)) }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import PhotomemoCore
+
+/// Job states, as the socket and CLI name them.
+public enum JobState: String, Sendable, CaseIterable {
+    case queued, running, waiting, done, failed, cancelled
+}
+
+/// Where `queue.jsonl` has been read up to, committed with the jobs its lines produced.
+public struct QueuePosition: Sendable, Equatable {
+    public var inode: UInt64
+    public var offset: Int64
+    /// Lines consumed so far in this inode (for "line N" in quarantine reasons).
+    public var line: Int64
+
+    public init(inode: UInt64, offset: Int64, line: Int64) {
+        self.inode = inode
+        self.offset = offset
+        self.line = line
+    }
+
+    public static let start = QueuePosition(inode: 0, offset: 0, line: 0)
+}
+
+/// A memo line ready to become a job.
+public struct QueuedMemo: Sendable {
+    public enum Photo: Sendable, Equatable {
+        case none
+        /// A file name in the inbox: joins a photo already taken, or waits for it.
+        case inbox(name: String)
+        /// An absolute path under an allowed root, checked and hashed before commit.
+        case file(path: String, sha256: String)
+        /// An absolute path that could not be used: the job fails at once with this reason.
+        case unusable(path: String, reason: String)
+    }
+
+    public let memo: MemoJob
+    public let photo: Photo
+    /// The idempotency key: the line's `key`, or one derived from its position.
+    public let key: String
+    /// "queue.jsonl line 12 (byte 345)" or "socket".
+    public let source: String
+    public let origin: String
+
+    public init(memo: MemoJob, photo: Photo, key: String, source: String, origin: String = "queue") {
+        self.memo = memo
+        self.photo = photo
+        self.key = key
+        self.source = source
+        self.origin = origin
+    }
+}
+
+/// A complete file taken from the inbox, hashed, ready to become (or join) a job.
+public struct TakenPhoto: Sendable {
+    public let name: String
+    public let path: String
+    /// "dev:ino:size:mtime_ns": a file with the same name and identity is not taken twice.
+    public let identity: String
+    public let sha256: String
+
+    public init(name: String, path: String, identity: String, sha256: String) {
+        self.name = name
+        self.path = path
+        self.identity = identity
+        self.sha256 = sha256
+    }
+}
+
+/// What intake did with one memo or photo, for logs and the scheduler.
+public enum IntakeOutcome: Sendable, Equatable {
+    case created(job: Int64, state: JobState)
+    case joined(job: Int64)
+    case duplicate(job: Int64, of: Int64)
+    case failed(job: Int64, reason: String)
+    case alreadyTaken
+}
+
+/// A job handed to a stage by `claim`.
+public struct ClaimedJob: Sendable {
+    public let context: JobContext
+    public let stageIndex: Int
+}
+
+/// What `recordOutcome` did to a job.
+public struct Transition: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case advanced(toStage: Int)
+        case finished
+        case retrying(afterMs: Int)
+        case waitingForDependency(afterMs: Int)
+        case failed(reason: String)
+    }
+
+    public let kind: Kind
+    /// Set when the job failed with a photo that now must go to quarantine.
+    public let quarantinePhoto: String?
+}
+
+/// A failed job whose photo still has to be moved to quarantine.
+public struct PendingQuarantine: Sendable {
+    public let job: Int64
+    public let photoPath: String
+    public let stage: String?
+    public let reason: String
+
+    public init(job: Int64, photoPath: String, stage: String?, reason: String) {
+        self.job = job
+        self.photoPath = photoPath
+        self.stage = stage
+        self.reason = reason
+    }
+}
+
+public struct JobSummary: Sendable {
+    public let id: Int64
+    public let key: String?
+    public let state: JobState
+    public let stage: String?
+    public let attempts: Int
+    public let photo: String?
+    public let duplicateOf: Int64?
+    public let error: String?
+    public let quarantine: String?
+    public let memo: MemoJob
+    public let results: JSONValue
+}

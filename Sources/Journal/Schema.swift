@@ -1,0 +1,62 @@
+/// The journal's schema, versioned: migration N brings a database from version N-1 to N.
+/// Never edit a shipped migration; append a new one.
+enum Schema {
+    static let migrations: [String] = [
+        // 1: jobs, their history, the queue read position, inbox files taken, settings.
+        """
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE jobs(
+            id INTEGER PRIMARY KEY,
+            key TEXT UNIQUE,
+            origin TEXT NOT NULL,
+            photo TEXT,
+            photo_path TEXT,
+            photo_sha256 TEXT,
+            memo TEXT NOT NULL,
+            state TEXT NOT NULL,
+            wait_reason TEXT,
+            stage TEXT,
+            stage_index INTEGER NOT NULL DEFAULT 0,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            outages INTEGER NOT NULL DEFAULT 0,
+            ready_at REAL,
+            deadline REAL,
+            duplicate_of INTEGER REFERENCES jobs(id),
+            error TEXT,
+            results TEXT NOT NULL DEFAULT '{}',
+            quarantine TEXT,
+            source TEXT,
+            created REAL NOT NULL,
+            updated REAL NOT NULL,
+            finished REAL
+        );
+        CREATE INDEX jobs_ready ON jobs(stage_index, ready_at) WHERE ready_at IS NOT NULL;
+        CREATE INDEX jobs_deadline ON jobs(deadline) WHERE deadline IS NOT NULL;
+        CREATE INDEX jobs_photo ON jobs(photo) WHERE photo IS NOT NULL;
+        CREATE INDEX jobs_sha ON jobs(photo_sha256) WHERE photo_sha256 IS NOT NULL;
+        CREATE INDEX jobs_state ON jobs(state);
+        CREATE TABLE job_events(
+            id INTEGER PRIMARY KEY,
+            job_id INTEGER NOT NULL REFERENCES jobs(id),
+            at REAL NOT NULL,
+            stage TEXT,
+            attempt INTEGER,
+            event TEXT NOT NULL,
+            duration_ms REAL,
+            message TEXT
+        );
+        CREATE INDEX job_events_job ON job_events(job_id);
+        CREATE TABLE queue_position(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            inode INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            line INTEGER NOT NULL
+        );
+        CREATE TABLE inbox_taken(
+            name TEXT PRIMARY KEY,
+            identity TEXT NOT NULL,
+            job_id INTEGER NOT NULL REFERENCES jobs(id)
+        );
+        """,
+    ]
+}

@@ -1,0 +1,130 @@
+import Foundation
+
+/// A loaded, validated job definition (`Jobs/*.json`): its stages in order, each already
+/// constructed with checked options, plus retry policy and join timeout.
+public struct JobDefinition: Sendable {
+    public struct StageEntry: Sendable {
+        public let name: String
+        public let stage: any Stage
+        public let concurrency: Int
+    }
+
+    public let name: String
+    public let stages: [StageEntry]
+    public let retry: RetryPolicy
+    /// How long a memo line waits for its photo to arrive.
+    public let joinTimeoutSeconds: Int
+    /// Where it was loaded from (a path, or "built-in").
+    public let source: String
+
+    static let topKeys = ["name", "stages", "retry", "join_timeout_s"]
+    static let stageKeys = ["use", "with", "concurrency"]
+    static let retryKeys = ["max_attempts", "base_ms", "max_ms"]
+
+    public func index(ofStage name: String) -> Int? { stages.firstIndex { $0.name == name } }
+
+    public static func load(file path: String, registry: StageRegistry, environment: StageEnvironment) throws -> JobDefinition {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw PhotomemoError(.badDefinition, "\(path): cannot read the file")
+        }
+        return try load(data: data, source: path, registry: registry, environment: environment)
+    }
+
+    public static func load(data: Data, source: String, registry: StageRegistry, environment: StageEnvironment) throws -> JobDefinition {
+        let root: JSONValue
+        do { root = try JSONValue.parse(data) } catch let e as PhotomemoError {
+            throw PhotomemoError(.badDefinition, "\(source): \(e.message)")
+        }
+        guard case .object(let o) = root else {
+            throw PhotomemoError(.badDefinition, "\(source): a job definition must be a JSON object")
+        }
+        try checkKeys(o, allowed: topKeys, place: source)
+        guard let name = o["name"]?.stringValue, !name.isEmpty else {
+            throw PhotomemoError(.badDefinition, "\(source): \"name\" (a string) is required")
+        }
+        guard let rawStages = o["stages"]?.arrayValue, !rawStages.isEmpty else {
+            throw PhotomemoError(.badDefinition, "\(source): \"stages\" must be a non-empty array")
+        }
+        var entries: [StageEntry] = []
+        for (i, raw) in rawStages.enumerated() {
+            let place = "\(source): stages[\(i)]"
+            guard case .object(let s) = raw else { throw PhotomemoError(.badDefinition, "\(place) must be an object") }
+            try checkKeys(s, allowed: stageKeys, place: place)
+            guard let use = s["use"]?.stringValue else {
+                throw PhotomemoError(.badDefinition, "\(place): \"use\" (a stage name) is required")
+            }
+            guard let type = registry[use] else {
+                throw PhotomemoError(.badDefinition,
+                    "\(place): unknown stage \"\(use)\"; valid stages: \(registry.names.joined(separator: ", "))")
+            }
+            guard !entries.contains(where: { $0.name == use }) else {
+                throw PhotomemoError(.badDefinition, "\(place): stage \"\(use)\" appears twice")
+            }
+            let with = s["with"] ?? .emptyObject
+            guard case .object(let given) = with else {
+                throw PhotomemoError(.badDefinition, "\(place): \"with\" must be an object")
+            }
+            let opts = try StageOptions(validating: given, against: type.options, place: "\(place) (\(use))")
+            var concurrency = type.workload.defaultConcurrency
+            if let c = s["concurrency"] {
+                guard let n = c.intValue, n >= 1, n <= 1024 else {
+                    throw PhotomemoError(.badDefinition, "\(place): \"concurrency\" must be an integer from 1 to 1024")
+                }
+                concurrency = Int(n)
+            }
+            let stage: any Stage
+            do { stage = try type.init(options: opts, environment: environment) } catch let e as PhotomemoError {
+                throw PhotomemoError(.badDefinition, "\(place) (\(use)): \(e.message)")
+            }
+            entries.append(StageEntry(name: use, stage: stage, concurrency: concurrency))
+        }
+        var retry = RetryPolicy.default
+        if let r = o["retry"] {
+            guard case .object(let ro) = r else { throw PhotomemoError(.badDefinition, "\(source): \"retry\" must be an object") }
+            try checkKeys(ro, allowed: retryKeys, place: "\(source): retry")
+            func positive(_ k: String) throws -> Int? {
+                guard let v = ro[k] else { return nil }
+                guard let n = v.intValue, n >= 1 else {
+                    throw PhotomemoError(.badDefinition, "\(source): retry.\(k) must be a positive integer")
+                }
+                return Int(n)
+            }
+            retry.maxAttempts = try positive("max_attempts") ?? retry.maxAttempts
+            retry.baseMs = try positive("base_ms") ?? retry.baseMs
+            retry.maxMs = try positive("max_ms") ?? retry.maxMs
+        }
+        var join = 600
+        if let j = o["join_timeout_s"] {
+            guard let n = j.intValue, n >= 0 else {
+                throw PhotomemoError(.badDefinition, "\(source): \"join_timeout_s\" must be a non-negative integer")
+            }
+            join = Int(n)
+        }
+        return JobDefinition(name: name, stages: entries, retry: retry, joinTimeoutSeconds: join, source: source)
+    }
+
+    static func checkKeys(_ o: [String: JSONValue], allowed: [String], place: String) throws {
+        if let bad = o.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw PhotomemoError(.badDefinition,
+                "\(place): unknown key \"\(bad)\"; valid keys: \(allowed.joined(separator: ", "))")
+        }
+    }
+
+    /// `Jobs/photo-memo.json`, compiled in so an installed binary works without the repo.
+    /// A test keeps the two identical.
+    public static let builtinDefaultJSON = """
+    { "name": "photo-memo",
+      "stages": [
+        {"use": "validate", "with": {"formats": ["jpeg","png","heic","webp"], "max_bytes": 52428800, "max_pixels": 100000000}},
+        {"use": "compress", "with": {"renditions": [
+            {"name": "display",   "width": 860,         "format": "jpeg", "quality": 90},
+            {"name": "thumbnail", "fill": [200, 200],   "format": "jpeg", "quality": 70}],
+          "strip_gps": true}},
+        {"use": "upload",   "with": {"store": "file:store"}},
+        {"use": "index",    "with": {"index": "sqlite:photomemo.sqlite"}},
+        {"use": "notify",   "with": {}}
+      ],
+      "retry": {"max_attempts": 6, "base_ms": 500, "max_ms": 60000} }
+
+    """
+}

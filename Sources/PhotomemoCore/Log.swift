@@ -1,0 +1,56 @@
+import Foundation
+
+/// One line per event to stderr: `time level [job=N] [stage=S] message`. Quiet by default
+/// (warnings and errors); `--verbose` or `PHOTOMEMO_LOG=info|debug` shows more.
+public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
+    case debug, info, notice, warning, error
+
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+
+    public init?(name: String) {
+        guard let l = LogLevel.allCases.first(where: { "\($0)" == name.lowercased() }) else { return nil }
+        self = l
+    }
+}
+
+public enum Log {
+    private static let state = LockedValue(LogLevel.warning)
+
+    public static var level: LogLevel {
+        get { state.value }
+        set { state.value = newValue }
+    }
+
+    public static func log(_ level: LogLevel, _ message: @autoclosure () -> String, job: Int64? = nil, stage: String? = nil) {
+        guard level >= Self.level else { return }
+        var line = "\(timestamp()) \(level)"
+        if let job { line += " job=\(job)" }
+        if let stage { line += " stage=\(stage)" }
+        line += " " + message() + "\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    public static func debug(_ m: @autoclosure () -> String, job: Int64? = nil, stage: String? = nil) { log(.debug, m(), job: job, stage: stage) }
+    public static func info(_ m: @autoclosure () -> String, job: Int64? = nil, stage: String? = nil) { log(.info, m(), job: job, stage: stage) }
+    public static func notice(_ m: @autoclosure () -> String, job: Int64? = nil, stage: String? = nil) { log(.notice, m(), job: job, stage: stage) }
+    public static func warning(_ m: @autoclosure () -> String, job: Int64? = nil, stage: String? = nil) { log(.warning, m(), job: job, stage: stage) }
+    public static func error(_ m: @autoclosure () -> String, job: Int64? = nil, stage: String? = nil) { log(.error, m(), job: job, stage: stage) }
+
+    static func timestamp() -> String {
+        let now = Date().timeIntervalSince1970
+        return isoTimestamp(now)
+    }
+}
+
+/// `2026-11-29T12:00:00.123Z` for a Unix time in seconds.
+public func isoTimestamp(_ t: Double) -> String {
+    var secs = time_t(t.rounded(.down))
+    var tm = tm()
+    gmtime_r(&secs, &tm)
+    let ms = Int((t - t.rounded(.down)) * 1000)
+    return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms)
+}
+
+/// Unix time in seconds as a Double (the journal's clock).
+public func unixNow() -> Double { Date().timeIntervalSince1970 }

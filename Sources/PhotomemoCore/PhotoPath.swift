@@ -1,0 +1,42 @@
+import Foundation
+
+/// Where a job's `photo` may point: a plain file name inside the inbox, or an absolute
+/// path under one of the roots allowed with `--allow-root`. Everything else (`..`,
+/// sub-paths, other absolute paths) is rejected before any file is touched; symlinks are
+/// checked again when the file is opened.
+public struct PhotoPolicy: Sendable {
+    public let inbox: String
+    public let allowedRoots: [String]
+
+    public init(inbox: String, allowedRoots: [String]) {
+        self.inbox = inbox
+        self.allowedRoots = allowedRoots.map { ($0 as NSString).standardizingPath }
+    }
+
+    public enum Resolved: Sendable, Equatable {
+        /// A file name in the inbox.
+        case inbox(name: String)
+        /// An absolute path under an allowed root.
+        case absolute(path: String)
+    }
+
+    public func resolve(_ photo: String) throws -> Resolved {
+        if photo.hasPrefix("/") {
+            let std = (photo as NSString).standardizingPath
+            guard !photo.split(separator: "/").contains(".."),
+                  allowedRoots.contains(where: { std.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
+                throw PhotomemoError(.badPath, "photo \"\(photo)\" is outside the inbox and every --allow-root")
+            }
+            return .absolute(path: std)
+        }
+        guard !photo.contains("/"), photo != ".", photo != "..", !photo.contains("\0") else {
+            throw PhotomemoError(.badPath, "photo \"\(photo)\" must be a file name in the inbox (no '/' or '..')")
+        }
+        return .inbox(name: photo)
+    }
+
+    /// Whether an inbox file name is still being written by convention (`.x`, `x.part`, `x.tmp`).
+    public static func isIgnoredInboxName(_ name: String) -> Bool {
+        name.hasPrefix(".") || name.hasSuffix(".part") || name.hasSuffix(".tmp")
+    }
+}

@@ -1,0 +1,32 @@
+/// An error with a stable machine-readable code (what the socket and logs show) and a
+/// message for people. One struct for the whole project, like swift-jobs' error codes.
+public struct PhotomemoError: Error, Sendable, CustomStringConvertible, Equatable {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        public static let badJSON = Code(rawValue: "bad_json")
+        public static let badJob = Code(rawValue: "bad_job")
+        public static let badDefinition = Code(rawValue: "bad_definition")
+        public static let badPath = Code(rawValue: "bad_path")
+        public static let badUsage = Code(rawValue: "bad_usage")
+        public static let io = Code(rawValue: "io")
+        public static let database = Code(rawValue: "database")
+        public static let notFound = Code(rawValue: "not_found")
+        public static let locked = Code(rawValue: "locked")
+        public static let unsafeHome = Code(rawValue: "unsafe_home")
+        public static let badImage = Code(rawValue: "bad_image")
+        public static let internalError = Code(rawValue: "internal")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}

@@ -1,0 +1,54 @@
+import CCrypto
+import Foundation
+
+/// SHA-256 through OpenSSL's EVP interface; streaming so a 50 MB photo is never read whole.
+public struct SHA256: ~Copyable {
+    private let ctx: OpaquePointer
+
+    public init() {
+        ctx = EVP_MD_CTX_new()!
+        EVP_DigestInit_ex(ctx, EVP_sha256(), nil)
+    }
+
+    deinit { EVP_MD_CTX_free(ctx) }
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        if let base = bytes.baseAddress, bytes.count > 0 {
+            EVP_DigestUpdate(ctx, base, bytes.count)
+        }
+    }
+
+    public mutating func update(_ data: Data) {
+        data.withUnsafeBytes { update($0) }
+    }
+
+    public consuming func finalizeHex() -> String {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var len: UInt32 = 0
+        EVP_DigestFinal_ex(ctx, &digest, &len)
+        return digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    public static func hex(_ data: Data) -> String {
+        var h = SHA256()
+        h.update(data)
+        return h.finalizeHex()
+    }
+
+    /// Hashes a file in 1 MiB chunks; returns the hex digest and the byte count.
+    public static func hexOfFile(atPath path: String) throws -> (hex: String, bytes: Int64) {
+        guard let fh = FileHandle(forReadingAtPath: path) else {
+            throw PhotomemoError(.io, "cannot open \(path)")
+        }
+        defer { try? fh.close() }
+        var h = SHA256()
+        var total: Int64 = 0
+        while true {
+            let chunk = try fh.read(upToCount: 1 << 20) ?? Data()
+            if chunk.isEmpty { break }
+            total += Int64(chunk.count)
+            h.update(chunk)
+        }
+        return (h.finalizeHex(), total)
+    }
+}

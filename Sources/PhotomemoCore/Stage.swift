@@ -1,0 +1,86 @@
+import Foundation
+
+/// A pipeline stage plugin: a static name, a declared options table, and one method that
+/// runs a job's step and says what happened. Stages never sleep or retry themselves: the
+/// scheduler owns retries, back-off, concurrency limits and the journal.
+///
+/// `run` is called off the loop thread (on the libuv work pool), so it may block. It must
+/// be idempotent on `job.key`: after a crash between "stage done" and "journal written"
+/// the scheduler runs it again for the same job.
+public protocol Stage: Sendable {
+    /// The name a job definition's `"use"` refers to. Registered once.
+    static var name: String { get }
+    /// One line for `photomemo check` and the README.
+    static var summary: String { get }
+    static var options: [StageOption] { get }
+    /// CPU-bound stages default to one concurrent job per core, I/O stages to more.
+    static var workload: StageWorkload { get }
+
+    init(options: StageOptions, environment: StageEnvironment) throws
+
+    func run(_ job: JobContext) -> StageOutcome
+}
+
+public enum StageWorkload: Sendable {
+    case cpu
+    case io
+
+    public var defaultConcurrency: Int {
+        let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        return self == .cpu ? cores : 4 * cores
+    }
+}
+
+/// What a stage run decided. The scheduler maps each case onto the job's state.
+public enum StageOutcome: Sendable, Equatable {
+    /// Done; `result` is kept in the job under the stage's name for later stages.
+    case `continue`(result: JSONValue = .emptyObject)
+    /// Nothing to do for this job (e.g. compress for a job without a photo).
+    case skip(reason: String)
+    /// A transient error of the job's own: spends an attempt, retried with back-off.
+    case retry(reason: String, after: Duration? = nil)
+    /// A dependency (store, index server, webhook host) is unreachable: the job waits with
+    /// capped back-off without spending its attempts.
+    case unavailable(dependency: String, reason: String)
+    /// Can never succeed: the job fails now and its photo goes to quarantine.
+    case fail(reason: String)
+}
+
+/// What a stage sees of the daemon it runs in.
+public struct StageEnvironment: Sendable {
+    public let home: URL
+    public init(home: URL) { self.home = home }
+}
+
+/// Everything a stage knows about the job it runs.
+public struct JobContext: Sendable {
+    public let id: Int64
+    public let key: String
+    /// Absolute path of the photo (inbox file or allowed absolute path); nil for a memo without one.
+    public let photoPath: String?
+    /// The memo line's content, or a plain photo job's defaults.
+    public let memo: MemoJob
+    /// Results of the stages before this one, by stage name.
+    public let results: [String: JSONValue]
+    /// 1 for the first run of this stage, 2 for the first retry, ...
+    public let attempt: Int
+
+    public init(id: Int64, key: String, photoPath: String?, memo: MemoJob, results: [String: JSONValue], attempt: Int) {
+        self.id = id
+        self.key = key
+        self.photoPath = photoPath
+        self.memo = memo
+        self.results = results
+        self.attempt = attempt
+    }
+
+    /// The job as JSON, as the exec stage hands it to external programs.
+    public var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "id": .int(id), "key": .string(key), "attempt": .int(Int64(attempt)),
+            "memo": memo.json, "results": .object(results),
+        ]
+        o["photo_path"] = photoPath.map(JSONValue.string) ?? .null
+        return .object(o)
+    }
+}

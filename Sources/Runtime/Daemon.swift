@@ -1,0 +1,124 @@
+import EventLoop
+import Foundation
+import Glibc
+import Journal
+import PhotomemoCore
+
+/// `photomemo serve`: the daemon's services, started in order and stopped in reverse.
+///
+///     start: home layout + lock ─▶ journal (resume interrupted) ─▶ job definition
+///            ─▶ scheduler ─▶ queue tailer ─▶ inbox watcher ─▶ signals
+///     SIGTERM/SIGINT: stop intake ─▶ let running stages finish (grace) ─▶ close ─▶ exit 0
+///     SIGHUP: re-read the job definition; swap only if it is valid
+public final class Daemon {
+    public struct Options: Sendable {
+        public var home: String
+        /// A job definition file; nil = the built-in default (`Jobs/photo-memo.json`).
+        public var jobFile: String?
+        public var allowRoots: [String] = []
+        public var rescanSeconds: Double = 60
+        public var settleSeconds: Double = 2
+        public var queuePollSeconds: Double = 5
+        public var graceSeconds: Double = 30
+
+        public init(home: String, jobFile: String? = nil) {
+            self.home = home
+            self.jobFile = jobFile
+        }
+    }
+
+    let options: Options
+    let registry: StageRegistry
+    let home: Home
+
+    public init(options: Options, registry: StageRegistry) {
+        self.options = options
+        self.registry = registry
+        home = Home(options.home)
+    }
+
+    /// Loads the configured definition (file or built-in) against the registry.
+    public static func loadDefinition(file: String?, registry: StageRegistry, home: Home) throws -> JobDefinition {
+        let env = StageEnvironment(home: URL(fileURLWithPath: home.root))
+        if let file { return try JobDefinition.load(file: file, registry: registry, environment: env) }
+        return try JobDefinition.load(data: Data(JobDefinition.builtinDefaultJSON.utf8), source: "built-in photo-memo",
+                                      registry: registry, environment: env)
+    }
+
+    /// Runs until SIGTERM/SIGINT; returns the process exit code.
+    public func run() throws -> Int32 {
+        try home.prepare()
+        let lockFD = try home.lock()
+        defer { close(lockFD) }
+        SignalWatcher.ignoreSIGPIPE()
+        // Stages run on the libuv pool: size it for the stages' concurrency plus intake.
+        let definition = try Self.loadDefinition(file: options.jobFile, registry: registry, home: home)
+        EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)))
+
+        let journal = try Journal(path: home.journal)
+        let (resumed, crashed) = try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts)
+        if resumed > 0 { Log.notice("resuming \(resumed) interrupted jobs") }
+        if crashed > 0 { Log.warning("\(crashed) jobs failed: interrupted too many times") }
+
+        let loop = try EventLoop()
+        let photos = PhotoPolicy(inbox: home.inbox, allowedRoots: options.allowRoots)
+        let quarantine = Quarantine(folder: home.quarantine, inbox: home.inbox)
+        let lane = SerialLane(loop: loop)
+        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, definition: definition)
+        let reader = QueueReader(path: home.queueFile, journal: journal, quarantine: quarantine, photos: photos,
+                                 joinTimeoutSeconds: definition.joinTimeoutSeconds)
+        let tailer = try QueueTailer(loop: loop, lane: lane, reader: reader) { scheduler.pump() }
+        let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine, photos: photos,
+                                   settleSeconds: options.settleSeconds)
+        let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds) {
+            scheduler.pump()
+        }
+
+        var signals: [SignalWatcher] = []
+        let graceTimer = try LoopTimer(loop: loop)
+        var stopping = false
+        let shutdown = { (signum: Int32) in
+            if stopping {
+                Log.warning("second signal: exiting now; running stages resume at the next start")
+                exit(0)
+            }
+            stopping = true
+            Log.notice("signal \(signum): stopping intake, letting \(scheduler.runningCount) running stages finish")
+            inbox.close()
+            tailer.close()
+            graceTimer.start(afterMs: UInt64(self.options.graceSeconds * 1000)) {
+                Log.warning("grace period over with \(scheduler.runningCount) stages running; they resume at the next start")
+                exit(0)
+            }
+            scheduler.stop {
+                lane.whenIdle {
+                    graceTimer.close()
+                    scheduler.close()
+                    for s in signals { s.close() }
+                }
+            }
+        }
+        signals.append(try SignalWatcher(loop: loop, signal: SIGTERM, shutdown))
+        signals.append(try SignalWatcher(loop: loop, signal: SIGINT, shutdown))
+        signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in
+            do {
+                let next = try Self.loadDefinition(file: self.options.jobFile, registry: self.registry, home: self.home)
+                reader.joinTimeoutSeconds = next.joinTimeoutSeconds
+                scheduler.replace(definition: next)
+                Log.notice("reloaded job definition \(next.name) from \(next.source)")
+            } catch {
+                Log.error("reload failed, keeping \(scheduler.definition.name): \(error)")
+            }
+        })
+
+        scheduler.start()
+        tailer.start(pollSeconds: options.queuePollSeconds)
+        inbox.start()
+        Log.notice("photomemo serving \(home.root) with job \(definition.name) (\(definition.stages.map(\.name).joined(separator: " → ")))")
+        loop.run()
+        let rc = loop.close()
+        if rc != 0 { Log.error("event loop closed with \(loop.handleCount) handles still open") }
+        Log.notice("stopped")
+        return 0
+    }
+}

@@ -1,0 +1,59 @@
+import EventLoop
+import Foundation
+import Glibc
+import PhotomemoCore
+
+/// The daemon's home folder and the names in it (DESIGN.md, "Home folder").
+public struct Home: Sendable {
+    public let root: String
+
+    public init(_ root: String) {
+        self.root = (root as NSString).standardizingPath.hasPrefix("/")
+            ? (root as NSString).standardizingPath
+            : (FileManager.default.currentDirectoryPath + "/" + root as NSString).standardizingPath
+    }
+
+    public var inbox: String { root + "/inbox" }
+    public var queueFile: String { root + "/queue.jsonl" }
+    public var socket: String { root + "/photomemo.sock" }
+    public var journal: String { root + "/photomemo.sqlite" }
+    public var store: String { root + "/store" }
+    public var quarantine: String { root + "/quarantine" }
+    public var lockFile: String { root + "/photomemo.lock" }
+
+    /// Creates the layout and refuses a home that other users can write (they could swap
+    /// the journal or plant symlinks).
+    public func prepare() throws {
+        for dir in [root, inbox, store, quarantine] {
+            if !Files.exists(dir) {
+                try syscall("mkdir \(dir)", blocking: { mkdir(dir, 0o750) })
+            }
+        }
+        let st = try Files.lstatEntry(root)
+        guard st.st_mode & S_IFMT == S_IFDIR else {
+            throw PhotomemoError(.unsafeHome, "\(root) is not a directory")
+        }
+        if st.st_mode & S_IWOTH != 0 {
+            throw PhotomemoError(.unsafeHome,
+                "\(root) is writable by other users (mode \(String(st.st_mode & 0o7777, radix: 8))); run: chmod o-w \(root)")
+        }
+        if st.st_uid != getuid() && getuid() != 0 {
+            throw PhotomemoError(.unsafeHome, "\(root) belongs to uid \(st.st_uid), not to this user (uid \(getuid()))")
+        }
+    }
+
+    /// Takes the home's exclusive lock for this process's lifetime, or says who holds it.
+    public func lock() throws -> Int32 {
+        let fd = try syscall("open \(lockFile)", blocking: { open(lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o640) })
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let holder = (try? String(contentsOfFile: lockFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            close(fd)
+            throw PhotomemoError(.locked,
+                "another photomemo daemon (pid \(holder ?? "?")) is running on \(root)")
+        }
+        ftruncate(fd, 0)
+        let pid = "\(getpid())\n"
+        _ = pid.withCString { write(fd, $0, strlen($0)) }
+        return fd
+    }
+}

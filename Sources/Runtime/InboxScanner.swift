@@ -1,0 +1,142 @@
+import EventLoop
+import Foundation
+import Glibc
+import Journal
+import PhotomemoCore
+
+/// The blocking half of inbox intake, run on the intake lane: looks at inbox entries,
+/// hashes complete photos and commits them as jobs in batches; rejects what can never be
+/// a photo (FIFO, device, directory, symlink out of the inbox) into quarantine.
+final class InboxScanner: @unchecked Sendable {
+    // Safe: used only from the serial intake lane.
+    let inbox: String
+    let journal: Journal
+    let quarantine: Quarantine
+    let photos: PhotoPolicy
+    /// A file found by a rescan (not by a close event) is taken once untouched this long.
+    let settleSeconds: Double
+
+    static let batchSize = 64
+
+    struct Report: Sendable {
+        var outcomes: [(name: String, outcome: IntakeOutcome)] = []
+        var rejected: [String] = []
+        /// Files seen but not yet settled: scan again after the settle time.
+        var unsettled = 0
+        var errors: [String] = []
+    }
+
+    init(inbox: String, journal: Journal, quarantine: Quarantine, photos: PhotoPolicy, settleSeconds: Double) {
+        self.inbox = inbox
+        self.journal = journal
+        self.quarantine = quarantine
+        self.photos = photos
+        self.settleSeconds = settleSeconds
+        realInbox = realpath(inbox, nil).map { p in defer { free(p) }; return String(cString: p) } ?? inbox
+    }
+
+    private let realInbox: String
+
+    /// Takes the named entries. `complete`: reported closed after writing or moved in;
+    /// otherwise only created, so a regular file is left for its close event and only
+    /// what can never be written (FIFO, device, symlink, directory) is examined now.
+    func take(_ names: [(name: String, complete: Bool)]) -> Report {
+        var report = Report()
+        var batch: [TakenPhoto] = []
+        for (name, complete) in names {
+            if !complete, let st = try? Files.lstatEntry(inbox + "/" + name), st.st_mode & S_IFMT == S_IFREG { continue }
+            if let p = examine(name, requireSettled: false, &report) { batch.append(p) }
+        }
+        commit(batch, &report)
+        return report
+    }
+
+    /// Walks the whole inbox (start-up, overflow, periodic): entries not yet taken are
+    /// taken once settled. Memory stays bounded: commits every `batchSize` photos.
+    func rescan() -> Report {
+        var report = Report()
+        guard let dir = opendir(inbox) else {
+            report.errors.append("cannot read \(inbox): \(String(cString: strerror(errno)))")
+            return report
+        }
+        defer { closedir(dir) }
+        var batch: [TakenPhoto] = []
+        while let ent = readdir(dir) {
+            let name = withUnsafeBytes(of: ent.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." || PhotoPolicy.isIgnoredInboxName(name) { continue }
+            if let p = examine(name, requireSettled: true, &report) { batch.append(p) }
+            if batch.count >= Self.batchSize {
+                commit(batch, &report)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        commit(batch, &report)
+        return report
+    }
+
+    private func commit(_ batch: [TakenPhoto], _ report: inout Report) {
+        guard !batch.isEmpty else { return }
+        do {
+            Failpoint.hit("inbox.before_commit")
+            let outcomes = try journal.commitPhotos(batch)
+            report.outcomes += zip(batch, outcomes).map { ($0.name, $1) }
+        } catch {
+            report.errors.append("cannot record \(batch.count) inbox files: \(error)")
+        }
+    }
+
+    private func examine(_ name: String, requireSettled: Bool, _ report: inout Report) -> TakenPhoto? {
+        guard !PhotoPolicy.isIgnoredInboxName(name), !name.contains("/") else { return nil }
+        let path = inbox + "/" + name
+        guard let st = try? Files.lstatEntry(path) else { return nil }  // gone again
+        let identity = Files.identity(st)
+        do {
+            if try journal.isTaken(name: name, identity: identity) { return nil }
+            if requireSettled {
+                let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+                if unixNow() - mtime < settleSeconds { report.unsettled += 1; return nil }
+            }
+            var target = path
+            switch st.st_mode & S_IFMT {
+            case S_IFREG: break
+            case S_IFLNK:
+                guard let real = realpath(path, nil) else {
+                    return reject(name, identity, "dangling symlink", &report)
+                }
+                target = String(cString: real)
+                free(real)
+                // Inside the inbox, or under an --allow-root (resolve throws for anything else).
+                guard target.hasPrefix(realInbox + "/") || (try? photos.resolve(target)) != nil else {
+                    return reject(name, identity, "symlink escapes the inbox (points to \(target))", &report)
+                }
+                let tst = try Files.lstatEntry(target)
+                guard tst.st_mode & S_IFMT == S_IFREG else {
+                    return reject(name, identity, "symlink to a \(Files.kind(tst)), not a photo", &report)
+                }
+            default:
+                return reject(name, identity, "a \(Files.kind(st)) is not a photo", &report)
+            }
+            let sha = try SHA256.hexOfFile(atPath: target).hex
+            // Still being written (a rescan raced a writer): its close event brings it back.
+            guard let after = try? Files.lstatEntry(path), Files.identity(after) == identity else { return nil }
+            return TakenPhoto(name: name, path: path, identity: identity, sha256: sha)
+        } catch {
+            report.errors.append("\(name): \(error)")
+            return nil
+        }
+    }
+
+    private func reject(_ name: String, _ identity: String, _ reason: String, _ report: inout Report) -> TakenPhoto? {
+        do {
+            let why = Quarantine.reason(reason, extra: ["source": "inbox", "name": .string(name)])
+            let moved = try quarantine.moveFile(at: inbox + "/" + name, name: name, reason: why, job: nil)
+            _ = try journal.recordRejectedEntry(name: name, identity: identity, reason: reason, quarantinePath: moved)
+            report.rejected.append("\(name): \(reason)")
+        } catch {
+            report.errors.append("cannot quarantine \(name) (\(reason)): \(error)")
+        }
+        return nil
+    }
+}

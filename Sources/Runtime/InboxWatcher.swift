@@ -1,0 +1,148 @@
+import EventLoop
+import Foundation
+import PhotomemoCore
+
+/// Watches `inbox/` and feeds complete photos to the journal.
+///
+///     inotify (close-write, moved-in) ──▶ pending names ─┐
+///     start-up, overflow, every N s, re-arm ─▶ rescan ───┼─▶ intake lane ─▶ InboxScanner ─▶ Journal
+///                                                        └─▶ onJobs() (scheduler pump)
+///
+/// A file closed after writing or renamed in is complete; a file found by a rescan is
+/// taken once its size and mtime have settled. Where inotify cannot watch (NFS, SMB), the
+/// rescan runs every `pollSeconds` instead.
+final class InboxWatcher {
+    private let loop: EventLoop
+    private let lane: SerialLane
+    private let scanner: InboxScanner
+    private let onJobs: () -> Void
+    private var watcher: FolderWatcher?
+    private let rescanTimer: LoopTimer
+    private let rearmTimer: LoopTimer
+    private let settleTimer: LoopTimer
+    /// Names not yet handed to the scanner, in arrival order, and whether each was
+    /// reported complete (a later close event upgrades a "created" entry).
+    private var pending: [String] = []
+    private var pendingComplete: [String: Bool] = [:]
+    private var flushQueued = false
+    private var rescanQueued = false
+    private let rescanSeconds: Double
+    static let pollSeconds: Double = 2
+
+    init(loop: EventLoop, lane: SerialLane, scanner: InboxScanner, rescanSeconds: Double, onJobs: @escaping () -> Void) throws {
+        self.loop = loop
+        self.lane = lane
+        self.scanner = scanner
+        self.rescanSeconds = rescanSeconds
+        self.onJobs = onJobs
+        rescanTimer = try LoopTimer(loop: loop)
+        rearmTimer = try LoopTimer(loop: loop)
+        settleTimer = try LoopTimer(loop: loop)
+    }
+
+    func start() {
+        do {
+            watcher = try FolderWatcher(loop: loop, path: scanner.inbox) { [unowned self] events in self.handle(events) }
+        } catch {
+            Log.warning("cannot watch \(scanner.inbox) with inotify (\(error)); polling every \(Int(Self.pollSeconds)) s")
+        }
+        let every = watcher == nil ? Self.pollSeconds : rescanSeconds
+        rescan()
+        rescanTimer.start(afterMs: UInt64(every * 1000), repeatMs: UInt64(every * 1000)) { [unowned self] in self.rescan() }
+    }
+
+    func close() {
+        watcher?.close()
+        rescanTimer.close()
+        rearmTimer.close()
+        settleTimer.close()
+    }
+
+    /// Files seen but not yet jobs (waiting to settle or to be taken).
+    private(set) var backlog = 0
+
+    private func handle(_ events: [FolderWatcher.Event]) {
+        for e in events {
+            switch e {
+            case .closedAfterWrite(let name), .movedIn(let name):
+                enqueue(name, complete: true)
+            case .created(let name):
+                // A regular file is not complete yet (its close event follows); a FIFO,
+                // device or symlink never gets one, so it is looked at now.
+                enqueue(name, complete: false)
+            case .modified:
+                break
+            case .overflow:
+                Log.warning("inotify queue overflowed on \(scanner.inbox): rescanning")
+                rescan()
+            case .folderGone:
+                Log.warning("\(scanner.inbox) went away: re-arming when it is back")
+                rearmTimer.start(afterMs: 1000, repeatMs: 1000) { [unowned self] in self.rearm() }
+            }
+        }
+        flush()
+    }
+
+    private func enqueue(_ name: String, complete: Bool) {
+        guard !PhotoPolicy.isIgnoredInboxName(name) else { return }
+        if let was = pendingComplete[name] {
+            pendingComplete[name] = was || complete
+        } else {
+            pendingComplete[name] = complete
+            pending.append(name)
+        }
+    }
+
+    private func rearm() {
+        guard let watcher, (try? watcher.rearm()) != nil else { return }
+        rearmTimer.stop()
+        Log.notice("watching \(scanner.inbox) again")
+        rescan()
+    }
+
+    private func flush() {
+        guard !flushQueued, !pending.isEmpty else { return }
+        flushQueued = true
+        // Hand the names over now: an event arriving while they are scanned queues the
+        // name again (the journal's "already taken" check makes the repeat harmless).
+        let names = pending.prefix(InboxScanner.batchSize).map { ($0, pendingComplete.removeValue(forKey: $0)!) }
+        pending.removeFirst(names.count)
+        backlog = pending.count + names.count
+        let scanner = self.scanner
+        lane.enqueue({ scanner.take(names) }) { [unowned self] report in
+            self.flushQueued = false
+            self.backlog = self.pending.count
+            self.log(report)
+            self.flush()
+        }
+    }
+
+    func rescan() {
+        guard !rescanQueued else { return }
+        rescanQueued = true
+        let scanner = self.scanner
+        lane.enqueue({ scanner.rescan() }) { [unowned self] report in
+            self.rescanQueued = false
+            self.log(report)
+            if report.unsettled > 0 {
+                // Look again once the unsettled files have had time to settle.
+                self.settleTimer.start(afterMs: UInt64(scanner.settleSeconds * 1000) + 100) { [unowned self] in self.rescan() }
+            }
+        }
+    }
+
+    private func log(_ report: InboxScanner.Report) {
+        for (name, outcome) in report.outcomes {
+            switch outcome {
+            case .created(let job, _): Log.info("took \(name)", job: job)
+            case .joined(let job): Log.info("took \(name): joined its memo", job: job)
+            case .duplicate(let job, let of): Log.info("took \(name): same bytes as job \(of)", job: job)
+            case .failed(let job, let reason): Log.warning("\(name): \(reason)", job: job)
+            case .alreadyTaken: break
+            }
+        }
+        for r in report.rejected { Log.warning("quarantined inbox entry \(r)") }
+        for e in report.errors { Log.error("inbox: \(e)") }
+        if report.outcomes.contains(where: { $0.outcome != .alreadyTaken }) { onJobs() }
+    }
+}

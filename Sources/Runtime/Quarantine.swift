@@ -1,0 +1,47 @@
+import EventLoop
+import Foundation
+import Glibc
+import PhotomemoCore
+
+/// `HOME/quarantine/`: files and queue lines that can never succeed, each with a
+/// `NAME.reason.json` beside it. The reason is written before the file moves in, and both
+/// steps are idempotent, so a crash in between is finished by running it again.
+struct Quarantine: Sendable {
+    let folder: String
+    /// Only files in the inbox are moved; a photo under an --allow-root belongs to its owner.
+    let inbox: String
+
+    /// Moves `path` into quarantine (rename: same filesystem as the inbox) under `name`,
+    /// or `name~jobN` when `name` is taken by another entry. Returns the new path.
+    func moveFile(at path: String, name: String, reason: JSONValue, job: Int64?) throws -> String {
+        var target = folder + "/" + name
+        let reasonFor = { (t: String) in t + ".reason.json" }
+        if Files.exists(target) && Files.exists(path) {
+            target = folder + "/" + name + "~job\(job ?? Int64(getpid()))"
+        }
+        try Files.writeAtomically(reason.jsonData, to: reasonFor(target))
+        if Files.exists(path) {
+            try syscall("rename \(path)", blocking: { rename(path, target) })
+            try Files.fsyncFolder(folder)
+            try Files.fsyncFolder((path as NSString).deletingLastPathComponent)
+        }
+        return target
+    }
+
+    /// Writes a bad queue line as a file of its own (the first 64 KiB of it) with its reason.
+    func writeLine(_ bytes: ArraySlice<UInt8>, name: String, reason: JSONValue) throws -> String {
+        let target = folder + "/" + name
+        try Files.writeAtomically(reason.jsonData, to: target + ".reason.json")
+        try Files.writeAtomically(Data(bytes.prefix(64 * 1024)), to: target)
+        return target
+    }
+
+    static func reason(_ reason: String, job: Int64? = nil, stage: String? = nil, extra: [String: JSONValue] = [:]) -> JSONValue {
+        var o = extra
+        o["reason"] = .string(reason)
+        o["time"] = .string(isoTimestamp(unixNow()))
+        if let job { o["job"] = .int(job) }
+        if let stage { o["stage"] = .string(stage) }
+        return .object(o)
+    }
+}

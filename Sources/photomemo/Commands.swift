@@ -1,0 +1,97 @@
+import ExecStage
+import Foundation
+import PhotomemoCore
+import Runtime
+import ValidateStage
+
+/// Every stage this build knows, registered once.
+let registry = StageRegistry([ValidateStage.self, ExecStage.self])
+
+struct Command: Sendable {
+    let name: String
+    let synopsis: String
+    let summary: String
+    let options: [OptionSpec]
+    let run: @Sendable (ParsedArguments) throws -> Int32
+
+    var help: String {
+        var s = "usage: photomemo \(name) \(synopsis)\n\n\(summary)\n"
+        if !options.isEmpty {
+            s += "\noptions:\n"
+            for o in options {
+                let left = "--\(o.name)" + (o.value.map { " \($0)" } ?? "") + (o.repeats ? " ..." : "")
+                s += "  " + left.padding(toLength: 26, withPad: " ", startingAt: 0) + o.help + "\n"
+            }
+        }
+        return s + "  " + "-h, --help".padding(toLength: 26, withPad: " ", startingAt: 0) + "show this help\n"
+    }
+}
+
+let commands: [Command] = [serveCommand, checkCommand, stagesCommand]
+
+let serveCommand = Command(
+    name: "serve", synopsis: "[--home DIR] [--job FILE] [--allow-root DIR]... [options]",
+    summary: """
+    Runs the daemon: watches HOME/inbox and HOME/queue.jsonl and runs each job through the
+    stages of the job definition. Stops on SIGTERM/SIGINT after running stages finish;
+    SIGHUP re-reads the job definition.
+    """,
+    options: [
+        .value("home", "DIR", "home folder (default: $PHOTOMEMO_HOME, else ./var)"),
+        .value("job", "FILE", "job definition (default: the built-in photo-memo definition)"),
+        .value("allow-root", "DIR", "also accept absolute photo paths under DIR", repeats: true),
+        .value("log-level", "LEVEL", "debug, info, notice, warning (default), error; or $PHOTOMEMO_LOG"),
+        .flag("verbose", "same as --log-level info"),
+        .value("rescan-interval", "SECONDS", "full inbox rescan period, a safety net for missed events (default 60)"),
+        .value("settle", "SECONDS", "a file found by a rescan is taken once unchanged this long (default 2)"),
+        .value("grace", "SECONDS", "on SIGTERM, how long running stages may finish (default 30)"),
+    ],
+    run: { args in
+        guard args.positionals.isEmpty else { throw UsageError("serve takes no arguments (got \(args.positionals[0]))") }
+        if let level = args.value("log-level") ?? ProcessInfo.processInfo.environment["PHOTOMEMO_LOG"] {
+            guard let l = LogLevel(name: level) else { throw UsageError("unknown log level \"\(level)\"") }
+            Log.level = l
+        }
+        if args.has("verbose") { Log.level = min(Log.level, .info) }
+        var options = Daemon.Options(home: homeFolder(args), jobFile: args.value("job"))
+        options.allowRoots = args.all("allow-root")
+        options.rescanSeconds = try args.double("rescan-interval") ?? options.rescanSeconds
+        options.settleSeconds = try args.double("settle") ?? options.settleSeconds
+        options.graceSeconds = try args.double("grace") ?? options.graceSeconds
+        guard options.rescanSeconds >= 0.1 else { throw UsageError("--rescan-interval must be at least 0.1") }
+        return try Daemon(options: options, registry: registry).run()
+    })
+
+let checkCommand = Command(
+    name: "check", synopsis: "FILE",
+    summary: "Validates a job definition without starting anything: stages, option names, types and values.",
+    options: [],
+    run: { args in
+        guard args.positionals.count == 1 else { throw UsageError("check needs exactly one FILE") }
+        let def = try Daemon.loadDefinition(file: args.positionals[0], registry: registry, home: Home(homeFolder(args)))
+        print("\(args.positionals[0]): ok: job \"\(def.name)\"")
+        for s in def.stages { print("  \(s.name) (concurrency \(s.concurrency))") }
+        print("  retry: up to \(def.retry.maxAttempts) attempts, back-off \(def.retry.baseMs)–\(def.retry.maxMs) ms with full jitter")
+        print("  a memo waits up to \(def.joinTimeoutSeconds) s for its photo")
+        return 0
+    })
+
+let stagesCommand = Command(
+    name: "stages", synopsis: "",
+    summary: "Lists the stages this build registers, with their options (what a job definition's \"with\" accepts).",
+    options: [],
+    run: { _ in
+        for name in registry.names {
+            let t = registry[name]!
+            print("\(name): \(t.summary)")
+            for o in t.options {
+                let def = o.defaultValue.map { " (default \($0.jsonString))" } ?? " (required)"
+                print("    \(o.name): \(o.kind.rawValue)\(def) — \(o.description)")
+            }
+        }
+        return 0
+    })
+
+func homeFolder(_ args: ParsedArguments) -> String {
+    args.value("home") ?? ProcessInfo.processInfo.environment["PHOTOMEMO_HOME"] ?? "var"
+}
