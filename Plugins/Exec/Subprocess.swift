@@ -19,14 +19,17 @@ struct Subprocess {
     static let stderrTailBytes = 4096
 
     static func run(_ argv: [String], stdin input: [UInt8], environment: [String: String], timeoutMs: Int) throws -> Result {
-        var inPipe: [Int32] = [0, 0], outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
-        guard pm_pipe_cloexec(&inPipe) == 0, pm_pipe_cloexec(&outPipe) == 0, pm_pipe_cloexec(&errPipe) == 0 else {
+        var stdinPair: [Int32] = [0, 0], outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
+        // stdin is a socket pair, not a pipe: send(MSG_NOSIGNAL) to a child that exits
+        // without reading gets EPIPE instead of killing us with SIGPIPE.
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &stdinPair) == 0,
+              pm_pipe_cloexec(&outPipe) == 0, pm_pipe_cloexec(&errPipe) == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, stdinPair[0], 0)
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
 
@@ -48,20 +51,20 @@ struct Subprocess {
         defer { cArgs.forEach { free($0) }; cEnv.forEach { free($0) } }
         var pid: pid_t = 0
         let rc = posix_spawnp(&pid, argv[0], &actions, &attr, cArgs, cEnv)
-        close(inPipe[0]); close(outPipe[1]); close(errPipe[1])
+        close(stdinPair[0]); close(outPipe[1]); close(errPipe[1])
         guard rc == 0 else {
-            close(inPipe[1]); close(outPipe[0]); close(errPipe[0])
+            close(stdinPair[1]); close(outPipe[0]); close(errPipe[0])
             throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO)
         }
 
-        for fd in [inPipe[1], outPipe[0], errPipe[0]] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        for fd in [stdinPair[1], outPipe[0], errPipe[0]] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
         var result = Result(status: nil, signal: nil, stdout: [], stderrTail: "", timedOut: false)
         var stderrBytes: [UInt8] = []
         var inOff = 0
-        var fds = [pollfd(fd: inPipe[1], events: Int16(POLLOUT), revents: 0),
+        var fds = [pollfd(fd: stdinPair[1], events: Int16(POLLOUT), revents: 0),
                    pollfd(fd: outPipe[0], events: Int16(POLLIN), revents: 0),
                    pollfd(fd: errPipe[0], events: Int16(POLLIN), revents: 0)]
-        if input.isEmpty { close(inPipe[1]); fds[0].fd = -1 }
+        if input.isEmpty { close(stdinPair[1]); fds[0].fd = -1 }
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeoutMs) * 1_000_000
         var buf = [UInt8](repeating: 0, count: 65536)
         while fds[1].fd >= 0 || fds[2].fd >= 0 {
@@ -70,7 +73,7 @@ struct Subprocess {
             let waitMs = Int32(min(1000, (deadline - now) / 1_000_000 + 1))
             if poll(&fds, nfds_t(fds.count), waitMs) < 0 && errno != EINTR { break }
             if fds[0].fd >= 0, fds[0].revents != 0 {
-                let n = input.withUnsafeBytes { write(fds[0].fd, $0.baseAddress! + inOff, $0.count - inOff) }
+                let n = input.withUnsafeBytes { send(fds[0].fd, $0.baseAddress! + inOff, $0.count - inOff, Int32(MSG_NOSIGNAL)) }
                 if n > 0 { inOff += n }
                 if n < 0 && errno != EAGAIN || inOff >= input.count {
                     close(fds[0].fd); fds[0].fd = -1  // done, or the child stopped reading

@@ -1,0 +1,76 @@
+import Testing
+@testable import PhotomemoCore
+
+@Suite struct MemoJobTests {
+    func parse(_ s: String) throws -> MemoJob { try MemoJob.parse(line: Array(s.utf8)) }
+
+    @Test func parsesAFullLine() throws {
+        let m = try parse(#"{"photo":"IMG_0001.jpg","memo":"lunch receipt","type":"Houses","fields":{"code":"A-001","salesPrice":1200,"costRate":0.35,"tags":["a","b"],"parent":{"ref":"r1","action":"deleteSelf"}},"owner":"alice","key":"k1"}"#)
+        #expect(m.photo == "IMG_0001.jpg")
+        #expect(m.memo == "lunch receipt")
+        #expect(m.type == "Houses")
+        #expect(m.fields["salesPrice"] == .int(1200))
+        #expect(m.fields["costRate"] == .double(0.35))
+        #expect(m.owner == "alice")
+        #expect(m.key == "k1")
+    }
+
+    @Test func defaultsToAMemoRecordWithoutPhoto() throws {
+        let m = try parse(#"{"memo":"call back"}"#)
+        #expect(m.type == "Memo")
+        #expect(m.photo == nil)
+        #expect(MemoJob.photoOnly("a.jpg").type == "Photo")
+    }
+
+    @Test(arguments: [
+        (#"[1,2]"#, "must be a JSON object"),
+        (#"{"foto":"a.jpg"}"#, "unknown key \"foto\""),
+        (#"{"memo":5}"#, "\"memo\" must be a string"),
+        (#"{"fields":[1]}"#, "\"fields\" must be an object"),
+        (#"{"fields":{"a":{"x":1}}}"#, "must be a reference"),
+        (#"{"fields":{"a":null}}"#, "must be a string, number"),
+        (#"{"fields":{"memo":"x"}}"#, "built-in record key"),
+        (#"{"fields":{"bad-name":1}}"#, "letters, digits"),
+        (#"{"type":"no spaces"}"#, "\"type\" must be a name"),
+        (#"{"photo":""}"#, "\"photo\" is empty"),
+        (#"{"memo":"x""#, "not valid JSON"),
+    ])
+    func rejectsBadLinesWithAClearReason(_ line: String, _ reason: String) {
+        do {
+            _ = try parse(line)
+            Issue.record("accepted \(line)")
+        } catch let e as PhotomemoError {
+            #expect(e.code == .badJob)
+            #expect(e.message.contains(reason), "\(e.message)")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test func rejectsInvalidUTF8AndLinesOverOneMebibyte() {
+        #expect(throws: PhotomemoError.self) { try MemoJob.parse(line: [0x7B, 0xFF, 0x7D]) }
+        let big = Array(("{\"memo\":\"" + String(repeating: "x", count: 1 << 20) + "\"}").utf8)
+        #expect(throws: PhotomemoError.self) { try MemoJob.parse(line: big) }
+    }
+}
+
+@Suite struct PhotoPolicyTests {
+    let policy = PhotoPolicy(inbox: "/h/inbox", allowedRoots: ["/srv/photos"])
+
+    @Test func acceptsInboxNamesAndAllowedAbsolutePaths() throws {
+        #expect(try policy.resolve("IMG_1.jpg") == .inbox(name: "IMG_1.jpg"))
+        #expect(try policy.resolve("/srv/photos/a/b.jpg") == .absolute(path: "/srv/photos/a/b.jpg"))
+    }
+
+    @Test(arguments: ["../etc/passwd", "sub/a.jpg", "..", "/etc/passwd", "/srv/photos/../../etc/passwd", "/srv/photosX/a.jpg"])
+    func rejectsPathsEscapingTheInbox(_ p: String) {
+        #expect(throws: PhotomemoError.self) { try policy.resolve(p) }
+    }
+
+    @Test func ignoresNamesStillBeingWritten() {
+        #expect(PhotoPolicy.isIgnoredInboxName(".IMG.jpg"))
+        #expect(PhotoPolicy.isIgnoredInboxName("IMG.jpg.part"))
+        #expect(PhotoPolicy.isIgnoredInboxName("IMG.jpg.tmp"))
+        #expect(!PhotoPolicy.isIgnoredInboxName("IMG.jpg"))
+    }
+}
