@@ -41,6 +41,7 @@ let package = Package(
         .testTarget(name: "JournalTests", dependencies: ["Journal", "PhotomemoCore"]),
         .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore", "photomemo"],
+                    exclude: ["Fixtures"]),
     ]
 )

@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+/// Bad input gets a clear reason in quarantine and never blocks the queue.
+@Suite(.serialized) struct BadInputTests {
+    /// A 1 KB PNG claiming 100,000 x 100,000 pixels.
+    static func pixelBomb() -> Data {
+        func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+        var b: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        for (type, data) in [("IHDR", be32(100_000) + be32(100_000) + [8, 2, 0, 0, 0]), ("IDAT", [UInt8](repeating: 0, count: 1000)), ("IEND", [])] {
+            b += be32(UInt32(data.count)) + Array(type.utf8) + data + [0, 0, 0, 0]
+        }
+        return Data(b)
+    }
+
+    @Test func eachBadInputEndsInQuarantineWithAReasonWhileTheRestFinishes() throws {
+        let d = try DaemonHarness()
+        try d.start()
+        try d.drop("corrupted.jpg")
+        FileManager.default.createFile(atPath: d.home + "/inbox/empty.jpg", contents: Data())
+        FileManager.default.createFile(atPath: d.home + "/inbox/notes.jpg", contents: Data("just some text\n".utf8))
+        FileManager.default.createFile(atPath: d.home + "/inbox/bomb.png", contents: Self.pixelBomb())
+        symlink("/etc/passwd", d.home + "/inbox/passwd.jpg")
+        try d.append("{this is not json\n")
+        try d.append(#"{"memo":"fine","fields":{"n":1}}"# + "\n")
+        try d.drop("Nikon_D70.jpg")
+        try d.drop("Pentax_K10D.jpg")
+        try d.waitIdle(jobs: 8)
+
+        let failed = try d.jobs("state = 'failed'")
+        #expect(Set(failed.map { $0.photo! }) == ["corrupted.jpg", "empty.jpg", "notes.jpg", "bomb.png", "passwd.jpg"])
+        #expect(try d.stateCounts()["done"] == 3)
+        let q = d.quarantined()
+        #expect(q.count == 6, "\(q)")
+        func reason(_ name: String) throws -> String {
+            try String(contentsOfFile: d.home + "/quarantine/" + name + ".reason.json", encoding: .utf8)
+        }
+        #expect(try reason("corrupted.jpg").contains("JPEG is damaged"))
+        #expect(try reason("corrupted.jpg").contains(#""stage":"validate""#))
+        #expect(try reason("empty.jpg").contains("file is empty (0 bytes)"))
+        #expect(try reason("notes.jpg").contains("unrecognised magic bytes"))
+        #expect(try reason("bomb.png").contains("decompression bomb"))
+        #expect(try reason("passwd.jpg").contains("symlink escapes the inbox"))
+        let line = try #require(q.first { $0.hasPrefix("queue-line-") })
+        #expect(try reason(line).contains(#""line":1"#))
+        #expect(try reason(line).contains("not valid JSON"))
+        // Quarantined files left the inbox; /etc/passwd was never touched.
+        let inbox = try FileManager.default.contentsOfDirectory(atPath: d.home + "/inbox").sorted()
+        #expect(inbox == ["Nikon_D70.jpg", "Pentax_K10D.jpg"])
+        #expect(FileManager.default.fileExists(atPath: "/etc/passwd"))
+        #expect(d.stop().status == 0)
+    }
+}

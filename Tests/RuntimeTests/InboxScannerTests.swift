@@ -1,0 +1,54 @@
+import Foundation
+import Journal
+import PhotomemoCore
+import Testing
+@testable import Runtime
+
+@Suite struct InboxScannerTests {
+    func write(_ t: TestHome, _ name: String, _ text: String = "bytes") throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: t.home.inbox + "/" + name))
+    }
+
+    @Test func rescanTakesSettledFilesOnceAndLeavesFreshOnesToSettle() throws {
+        let t = try TestHome()
+        try write(t, "a.jpg", "A")
+        try write(t, ".hidden.jpg", "H")
+        try write(t, "b.jpg.part", "P")
+        var report = t.scanner(settle: 60).rescan()
+        #expect(report.unsettled == 1)
+        #expect(try t.jobs().isEmpty)
+        report = t.scanner(settle: 0).rescan()
+        #expect(report.outcomes.map(\.name) == ["a.jpg"])
+        report = t.scanner(settle: 0).rescan()
+        #expect(report.outcomes.isEmpty)
+        #expect(try t.jobs().count == 1)
+    }
+
+    @Test func closedFilesAreTakenAtOnceAndCreatedRegularFilesWaitForTheirCloseEvent() throws {
+        let t = try TestHome()
+        try write(t, "c.jpg", "C")
+        #expect(t.scanner(settle: 60).take([("c.jpg", false)]).outcomes.isEmpty)
+        #expect(t.scanner(settle: 60).take([("c.jpg", true)]).outcomes.map(\.name) == ["c.jpg"])
+        let job = try #require(try t.jobs().first)
+        #expect(job.key == "sha256:" + SHA256.hex(Data("C".utf8)))
+    }
+
+    @Test func entriesThatAreNotPhotosGoToQuarantineWithTheirReason() throws {
+        let t = try TestHome()
+        symlink("/etc/passwd", t.home.inbox + "/pw.jpg")
+        mkfifo(t.home.inbox + "/fifo.jpg", 0o644)
+        try FileManager.default.createDirectory(atPath: t.home.inbox + "/dir.jpg", withIntermediateDirectories: false)
+        try write(t, "real.jpg", "R")
+        symlink(t.home.inbox + "/real.jpg", t.home.inbox + "/inside.jpg")
+        let report = t.scanner().take([("pw.jpg", false), ("fifo.jpg", false), ("dir.jpg", false), ("inside.jpg", false)])
+        #expect(report.rejected.count == 3)
+        #expect(try t.quarantined() == ["dir.jpg", "fifo.jpg", "pw.jpg"])
+        #expect(try t.reason("pw.jpg")["reason"] == "symlink escapes the inbox (points to /etc/passwd)")
+        #expect(try t.reason("fifo.jpg")["reason"] == "a FIFO is not a photo")
+        #expect(try t.reason("dir.jpg")["reason"] == "a directory is not a photo")
+        // A symlink to a file inside the inbox is a photo like any other.
+        #expect(report.outcomes.map(\.name) == ["inside.jpg"])
+        #expect(try t.jobs().filter { $0.state == .failed }.count == 3)
+        #expect(!FileManager.default.fileExists(atPath: t.home.inbox + "/fifo.jpg"))
+    }
+}
