@@ -36,12 +36,13 @@ let package = Package(
             "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage",
         ]),
 
-        .testTarget(name: "PhotomemoCoreTests", dependencies: ["PhotomemoCore"]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "PhotomemoCoreTests", dependencies: ["PhotomemoCore", "TestSupport"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "PhotomemoCore"]),
-        .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore"]),
+        .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore", "photomemo"],
+        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore", "TestSupport", "photomemo"],
                     exclude: ["Fixtures"]),
     ]
 )

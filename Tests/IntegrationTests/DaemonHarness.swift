@@ -1,9 +1,7 @@
 import Foundation
 import Journal
+import TestSupport
 import Testing
-
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-let testPhotos = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/testdata/photos")
 
 /// A real `photomemo serve` process on a temp home, with the test stage and helpers to
 /// drop files, append lines, read the journal and kill it.

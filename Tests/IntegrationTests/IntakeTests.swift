@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The real daemon, real files, real queue lines: each is taken exactly once, complete.

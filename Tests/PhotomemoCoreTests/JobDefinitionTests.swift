@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import PhotomemoCore
 
@@ -58,8 +59,7 @@ struct ProbeStage: Stage {
     }
 
     @Test func builtInDefaultIsTheShippedJobsFile() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let file = try Data(contentsOf: root.appendingPathComponent("Jobs/photo-memo.json"))
+        let file = try Data(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"))
         #expect(try JSONValue.parse(file) == JSONValue.parse(JobDefinition.builtinDefaultJSON))
     }
 }

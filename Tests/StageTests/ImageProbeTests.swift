@@ -1,11 +1,9 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import ValidateStage
 
-let photos = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/testdata/photos")
-
-func photo(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: photos.appendingPathComponent(name))) }
+func photo(_ name: String) throws -> [UInt8] { try testPhoto(name) }
 
 /// Minimal, structurally valid files built by hand (the probe reads headers only).
 enum Synthetic {
