@@ -95,7 +95,7 @@ extension Journal {
             guard let row = try db.queryOne("SELECT state, photo_path, outages FROM jobs WHERE id = ?", [.int(id)]),
                   row.string(0) == "running" else {
                 // Cancelled (or otherwise moved on) while the stage ran: keep what is there.
-                return Transition(kind: .failed(reason: "job left running state during the stage"), quarantinePhoto: nil)
+                return Transition(kind: .abandoned, quarantinePhoto: nil)
             }
             let photo = row.string(1)
             let outages = Int(row.int(2) ?? 0)

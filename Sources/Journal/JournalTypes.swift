@@ -89,6 +89,8 @@ public struct Transition: Sendable, Equatable {
         case retrying(afterMs: Int)
         case waitingForDependency(afterMs: Int)
         case failed(reason: String)
+        /// The job left `running` while the stage ran (cancelled): nothing recorded.
+        case abandoned
     }
 
     public let kind: Kind

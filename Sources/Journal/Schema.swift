@@ -31,6 +31,7 @@ enum Schema {
             finished REAL
         );
         CREATE INDEX jobs_ready ON jobs(stage_index, ready_at) WHERE ready_at IS NOT NULL;
+        CREATE INDEX jobs_waiting ON jobs(ready_at) WHERE state = 'waiting';
         CREATE INDEX jobs_deadline ON jobs(deadline) WHERE deadline IS NOT NULL;
         CREATE INDEX jobs_photo ON jobs(photo) WHERE photo IS NOT NULL;
         CREATE INDEX jobs_sha ON jobs(photo_sha256) WHERE photo_sha256 IS NOT NULL;

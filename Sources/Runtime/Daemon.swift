@@ -103,7 +103,7 @@ public final class Daemon {
         signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in
             do {
                 let next = try Self.loadDefinition(file: self.options.jobFile, registry: self.registry, home: self.home)
-                reader.joinTimeoutSeconds = next.joinTimeoutSeconds
+                reader.joinTimeoutSeconds.value = next.joinTimeoutSeconds
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
             } catch {

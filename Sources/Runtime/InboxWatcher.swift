@@ -51,15 +51,22 @@ final class InboxWatcher {
         rescanTimer.start(afterMs: UInt64(every * 1000), repeatMs: UInt64(every * 1000)) { [unowned self] in self.rescan() }
     }
 
+    /// After close, completions still in flight on the lane schedule nothing new.
+    private var closed = false
+
     func close() {
+        closed = true
         watcher?.close()
         rescanTimer.close()
         rearmTimer.close()
         settleTimer.close()
     }
 
-    /// Files seen but not yet jobs (waiting to settle or to be taken).
-    private(set) var backlog = 0
+    private var inFlight = 0
+    private var unsettled = 0
+
+    /// Files seen but not yet jobs (waiting to settle or to be taken): `status`'s backlog.
+    var backlog: Int { pending.count + inFlight + unsettled }
 
     private func handle(_ events: [FolderWatcher.Event]) {
         for e in events {
@@ -101,30 +108,31 @@ final class InboxWatcher {
     }
 
     private func flush() {
-        guard !flushQueued, !pending.isEmpty else { return }
+        guard !closed, !flushQueued, !pending.isEmpty else { return }
         flushQueued = true
         // Hand the names over now: an event arriving while they are scanned queues the
         // name again (the journal's "already taken" check makes the repeat harmless).
         let names = pending.prefix(InboxScanner.batchSize).map { ($0, pendingComplete.removeValue(forKey: $0)!) }
         pending.removeFirst(names.count)
-        backlog = pending.count + names.count
+        inFlight = names.count
         let scanner = self.scanner
         lane.enqueue({ scanner.take(names) }) { [unowned self] report in
             self.flushQueued = false
-            self.backlog = self.pending.count
+            self.inFlight = 0
             self.log(report)
             self.flush()
         }
     }
 
     func rescan() {
-        guard !rescanQueued else { return }
+        guard !closed, !rescanQueued else { return }
         rescanQueued = true
         let scanner = self.scanner
         lane.enqueue({ scanner.rescan() }) { [unowned self] report in
             self.rescanQueued = false
+            self.unsettled = report.unsettled
             self.log(report)
-            if report.unsettled > 0 {
+            if report.unsettled > 0 && !self.closed {
                 // Look again once the unsettled files have had time to settle.
                 self.settleTimer.start(afterMs: UInt64(scanner.settleSeconds * 1000) + 100) { [unowned self] in self.rescan() }
             }

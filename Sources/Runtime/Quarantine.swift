@@ -17,7 +17,7 @@ struct Quarantine: Sendable {
         var target = folder + "/" + name
         let reasonFor = { (t: String) in t + ".reason.json" }
         if Files.exists(target) && Files.exists(path) {
-            target = folder + "/" + name + "~job\(job ?? Int64(getpid()))"
+            target = folder + "/" + name + (job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))")
         }
         try Files.writeAtomically(reason.jsonData, to: reasonFor(target))
         if Files.exists(path) {

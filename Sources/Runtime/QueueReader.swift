@@ -20,7 +20,8 @@ final class QueueReader: @unchecked Sendable {
     let journal: Journal
     let quarantine: Quarantine
     let photos: PhotoPolicy
-    var joinTimeoutSeconds: Int
+    /// Set from the loop thread on reload, read on the lane.
+    let joinTimeoutSeconds: LockedValue<Int>
     private var held: (fd: Int32, inode: UInt64)?
 
     static let chunkBytes = 4 << 20
@@ -38,7 +39,7 @@ final class QueueReader: @unchecked Sendable {
         self.journal = journal
         self.quarantine = quarantine
         self.photos = photos
-        self.joinTimeoutSeconds = joinTimeoutSeconds
+        self.joinTimeoutSeconds = LockedValue(joinTimeoutSeconds)
     }
 
     deinit { if let held { close(held.fd) } }
@@ -103,7 +104,7 @@ final class QueueReader: @unchecked Sendable {
             }
             if next == pos { return }
             Failpoint.hit("queue.before_commit")
-            report.outcomes += try journal.commitMemos(memos, position: next, joinTimeoutSeconds: joinTimeoutSeconds)
+            report.outcomes += try journal.commitMemos(memos, position: next, joinTimeoutSeconds: joinTimeoutSeconds.value)
             report.lines += Int(next.line - pos.line)
             pos = next
             if n < buf.count { return }

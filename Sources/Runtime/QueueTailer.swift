@@ -48,12 +48,17 @@ final class QueueTailer {
         pollTimer.start(afterMs: every, repeatMs: every) { [unowned self] in self.read() }
     }
 
+    /// After close, a read in flight finishes but schedules no other.
+    private var closed = false
+
     func close() {
+        closed = true
         watcher?.close()
         pollTimer.close()
     }
 
     func read() {
+        guard !closed else { return }
         guard !reading else { again = true; return }
         reading = true
         let reader = self.reader

@@ -156,6 +156,7 @@ final class Scheduler {
                 case .retrying(let ms): Log.notice("retrying in \(ms) ms", job: id, stage: entry.name)
                 case .waitingForDependency(let ms): Log.warning("dependency down; next try in \(ms) ms", job: id, stage: entry.name)
                 case .failed(let reason): Log.warning("failed: \(reason)", job: id, stage: entry.name)
+                case .abandoned: Log.info("outcome dropped: the job left running state meanwhile", job: id, stage: entry.name)
                 }
             case .failure(let error):
                 // The journal could not record it: the job stays `running` and resumes at restart.
