@@ -25,7 +25,7 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
 
         .target(name: "PhotomemoCore", dependencies: ["CCrypto"]),
-        .target(name: "EventLoop", dependencies: ["CUV"]),
+        .target(name: "EventLoop", dependencies: ["CUV", "CPosix"]),
         .target(name: "Journal", dependencies: ["PhotomemoCore", "CSQLite"]),
         .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal"]),
 

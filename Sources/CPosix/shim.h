@@ -10,3 +10,16 @@ extern int pipe2(int pipefd[2], int flags);
 static inline int pm_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
+
+#include <sys/socket.h>
+
+/* struct ucred needs _GNU_SOURCE; this has the same layout (pid, uid, gid). */
+struct pm_ucred { int pid; unsigned int uid; unsigned int gid; };
+
+static inline int pm_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid) {
+    struct pm_ucred c;
+    socklen_t len = sizeof(c);
+    int rc = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &len);
+    if (rc == 0) { *pid = c.pid; *uid = c.uid; *gid = c.gid; }
+    return rc;
+}

@@ -138,11 +138,11 @@ public final class Journal: @unchecked Sendable {
         }
     }
 
-    /// A job's history: (event, stage, attempt, duration ms, message), oldest first.
-    public func history(_ id: Int64) throws -> [(event: String, stage: String?, attempt: Int?, durationMs: Double?, message: String?)] {
+    /// A job's history, oldest first.
+    public func history(_ id: Int64) throws -> [(event: String, at: Double, stage: String?, attempt: Int?, durationMs: Double?, message: String?)] {
         try read { db in
-            try db.query("SELECT event, stage, attempt, duration_ms, message FROM job_events WHERE job_id = ? ORDER BY id", [.int(id)])
-                .map { ($0.string(0)!, $0.string(1), $0.int(2).map(Int.init), $0.double(3), $0.string(4)) }
+            try db.query("SELECT event, at, stage, attempt, duration_ms, message FROM job_events WHERE job_id = ? ORDER BY id", [.int(id)])
+                .map { ($0.string(0)!, $0.double(1)!, $0.string(2), $0.int(3).map(Int.init), $0.double(4), $0.string(5)) }
         }
     }
 }

@@ -47,6 +47,8 @@ enum Schema {
             message TEXT
         );
         CREATE INDEX job_events_job ON job_events(job_id);
+        CREATE INDEX job_events_stage ON job_events(stage, event, id) WHERE stage IS NOT NULL;
+        CREATE INDEX job_events_finished ON job_events(at) WHERE event = 'finished';
         CREATE TABLE queue_position(
             id INTEGER PRIMARY KEY CHECK (id = 1),
             inode INTEGER NOT NULL,

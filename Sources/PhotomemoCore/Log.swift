@@ -14,7 +14,15 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
 }
 
 public enum Log {
+    public enum Format: Sendable { case text, json }
+
     private static let state = LockedValue(LogLevel.warning)
+    private static let formatState = LockedValue(Format.text)
+
+    public static var format: Format {
+        get { formatState.value }
+        set { formatState.value = newValue }
+    }
 
     public static var level: LogLevel {
         get { state.value }
@@ -23,10 +31,18 @@ public enum Log {
 
     public static func log(_ level: LogLevel, _ message: @autoclosure () -> String, job: Int64? = nil, stage: String? = nil) {
         guard level >= Self.level else { return }
-        var line = "\(timestamp()) \(level)"
-        if let job { line += " job=\(job)" }
-        if let stage { line += " stage=\(stage)" }
-        line += " " + message() + "\n"
+        var line: String
+        if format == .json {
+            var o: [String: JSONValue] = ["time": .string(timestamp()), "level": .string("\(level)"), "message": .string(message())]
+            if let job { o["job"] = .int(job) }
+            if let stage { o["stage"] = .string(stage) }
+            line = JSONValue.object(o).jsonString + "\n"
+        } else {
+            line = "\(timestamp()) \(level)"
+            if let job { line += " job=\(job)" }
+            if let stage { line += " stage=\(stage)" }
+            line += " " + message() + "\n"
+        }
         FileHandle.standardError.write(Data(line.utf8))
     }
 

@@ -18,6 +18,12 @@ public struct PhotomemoError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let unsafeHome = Code(rawValue: "unsafe_home")
         public static let badImage = Code(rawValue: "bad_image")
         public static let internalError = Code(rawValue: "internal")
+        public static let badRequest = Code(rawValue: "bad_request")
+        public static let unknownCommand = Code(rawValue: "unknown_command")
+        public static let requestTooLarge = Code(rawValue: "request_too_large")
+        public static let conflict = Code(rawValue: "conflict")
+        public static let tooSlow = Code(rawValue: "too_slow")
+        public static let notRunning = Code(rawValue: "not_running")
     }
 
     public let code: Code

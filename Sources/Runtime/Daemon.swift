@@ -20,6 +20,8 @@ public final class Daemon {
         public var settleSeconds: Double = 2
         public var queuePollSeconds: Double = 5
         public var graceSeconds: Double = 30
+        /// With a group, the socket is mode 0660 and owned by it; else 0600.
+        public var socketGroup: gid_t?
 
         public init(home: String, jobFile: String? = nil) {
             self.home = home
@@ -47,6 +49,7 @@ public final class Daemon {
 
     /// Runs until SIGTERM/SIGINT; returns the process exit code.
     public func run() throws -> Int32 {
+        umask(0o027)  // journal, quarantine and store files: owner rw, group r, others nothing
         try home.prepare()
         let lockFD = try home.lock()
         defer { close(lockFD) }
@@ -64,15 +67,36 @@ public final class Daemon {
         let photos = PhotoPolicy(inbox: home.inbox, allowedRoots: options.allowRoots)
         let quarantine = Quarantine(folder: home.quarantine, inbox: home.inbox)
         let lane = SerialLane(loop: loop)
-        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, definition: definition)
+        let events = EventBus()
+        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, definition: definition, events: events)
         let reader = QueueReader(path: home.queueFile, journal: journal, quarantine: quarantine, photos: photos,
                                  joinTimeoutSeconds: definition.joinTimeoutSeconds)
-        let tailer = try QueueTailer(loop: loop, lane: lane, reader: reader) { scheduler.pump() }
+        let tailer = try QueueTailer(loop: loop, lane: lane, reader: reader, events: events) { scheduler.pump() }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine, photos: photos,
                                    settleSeconds: options.settleSeconds)
-        let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds) {
+        let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
             scheduler.pump()
         }
+
+        let notify = SystemdNotify()
+        func reload() -> Result<JobDefinition, PhotomemoError> {
+            do {
+                let next = try Self.loadDefinition(file: self.options.jobFile, registry: self.registry, home: self.home)
+                reader.joinTimeoutSeconds.value = next.joinTimeoutSeconds
+                scheduler.replace(definition: next)
+                Log.notice("reloaded job definition \(next.name) from \(next.source)")
+                return .success(next)
+            } catch {
+                let e = error as? PhotomemoError ?? PhotomemoError(.badDefinition, "\(error)")
+                Log.error("reload failed, keeping \(scheduler.definition.name): \(e.message)")
+                return .failure(e)
+            }
+        }
+        let commands = ControlCommands(.init(
+            loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, reader: reader, quarantine: quarantine,
+            backlog: { (inbox.backlog, tailer.unreadBytes) }, reload: reload))
+        let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: commands)
+        commands.clientCount = { control.clientCount }
 
         var signals: [SignalWatcher] = []
         let graceTimer = try LoopTimer(loop: loop)
@@ -83,9 +107,11 @@ public final class Daemon {
                 exit(0)
             }
             stopping = true
+            notify.send("STOPPING=1")
             Log.notice("signal \(signum): stopping intake, letting \(scheduler.runningCount) running stages finish")
             inbox.close()
             tailer.close()
+            control.close()
             graceTimer.start(afterMs: UInt64(self.options.graceSeconds * 1000)) {
                 Log.warning("grace period over with \(scheduler.runningCount) stages running; they resume at the next start")
                 exit(0)
@@ -100,21 +126,13 @@ public final class Daemon {
         }
         signals.append(try SignalWatcher(loop: loop, signal: SIGTERM, shutdown))
         signals.append(try SignalWatcher(loop: loop, signal: SIGINT, shutdown))
-        signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in
-            do {
-                let next = try Self.loadDefinition(file: self.options.jobFile, registry: self.registry, home: self.home)
-                reader.joinTimeoutSeconds.value = next.joinTimeoutSeconds
-                scheduler.replace(definition: next)
-                Log.notice("reloaded job definition \(next.name) from \(next.source)")
-            } catch {
-                Log.error("reload failed, keeping \(scheduler.definition.name): \(error)")
-            }
-        })
+        signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in _ = reload() })
 
         scheduler.start()
         tailer.start(pollSeconds: options.queuePollSeconds)
         inbox.start()
         Log.notice("photomemo serving \(home.root) with job \(definition.name) (\(definition.stages.map(\.name).joined(separator: " → ")))")
+        notify.send("READY=1\nSTATUS=serving \(home.root) with job \(definition.name)\nMAINPID=\(getpid())")
         loop.run()
         let rc = loop.close()
         if rc != 0 { Log.error("event loop closed with \(loop.handleCount) handles still open") }

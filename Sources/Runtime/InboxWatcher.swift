@@ -16,6 +16,7 @@ final class InboxWatcher {
     private let lane: SerialLane
     private let scanner: InboxScanner
     private let onJobs: () -> Void
+    private let events: EventBus
     private var watcher: FolderWatcher?
     private let rescanTimer: LoopTimer
     private let rearmTimer: LoopTimer
@@ -29,7 +30,9 @@ final class InboxWatcher {
     private let rescanSeconds: Double
     static let pollSeconds: Double = 2
 
-    init(loop: EventLoop, lane: SerialLane, scanner: InboxScanner, rescanSeconds: Double, onJobs: @escaping () -> Void) throws {
+    init(loop: EventLoop, lane: SerialLane, scanner: InboxScanner, rescanSeconds: Double, events: EventBus,
+         onJobs: @escaping () -> Void) throws {
+        self.events = events
         self.loop = loop
         self.lane = lane
         self.scanner = scanner
@@ -148,6 +151,7 @@ final class InboxWatcher {
             case .failed(let job, let reason): Log.warning("\(name): \(reason)", job: job)
             case .alreadyTaken: break
             }
+            events.publish(outcome, source: "inbox/\(name)")
         }
         for r in report.rejected { Log.warning("quarantined inbox entry \(r)") }
         for e in report.errors { Log.error("inbox: \(e)") }

@@ -10,6 +10,7 @@ final class QueueTailer {
     private let lane: SerialLane
     private let reader: QueueReader
     private let onJobs: () -> Void
+    private let events: EventBus
     private var watcher: FolderWatcher?
     private let pollTimer: LoopTimer
     private var reading = false
@@ -18,7 +19,8 @@ final class QueueTailer {
     /// Bytes of the queue file not yet read, as of the last read.
     private(set) var unreadBytes: Int64 = 0
 
-    init(loop: EventLoop, lane: SerialLane, reader: QueueReader, onJobs: @escaping () -> Void) throws {
+    init(loop: EventLoop, lane: SerialLane, reader: QueueReader, events: EventBus, onJobs: @escaping () -> Void) throws {
+        self.events = events
         self.loop = loop
         self.lane = lane
         self.reader = reader
@@ -77,6 +79,7 @@ final class QueueTailer {
                     case .failed(let job, let reason): Log.warning(reason, job: job)
                     case .alreadyTaken: break
                     }
+                    self.events.publish(o, source: "queue.jsonl")
                 }
                 if !report.outcomes.isEmpty { self.onJobs() }
             case .failure(let error):

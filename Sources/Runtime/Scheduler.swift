@@ -24,18 +24,28 @@ final class Scheduler {
     private var stopping = false
     private let wakeTimer: LoopTimer
     private var onIdle: (() -> Void)?
+    private let events: EventBus
+    /// The whole pipeline, or single stages, paused: no new stage runs start. Persisted.
     private(set) var paused: Bool
+    private(set) var pausedStages: Set<String>
+    /// Dependencies a stage reported unreachable, and whether they answer again.
+    private(set) var dependencies: [String: Bool] = [:]
+    private var stageDependencies: [String: Set<String>] = [:]
 
-    init(loop: EventLoop, journal: Journal, quarantine: Quarantine, definition: JobDefinition) throws {
+    init(loop: EventLoop, journal: Journal, quarantine: Quarantine, definition: JobDefinition, events: EventBus) throws {
         self.loop = loop
         self.journal = journal
         self.quarantine = quarantine
         self.definition = definition
+        self.events = events
         wakeTimer = try LoopTimer(loop: loop)
         paused = try journal.setting("paused") == "true"
+        pausedStages = Set((try journal.setting("paused_stages") ?? "").split(separator: ",").map(String.init))
     }
 
     var runningCount: Int { running.values.reduce(0, +) }
+
+    func running(stage: String) -> Int { running[stage, default: 0] }
 
     /// Swaps the job definition; running stages finish with the one they started with.
     func replace(definition: JobDefinition) {
@@ -43,10 +53,30 @@ final class Scheduler {
         pump()
     }
 
-    func setPaused(_ value: Bool) throws {
-        try journal.setSetting("paused", value ? "true" : nil)
-        paused = value
-        if !value { pump() }
+    /// Pauses or resumes the whole pipeline (`stage` nil) or one stage. The flag is
+    /// written to the journal (off the loop) before it takes effect and `done` runs.
+    func setPaused(_ value: Bool, stage: String? = nil, done: @escaping (Error?) -> Void) {
+        var changed = pausedStages
+        if let stage { if value { changed.insert(stage) } else { changed.remove(stage) } }
+        let nextStages = changed
+        let journal = self.journal
+        loop.submit({ () -> Error? in
+            do {
+                if stage != nil {
+                    try journal.setSetting("paused_stages", nextStages.isEmpty ? nil : nextStages.sorted().joined(separator: ","))
+                } else {
+                    try journal.setSetting("paused", value ? "true" : nil)
+                }
+                return nil
+            } catch { return error }
+        }) { [unowned self] error in
+            if error == nil {
+                if stage != nil { self.pausedStages = nextStages } else { self.paused = value }
+                self.events.publish(value ? "paused" : "resumed", job: nil, stage.map { ["stage": .string($0)] } ?? [:])
+                if !value { self.pump() }
+            }
+            done(error)
+        }
     }
 
     /// Moves photos of failed jobs left unquarantined by a crash, then starts pumping.
@@ -87,7 +117,8 @@ final class Scheduler {
         guard !claiming else { pumpAgain = true; return }
         let def = definition
         let free = def.stages.enumerated().map { i, s in (i, s.name, s.concurrency - running[s.name, default: 0]) }
-            .filter { $0.2 > 0 }
+            .filter { $0.2 > 0 && !pausedStages.contains($0.1) }
+        guard !free.isEmpty else { return }
         claiming = true
         let journal = self.journal
         loop.submit({ () -> Result<([ClaimedJob], Double?), Error> in
@@ -128,42 +159,85 @@ final class Scheduler {
         let entry = def.stages[job.stageIndex]
         running[entry.name, default: 0] += 1
         Log.debug("started (attempt \(job.context.attempt))", job: job.context.id, stage: entry.name)
+        events.publish("stage_started", job: job.context.id, ["stage": .string(entry.name), "attempt": .int(Int64(job.context.attempt))])
         let journal = self.journal, quarantine = self.quarantine
         let stageCount = def.stages.count, retry = def.retry
-        loop.submit({ () -> Result<Transition, Error> in
+        loop.submit({ () -> Result<(Transition, StageOutcome, Double), Error> in
             let clock = ContinuousClock()
             let started = clock.now
             let outcome = entry.stage.run(job.context)
-            let ms = Double((clock.now - started).milliseconds)
+            let elapsed = (clock.now - started).components
+            let ms = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
             Failpoint.hit("stage.before_journal")
-            return Result {
+            return Result { () -> (Transition, StageOutcome, Double) in
                 let t = try journal.recordOutcome(job: job, stageName: entry.name, outcome: outcome, durationMs: ms,
                                                   stageCount: stageCount, retry: retry)
                 if let photo = t.quarantinePhoto, case .failed(let reason) = t.kind {
                     try Self.quarantinePhoto(PendingQuarantine(job: job.context.id, photoPath: photo, stage: entry.name, reason: reason),
                                              journal: journal, quarantine: quarantine)
                 }
-                return t
+                return (t, outcome, ms)
             }
         }) { [unowned self] result in
             self.running[entry.name, default: 1] -= 1
             let id = job.context.id
             switch result {
-            case .success(let t):
-                switch t.kind {
-                case .advanced: Log.debug("done", job: id, stage: entry.name)
-                case .finished: Log.info("job done", job: id, stage: entry.name)
-                case .retrying(let ms): Log.notice("retrying in \(ms) ms", job: id, stage: entry.name)
-                case .waitingForDependency(let ms): Log.warning("dependency down; next try in \(ms) ms", job: id, stage: entry.name)
-                case .failed(let reason): Log.warning("failed: \(reason)", job: id, stage: entry.name)
-                case .abandoned: Log.info("outcome dropped: the job left running state meanwhile", job: id, stage: entry.name)
-                }
+            case .success(let (t, outcome, ms)):
+                self.report(job: id, stage: entry.name, transition: t, outcome: outcome, ms: ms)
             case .failure(let error):
                 // The journal could not record it: the job stays `running` and resumes at restart.
                 Log.error("cannot record the outcome: \(error)", job: id, stage: entry.name)
             }
             self.pump()
             self.checkIdle()
+        }
+    }
+
+    /// Logs and publishes what a stage run did, and tracks dependency health.
+    private func report(job id: Int64, stage: String, transition t: Transition, outcome: StageOutcome, ms: Double) {
+        let base: [String: JSONValue] = ["stage": .string(stage), "ms": .double(ms)]
+        switch outcome {
+        case .continue, .skip:
+            for dep in stageDependencies[stage] ?? [] where dependencies[dep] == false {
+                dependencies[dep] = true
+                Log.notice("\(dep) is reachable again", stage: stage)
+            }
+            if case .skip(let reason) = outcome {
+                events.publish("stage_skipped", job: id, base.merging(["reason": .string(reason)]) { a, _ in a })
+            } else {
+                events.publish("stage_done", job: id, base)
+            }
+        case .unavailable(let dep, _):
+            stageDependencies[stage, default: []].insert(dep)
+            dependencies[dep] = false
+        default: break
+        }
+        switch t.kind {
+        case .advanced:
+            Log.debug("done", job: id, stage: stage)
+        case .finished:
+            Log.info("job done", job: id, stage: stage)
+            events.publish("job_done", job: id)
+        case .retrying(let delay):
+            Log.notice("retrying in \(delay) ms", job: id, stage: stage)
+            events.publish("stage_retry", job: id, base.merging(["delay_ms": .int(Int64(delay)), "reason": .string(reasonOf(outcome))]) { a, _ in a })
+        case .waitingForDependency(let delay):
+            Log.warning("dependency down; next try in \(delay) ms", job: id, stage: stage)
+            events.publish("stage_unavailable", job: id, base.merging(["delay_ms": .int(Int64(delay)), "reason": .string(reasonOf(outcome))]) { a, _ in a })
+        case .failed(let reason):
+            Log.warning("failed: \(reason)", job: id, stage: stage)
+            events.publish("stage_failed", job: id, base.merging(["reason": .string(reason)]) { a, _ in a })
+            events.publish("job_failed", job: id, ["stage": .string(stage), "reason": .string(reason)])
+        case .abandoned:
+            Log.info("outcome dropped: the job left running state meanwhile", job: id, stage: stage)
+        }
+    }
+
+    private func reasonOf(_ o: StageOutcome) -> String {
+        switch o {
+        case .retry(let r, _), .fail(let r), .skip(let r): r
+        case .unavailable(let d, let r): "\(d): \(r)"
+        case .continue: ""
         }
     }
 

@@ -1,3 +1,5 @@
+import PhotomemoCore
+
 /// A small, conventional command-line parser: `--name value`, `--name=value`, repeatable
 /// options, `--flag`, `-h/--help`, positionals, `--` to end options. Errors are usage
 /// errors (exit 2) with a did-you-mean for mistyped options.
@@ -73,21 +75,4 @@ func parseArguments(_ args: ArraySlice<String>, options: [OptionSpec]) throws ->
         out.values[name, default: []].append(v)
     }
     return out
-}
-
-/// The closest candidate within edit distance 2, for "did you mean".
-func didYouMean(_ word: String, _ candidates: [String]) -> String? {
-    func distance(_ a: [Character], _ b: [Character]) -> Int {
-        var prev = Array(0...b.count)
-        for (i, ca) in a.enumerated() {
-            var cur = [i + 1]
-            for (j, cb) in b.enumerated() {
-                cur.append(min(prev[j + 1] + 1, cur[j] + 1, prev[j] + (ca == cb ? 0 : 1)))
-            }
-            prev = cur
-        }
-        return prev[b.count]
-    }
-    let scored = candidates.map { ($0, distance(Array(word), Array($0))) }.filter { $0.1 <= 2 }
-    return scored.min { $0.1 < $1.1 }?.0
 }

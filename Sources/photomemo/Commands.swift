@@ -27,7 +27,10 @@ struct Command: Sendable {
     }
 }
 
-let commands: [Command] = [serveCommand, checkCommand, stagesCommand]
+let commands: [Command] = [
+    serveCommand, checkCommand, stagesCommand, statusCommand, jobsCommand, jobCommand, watchCommand, enqueueCommand,
+    retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand,
+]
 
 let serveCommand = Command(
     name: "serve", synopsis: "[--home DIR] [--job FILE] [--allow-root DIR]... [options]",
@@ -45,6 +48,8 @@ let serveCommand = Command(
         .value("rescan-interval", "SECONDS", "full inbox rescan period, a safety net for missed events (default 60)"),
         .value("settle", "SECONDS", "a file found by a rescan is taken once unchanged this long (default 2)"),
         .value("grace", "SECONDS", "on SIGTERM, how long running stages may finish (default 30)"),
+        .value("socket-group", "GROUP", "make the control socket 0660 and owned by GROUP (default: 0600, this user only)"),
+        .value("log-format", "FORMAT", "text (default) or json: one JSON object per log line"),
     ],
     run: { args in
         guard args.positionals.isEmpty else { throw UsageError("serve takes no arguments (got \(args.positionals[0]))") }
@@ -59,6 +64,15 @@ let serveCommand = Command(
         options.settleSeconds = try args.double("settle") ?? options.settleSeconds
         options.graceSeconds = try args.double("grace") ?? options.graceSeconds
         guard options.rescanSeconds >= 0.1 else { throw UsageError("--rescan-interval must be at least 0.1") }
+        if let g = args.value("socket-group") {
+            guard let gr = getgrnam(g) else { throw UsageError("no group named \"\(g)\"") }
+            options.socketGroup = gr.pointee.gr_gid
+        }
+        switch args.value("log-format") ?? "text" {
+        case "text": Log.format = .text
+        case "json": Log.format = .json
+        case let f: throw UsageError("--log-format must be text or json, got \"\(f)\"")
+        }
         return try Daemon(options: options, registry: registry).run()
     })
 

@@ -1,16 +1,19 @@
 import Foundation
 import PhotomemoCore
 
-let version = "0.1.0"
-
 let usage = """
 usage: photomemo <command> [options]
 
 commands:
-\(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + $0.summary.split(separator: "\n").first! }.joined(separator: "\n"))
+\(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + firstSentence($0.summary) }.joined(separator: "\n"))
 
 Run `photomemo <command> --help` for a command's options.
 """
+
+func firstSentence(_ s: String) -> String {
+    let flat = s.replacingOccurrences(of: "\n", with: " ")
+    return flat.range(of: ". ").map { String(flat[..<$0.lowerBound]) + "." } ?? flat
+}
 
 func main() -> Int32 {
     var argv = CommandLine.arguments.dropFirst()
@@ -20,7 +23,7 @@ func main() -> Int32 {
     }
     argv = argv.dropFirst()
     if name == "-h" || name == "--help" || name == "help" { print(usage); return 0 }
-    if name == "--version" || name == "version" { print("photomemo \(version)"); return 0 }
+    if name == "--version" || name == "version" { print("photomemo \(PhotomemoVersion.current)"); return 0 }
     guard let command = commands.first(where: { $0.name == name }) else {
         let hint = didYouMean(name, commands.map(\.name)).map { " (did you mean \($0)?)" } ?? ""
         FileHandle.standardError.write(Data("photomemo: unknown command \"\(name)\"\(hint)\n\n\(usage)\n".utf8))

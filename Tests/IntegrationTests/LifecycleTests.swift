@@ -1,4 +1,5 @@
 import Foundation
+import PhotomemoCore
 import TestSupport
 import Testing
 
@@ -65,5 +66,45 @@ import Testing
         #expect(err.contains(#"stages[1]: unknown stage "compress"; valid stages: exec, validate"#))
         (status, _, _) = try DaemonHarness.run(["chek", d.jobFile])
         #expect(status == 2)
+    }
+}
+
+@Suite(.serialized) struct SystemdNotifyTests {
+    @Test func serveSendsReadyAndStoppingToNotifySocket() throws {
+        let d = try DaemonHarness()
+        let path = d.root + "/notify.sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd); unlink(path) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(rc == 0)
+        func receive() -> String? {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 10_000) > 0 else { return nil }
+            var buf = [UInt8](repeating: 0, count: 4096)
+            let n = recv(fd, &buf, buf.count, 0)
+            return n > 0 ? String(decoding: buf[0..<n], as: UTF8.self) : nil
+        }
+        try d.start(env: ["NOTIFY_SOCKET": path])
+        let ready = try #require(receive())
+        #expect(ready.contains("READY=1"))
+        #expect(ready.contains("STATUS=serving \(d.home)"))
+        d.stop()
+        #expect(receive() == "STOPPING=1")
+    }
+
+    @Test func jsonLogFormatWritesOneObjectPerLine() throws {
+        let d = try DaemonHarness()
+        try d.start(args: ["--log-format", "json"])
+        try d.drop("Nikon_D70.jpg")
+        try d.waitIdle(jobs: 1)
+        d.stop()
+        let lines = d.log.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        for l in lines { #expect((try? JSONValue.parse(String(l)))?["level"] != nil, "\(l)") }
     }
 }

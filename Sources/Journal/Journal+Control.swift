@@ -1,0 +1,130 @@
+import PhotomemoCore
+
+/// What the control socket asks of the journal: statistics, paging, retry and cancel.
+extension Journal {
+    public struct StageStats: Sendable, Equatable {
+        public var done = 0, failed = 0, retried = 0, skipped = 0, unavailable = 0
+        /// Latencies (ms) of the most recent successful runs, oldest first.
+        public var recentMs: [Double] = []
+
+        public init() {}
+
+        /// Nearest-rank percentile (p in 0...1) of `recentMs`.
+        public func percentile(_ p: Double) -> Double? {
+            guard !recentMs.isEmpty else { return nil }
+            let sorted = recentMs.sorted()
+            let rank = Int((p * Double(sorted.count)).rounded(.up))
+            return sorted[min(sorted.count, max(1, rank)) - 1]
+        }
+    }
+
+    /// Per-stage outcome counts since the journal began, and the latencies of the last
+    /// `window` successful runs of each stage.
+    public func stageStats(window: Int = 1000) throws -> [String: StageStats] {
+        try read { db in
+            var out: [String: StageStats] = [:]
+            for r in try db.query("SELECT stage, event, count(*) FROM job_events WHERE stage IS NOT NULL GROUP BY stage, event") {
+                let stage = r.string(0)!, n = Int(r.int(2)!)
+                switch r.string(1)! {
+                case "done": out[stage, default: StageStats()].done = n
+                case "failed": out[stage, default: StageStats()].failed = n
+                case "retry": out[stage, default: StageStats()].retried = n
+                case "skipped": out[stage, default: StageStats()].skipped = n
+                case "unavailable": out[stage, default: StageStats()].unavailable = n
+                default: break
+                }
+            }
+            for stage in out.keys {
+                out[stage]!.recentMs = try db.query("""
+                    SELECT duration_ms FROM job_events WHERE stage = ? AND event = 'done' AND duration_ms IS NOT NULL
+                    ORDER BY id DESC LIMIT ?
+                    """, [.text(stage), .int(Int64(window))]).compactMap { $0.double(0) }.reversed()
+            }
+            return out
+        }
+    }
+
+    /// Latency histogram of successful runs per stage: cumulative counts at each bound (ms), sum, count.
+    public func stageHistograms(boundsMs: [Double]) throws -> [String: (buckets: [Int], sumMs: Double, count: Int)] {
+        try read { db in
+            let cases = boundsMs.map { "sum(duration_ms <= \($0))" }.joined(separator: ", ")
+            var out: [String: (buckets: [Int], sumMs: Double, count: Int)] = [:]
+            for r in try db.query("""
+                SELECT stage, \(cases), coalesce(sum(duration_ms), 0), count(*) FROM job_events
+                WHERE stage IS NOT NULL AND event = 'done' GROUP BY stage
+                """) {
+                let buckets = (0..<boundsMs.count).map { Int(r.int($0 + 1) ?? 0) }
+                out[r.string(0)!] = (buckets, r.double(boundsMs.count + 1) ?? 0, Int(r.int(boundsMs.count + 2)!))
+            }
+            return out
+        }
+    }
+
+    /// Jobs finished (done) since `since` (Unix seconds).
+    public func finishedCount(since: Double) throws -> Int {
+        try read { db in Int(try db.queryOne("SELECT count(*) FROM job_events WHERE event = 'finished' AND at >= ?", [.double(since)])!.int(0)!) }
+    }
+
+    /// A page of jobs, newest first, optionally in one state, with ids below `before`.
+    public func jobsPage(state: JobState?, before: Int64?, limit: Int) throws -> [JobSummary] {
+        try read { db in
+            var sql = "SELECT \(Self.summaryColumns) FROM jobs WHERE id < ?"
+            var params: [SQLValue] = [.int(before ?? Int64.max)]
+            if let state { sql += " AND state = ?"; params.append(.text(state.rawValue)) }
+            sql += " ORDER BY id DESC LIMIT ?"
+            params.append(.int(Int64(limit)))
+            return try db.query(sql, params).map(Self.summary)
+        }
+    }
+
+    public enum ControlError: Error, Equatable {
+        case notFound
+        case conflict(String)
+    }
+
+    /// Runs a failed or cancelled job again from the stage where it stopped, with fresh
+    /// attempts. Returns the quarantined file to move back to the photo's path, if any.
+    public func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double = unixNow()) throws -> (quarantined: String?, photoPath: String?) {
+        try write { db in
+            guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine FROM jobs WHERE id = ?", [.int(id)]) else {
+                throw ControlError.notFound
+            }
+            let state = r.string(0)!
+            guard state == "failed" || state == "cancelled" else {
+                throw ControlError.conflict("job \(id) is \(state); only failed or cancelled jobs can be retried")
+            }
+            if r.string(1) != nil && r.string(2) == nil {
+                // A memo whose photo never came: wait for it again.
+                try db.run("""
+                    UPDATE jobs SET state = 'waiting', wait_reason = 'photo', deadline = ?, error = NULL, finished = NULL,
+                           attempts = 0, outages = 0, updated = ? WHERE id = ?
+                    """, [.double(now + Double(joinTimeoutSeconds)), .double(now), .int(id)])
+            } else {
+                try db.run("""
+                    UPDATE jobs SET state = 'queued', ready_at = ?, error = NULL, finished = NULL, attempts = 0, outages = 0,
+                           quarantine = NULL, updated = ? WHERE id = ?
+                    """, [.double(now), .double(now), .int(id)])
+            }
+            try event(db, job: id, stage: nil, attempt: nil, "retried", message: "by request", at: now)
+            let q = r.string(3)
+            return (q?.hasPrefix("/") == true ? q : nil, r.string(2))
+        }
+    }
+
+    /// Ends a job that has not finished. A running stage finishes, and its outcome is dropped.
+    public func cancel(job id: Int64, now: Double = unixNow()) throws {
+        try write { db in
+            guard let state = try db.queryOne("SELECT state FROM jobs WHERE id = ?", [.int(id)])?.string(0) else {
+                throw ControlError.notFound
+            }
+            guard ["queued", "waiting", "running"].contains(state) else {
+                throw ControlError.conflict("job \(id) is already \(state)")
+            }
+            try db.run("""
+                UPDATE jobs SET state = 'cancelled', ready_at = NULL, deadline = NULL, wait_reason = NULL, updated = ?, finished = ?
+                WHERE id = ?
+                """, [.double(now), .double(now), .int(id)])
+            try event(db, job: id, stage: nil, attempt: nil, "cancelled", message: "by request", at: now)
+        }
+    }
+}

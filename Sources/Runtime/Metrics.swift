@@ -1,0 +1,75 @@
+import Foundation
+import Journal
+import PhotomemoCore
+
+/// The Prometheus text exposition format (version 0.0.4) of the daemon's counters:
+/// stage outcomes, stage latency histograms, job gauges by state, backlog, build info.
+enum Metrics {
+    static let boundsMs: [Double] = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000]
+
+    static func render(journal: Journal, snapshot: ControlCommands.LoopSnapshot) throws -> String {
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        }
+        func sample(_ name: String, _ labels: [(String, String)], _ value: Double) {
+            let l = labels.isEmpty ? "" : "{" + labels.map { "\($0.0)=\"\(escape($0.1))\"" }.joined(separator: ",") + "}"
+            out += "\(name)\(l) \(format(value))\n"
+        }
+
+        family("photomemo_build_info", "gauge", "Build information; always 1.")
+        sample("photomemo_build_info", [("version", PhotomemoVersion.current)], 1)
+        family("photomemo_uptime_seconds", "gauge", "Seconds since the daemon started.")
+        sample("photomemo_uptime_seconds", [], unixNow() - snapshot.started)
+        family("photomemo_paused", "gauge", "1 when the whole pipeline is paused.")
+        sample("photomemo_paused", [], snapshot.paused ? 1 : 0)
+
+        family("photomemo_jobs", "gauge", "Jobs in the journal by state.")
+        for (state, n) in try journal.counts().sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            sample("photomemo_jobs", [("state", state.rawValue)], Double(n))
+        }
+        family("photomemo_backlog_inbox_files", "gauge", "Inbox files seen but not yet jobs.")
+        sample("photomemo_backlog_inbox_files", [], Double(snapshot.backlog.inboxFiles))
+        family("photomemo_backlog_queue_unread_bytes", "gauge", "Bytes of queue.jsonl not yet read.")
+        sample("photomemo_backlog_queue_unread_bytes", [], Double(snapshot.backlog.queueUnreadBytes))
+
+        let stats = try journal.stageStats(window: 0)
+        family("photomemo_stage_runs_total", "counter", "Stage runs by stage and outcome.")
+        for name in snapshot.stageNames {
+            let s = stats[name] ?? Journal.StageStats()
+            for (outcome, n) in [("done", s.done), ("skipped", s.skipped), ("retry", s.retried), ("unavailable", s.unavailable), ("failed", s.failed)] {
+                sample("photomemo_stage_runs_total", [("stage", name), ("outcome", outcome)], Double(n))
+            }
+        }
+        family("photomemo_stage_running", "gauge", "Stage runs in progress.")
+        for name in snapshot.stageNames { sample("photomemo_stage_running", [("stage", name)], Double(snapshot.running[name] ?? 0)) }
+
+        let hist = try journal.stageHistograms(boundsMs: boundsMs)
+        family("photomemo_stage_duration_seconds", "histogram", "Duration of successful stage runs.")
+        for name in snapshot.stageNames {
+            let h = hist[name] ?? (Array(repeating: 0, count: boundsMs.count), 0, 0)
+            for (i, b) in boundsMs.enumerated() {
+                sample("photomemo_stage_duration_seconds_bucket", [("stage", name), ("le", format(b / 1000))], Double(h.buckets[i]))
+            }
+            sample("photomemo_stage_duration_seconds_bucket", [("stage", name), ("le", "+Inf")], Double(h.count))
+            sample("photomemo_stage_duration_seconds_sum", [("stage", name)], h.sumMs / 1000)
+            sample("photomemo_stage_duration_seconds_count", [("stage", name)], Double(h.count))
+        }
+        family("photomemo_dependency_up", "gauge", "1 when a dependency answers, 0 when a stage found it down.")
+        sample("photomemo_dependency_up", [("dependency", "journal")], 1)
+        for (d, up) in snapshot.dependencies.sorted(by: { $0.key < $1.key }) {
+            sample("photomemo_dependency_up", [("dependency", d)], up ? 1 : 0)
+        }
+        family("photomemo_control_clients", "gauge", "Connected control-socket clients.")
+        sample("photomemo_control_clients", [], Double(snapshot.clients))
+        return out
+    }
+
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    static func format(_ v: Double) -> String {
+        v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v)
+    }
+}

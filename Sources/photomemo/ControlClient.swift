@@ -1,0 +1,108 @@
+import Foundation
+import Glibc
+import PhotomemoCore
+
+/// The CLI's side of the control socket: connect, send one request line, read reply and
+/// event lines. Blocking (it is a command-line tool), with timeouts so it never hangs.
+final class ControlClient {
+    let socketPath: String
+    let home: String
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    private var nextID: Int64 = 1
+
+    /// `--socket PATH`, else `HOME/photomemo.sock` with HOME from `--home` or `$PHOTOMEMO_HOME` (default ./var).
+    init(_ args: ParsedArguments) throws {
+        home = homeFolder(args)
+        socketPath = args.value("socket") ?? (home as NSString).appendingPathComponent("photomemo.sock")
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw PhotomemoError(.io, "socket: \(String(cString: strerror(errno)))") }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(socketPath.utf8)
+        guard bytes.count < 108 else { throw PhotomemoError(.badUsage, "socket path \(socketPath) is longer than 107 bytes") }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in bytes.enumerated() { raw[i] = b } }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if rc != 0 {
+            let e = errno
+            close(fd)
+            if e == ENOENT || e == ECONNREFUSED {
+                throw PhotomemoError(.notRunning,
+                    "photomemo is not running on \(home) (nothing answers on \(socketPath)); start it with: photomemo serve --home \(home)")
+            }
+            if e == EACCES {
+                throw PhotomemoError(.notRunning, "permission denied on \(socketPath): the daemon's socket does not admit this user")
+            }
+            throw PhotomemoError(.io, "connect \(socketPath): \(String(cString: strerror(e)))")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Sends a request and returns its `result`, or throws the daemon's error.
+    func request(_ cmd: String, _ args: [String: JSONValue] = [:], timeoutMs: Int32 = 30_000) throws -> JSONValue {
+        let id = nextID
+        nextID += 1
+        var o = args
+        o["id"] = .int(id)
+        o["cmd"] = .string(cmd)
+        try send(.object(o))
+        while true {
+            guard let line = try readLine(timeoutMs: timeoutMs) else { continue }
+            guard line["id"] == .int(id) else { continue }  // an event of an earlier stream
+            if line["ok"] == .bool(true) { return line["result"] ?? .null }
+            let code = line["error"]?["code"]?.stringValue ?? "internal"
+            throw PhotomemoError(PhotomemoError.Code(rawValue: code), line["error"]?["message"]?.stringValue ?? "request failed")
+        }
+    }
+
+    /// Sends a streaming request, then calls `onEvent` for each event line until it
+    /// returns false or the daemon closes the connection. `tick` runs about once a second.
+    func stream(_ cmd: String, _ args: [String: JSONValue] = [:], tick: () -> Void = {}, onEvent: (JSONValue) -> Bool) throws {
+        _ = try request(cmd, args)
+        while true {
+            guard let line = try readLine(timeoutMs: 1000, allowTimeout: true) else { tick(); continue }
+            if line["event"] == "error" {
+                throw PhotomemoError(.tooSlow, line["error"]?["message"]?.stringValue ?? "disconnected by the daemon")
+            }
+            if !onEvent(line) { return }
+        }
+    }
+
+    private func send(_ value: JSONValue) throws {
+        let bytes = Array((value.jsonString + "\n").utf8)
+        var off = 0
+        while off < bytes.count {
+            let n = bytes[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw PhotomemoError(.io, "the daemon closed the connection")
+            }
+            off += n
+        }
+    }
+
+    /// The next line as JSON; nil on timeout when `allowTimeout`.
+    private func readLine(timeoutMs: Int32, allowTimeout: Bool = false) throws -> JSONValue? {
+        while true {
+            if let nl = buffer.firstIndex(of: 0x0A) {
+                let line = Array(buffer[..<nl])
+                buffer.removeSubrange(...nl)
+                return try JSONValue.parse(Data(line))
+            }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let r = poll(&p, 1, timeoutMs)
+            if r == 0 {
+                if allowTimeout { return nil }
+                throw PhotomemoError(.io, "no reply from the daemon within \(timeoutMs / 1000) s")
+            }
+            if r < 0 { if errno == EINTR { continue }; throw PhotomemoError(.io, "poll: \(String(cString: strerror(errno)))") }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = read(fd, &chunk, chunk.count)
+            if n <= 0 { throw PhotomemoError(.io, "the daemon closed the connection") }
+            buffer += chunk[0..<n]
+        }
+    }
+}
