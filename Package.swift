@@ -2,7 +2,7 @@
 import PackageDescription
 
 // The pipeline reads from the layout:
-//   Sources/CUV, CSQLite, CCrypto, CPosix  thin system-library targets (C headers only)
+//   Sources/CUV, CSQLite, CCrypto, CPosix, CVips  thin system-library targets (C headers only)
 //   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
 //   Sources/Journal                 SQLite: the durable job journal
@@ -21,26 +21,30 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPosix", path: "Sources/CPosix"),
+        .systemLibrary(name: "CVips", path: "Sources/CVips", pkgConfig: "vips",
+                       providers: [.apt(["libvips-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
 
         .target(name: "PhotomemoCore", dependencies: ["CCrypto"]),
-        .target(name: "EventLoop", dependencies: ["CUV", "CPosix"]),
+        .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore"]),
         .target(name: "Journal", dependencies: ["PhotomemoCore", "CSQLite"]),
-        .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal"]),
+        .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "CPosix"]),
 
         .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
         .target(name: "ExecStage", dependencies: ["PhotomemoCore", "CPosix"], path: "Plugins/Exec"),
+        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo", dependencies: [
-            "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage",
+            "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage", "CompressStage",
         ]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "PhotomemoCoreTests", dependencies: ["PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV", "PhotomemoCore"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "PhotomemoCore"]),
         .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore", "TestSupport"]),
+        .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore", "TestSupport", "photomemo"],
                     exclude: ["Fixtures"]),

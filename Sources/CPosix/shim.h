@@ -23,3 +23,10 @@ static inline int pm_peer_credentials(int fd, int *pid, unsigned int *uid, unsig
     if (rc == 0) { *pid = c.pid; *uid = c.uid; *gid = c.gid; }
     return rc;
 }
+
+#include <malloc.h>
+
+/* glibc's default arenas (8 per core) let RSS creep with a photo per thread; a bound keeps it flat. */
+static inline int pm_limit_malloc_arenas(int n) {
+    return mallopt(M_ARENA_MAX, n);
+}

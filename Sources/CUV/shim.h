@@ -3,7 +3,6 @@
 #include <sys/inotify.h>
 #include <signal.h>
 #include <pthread.h>
-#include <malloc.h>
 
 /* Swift cannot see SIG_BLOCK-style macros as typed values everywhere; keep helpers tiny. */
 static inline int pm_unblock_signal(int sig) {

@@ -1,5 +1,6 @@
 import CUV
 import Glibc
+import PhotomemoCore
 
 /// A libuv loop and the handles on it.
 ///

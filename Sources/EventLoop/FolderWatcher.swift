@@ -1,5 +1,6 @@
 import CUV
 import Glibc
+import PhotomemoCore
 
 /// Watches one folder with a raw inotify fd on a `uv_poll_t`: unlike `uv_fs_event`, it
 /// reports "writer closed the file" (`IN_CLOSE_WRITE`), renames in (`IN_MOVED_TO`) and

@@ -1,6 +1,7 @@
 import CPosix
 import CUV
 import Glibc
+import PhotomemoCore
 
 /// A Unix-domain stream socket listening on the loop (`uv_pipe_t`). Each accepted client
 /// is a `PipeConnection` handed to `onConnection`.

@@ -19,11 +19,11 @@ struct Quarantine: Sendable {
         if Files.exists(target) && Files.exists(path) {
             target = folder + "/" + name + (job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))")
         }
-        try Files.writeAtomically(reason.jsonData, to: reasonFor(target))
+        try DurableFile.write(reason.jsonData, to: reasonFor(target))
         if Files.exists(path) {
             try syscall("rename \(path)", blocking: { rename(path, target) })
-            try Files.fsyncFolder(folder)
-            try Files.fsyncFolder((path as NSString).deletingLastPathComponent)
+            try DurableFile.fsyncFolder(folder)
+            try DurableFile.fsyncFolder((path as NSString).deletingLastPathComponent)
         }
         return target
     }
@@ -31,8 +31,8 @@ struct Quarantine: Sendable {
     /// Writes a bad queue line as a file of its own (the first 64 KiB of it) with its reason.
     func writeLine(_ bytes: ArraySlice<UInt8>, name: String, reason: JSONValue) throws -> String {
         let target = folder + "/" + name
-        try Files.writeAtomically(reason.jsonData, to: target + ".reason.json")
-        try Files.writeAtomically(Data(bytes.prefix(64 * 1024)), to: target)
+        try DurableFile.write(reason.jsonData, to: target + ".reason.json")
+        try DurableFile.write(Data(bytes.prefix(64 * 1024)), to: target)
         return target
     }
 

@@ -1,3 +1,4 @@
+import CompressStage
 import ExecStage
 import Foundation
 import PhotomemoCore
@@ -5,7 +6,7 @@ import Runtime
 import ValidateStage
 
 /// Every stage this build knows, registered once.
-let registry = StageRegistry([ValidateStage.self, ExecStage.self])
+let registry = StageRegistry([ValidateStage.self, CompressStage.self, ExecStage.self])
 
 struct Command: Sendable {
     let name: String

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import PhotomemoCore
 import Testing
 @testable import EventLoop
 

@@ -58,12 +58,12 @@ import Testing
         var (status, out, _) = try DaemonHarness.run(["check", d.jobFile])
         #expect(status == 0)
         #expect(out.contains("ok: job \"test\""))
-        (status, _, _) = try DaemonHarness.run(["check", packageRoot.appendingPathComponent("Jobs/validate-only.json").path])
+        (status, _, _) = try DaemonHarness.run(["check", packageRoot.appendingPathComponent("Jobs/validate-compress.json").path])
         #expect(status == 0)
         let err: String
         (status, _, err) = try DaemonHarness.run(["check", packageRoot.appendingPathComponent("Jobs/photo-memo.json").path])
         #expect(status == 1)
-        #expect(err.contains(#"stages[1]: unknown stage "compress"; valid stages: exec, validate"#))
+        #expect(err.contains(#"stages[2]: unknown stage "upload"; valid stages: compress, exec, validate"#))
         (status, _, _) = try DaemonHarness.run(["chek", d.jobFile])
         #expect(status == 2)
     }

@@ -1,0 +1,91 @@
+import CVips
+import Foundation
+import PhotomemoCore
+
+/// The libvips calls compress makes, wrapped once: an owned image reference, process
+/// setup, and errors. libvips' error buffer is process-wide (messages from parallel
+/// photos mix), so return codes decide and the buffer only adds detail.
+final class VipsImageRef {
+    let ptr: UnsafeMutablePointer<VipsImage>
+
+    init(_ ptr: UnsafeMutablePointer<VipsImage>) { self.ptr = ptr }
+    deinit { pm_vips_unref(ptr) }
+
+    var width: Int { Int(vips_image_get_width(ptr)) }
+    var height: Int { Int(vips_image_get_height(ptr)) }
+    var orientation: Int { Int(vips_image_get_orientation(ptr)) }
+    var hasAlpha: Bool { pm_vips_has_alpha(ptr) != 0 }
+    var interpretation: String { String(cString: pm_vips_interpretation(ptr)) }
+    var isUchar: Bool { pm_vips_is_uchar(ptr) != 0 }
+    func has(_ field: String) -> Bool { pm_vips_has_field(ptr, field) != 0 }
+
+    /// A metadata string field, e.g. "exif-ifd0-Make" → "Canon (Canon, ASCII, 6 components, 6 bytes)".
+    func string(_ field: String) -> String? {
+        guard has(field) else { return nil }
+        var out: UnsafePointer<CChar>?
+        guard vips_image_get_string(ptr, field, &out) == 0, let out else { return nil }
+        return String(cString: out)
+    }
+
+    /// Applies one libvips operation that produces a new image.
+    func then(_ what: String, _ op: (UnsafeMutablePointer<VipsImage>, UnsafeMutablePointer<UnsafeMutablePointer<VipsImage>?>) -> Int32) throws -> VipsImageRef {
+        var out: UnsafeMutablePointer<VipsImage>?
+        guard op(ptr, &out) == 0, let out else { throw Vips.error(what) }
+        return VipsImageRef(out)
+    }
+
+    /// Computes the pixels into memory (where decode errors surface).
+    func inMemory() throws -> VipsImageRef {
+        guard let m = vips_image_copy_memory(ptr) else { throw Vips.error("decode") }
+        return VipsImageRef(m)
+    }
+
+    func encode(_ format: Rendition.Format, quality: Int, strip: Bool) throws -> Data {
+        var buf: UnsafeMutableRawPointer?
+        var len = 0
+        let rc = switch format {
+        case .jpeg: pm_vips_jpegsave_buffer(ptr, &buf, &len, Int32(quality), strip ? 1 : 0)
+        case .webp: pm_vips_webpsave_buffer(ptr, &buf, &len, Int32(quality), strip ? 1 : 0)
+        }
+        guard rc == 0, let buf else { throw Vips.error("encode \(format.rawValue)") }
+        defer { pm_vips_free(buf) }
+        return Data(bytes: buf, count: len)
+    }
+}
+
+enum Vips {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private static let started: Bool = {
+        // Bounded arenas keep RSS flat with a photo per core (PLATFORM.md: 275→324 MB creep otherwise).
+        pm_vips_init("photomemo") == 0
+    }()
+
+    static func start() throws {
+        guard started else { throw PhotomemoError(.internalError, "libvips failed to start") }
+    }
+
+    static func error(_ what: String) -> Failure {
+        let detail = String(cString: vips_error_buffer()).split(separator: "\n").first.map(String.init) ?? ""
+        vips_error_clear()
+        return Failure(description: detail.isEmpty ? "\(what) failed" : "\(what) failed: \(detail)")
+    }
+
+    /// The loader libvips picks by content ("jpegload", "pngload", ...), or nil.
+    static func loader(for path: String) -> String? {
+        pm_vips_loader(path).map { String(cString: $0) }
+    }
+
+    static func open(_ path: String) throws -> VipsImageRef {
+        guard let p = pm_vips_open(path) else { throw error("open") }
+        return VipsImageRef(p)
+    }
+
+    static func jpeg(_ path: String, shrink: Int) throws -> VipsImageRef {
+        var out: UnsafeMutablePointer<VipsImage>?
+        guard pm_vips_jpegload(path, Int32(shrink), &out) == 0, let out else { throw error("JPEG load") }
+        return VipsImageRef(out)
+    }
+}

@@ -1,0 +1,108 @@
+#pragma once
+#include <vips/vips.h>
+
+/* Swift cannot call C variadic functions: one static inline wrapper per call we make,
+   with the options spelled out. */
+
+static inline int pm_vips_init(const char *argv0) {
+    if (VIPS_INIT(argv0)) return -1;
+    vips_concurrency_set(1);      /* one thread per photo; photos run in parallel instead */
+    vips_cache_set_max(0);        /* a daemon sees each photo once */
+    vips_block_untrusted_set(TRUE);
+    return 0;
+}
+
+/* Any loader by file content, sequential, failing on warnings (damage shows as warnings). */
+static inline VipsImage *pm_vips_open(const char *path) {
+    return vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_WARNING, NULL);
+}
+
+/* JPEG with a DCT shrink-on-load factor (1, 2, 4 or 8). */
+static inline int pm_vips_jpegload(const char *path, int shrink, VipsImage **out) {
+    return vips_jpegload(path, out, "shrink", shrink, "access", VIPS_ACCESS_SEQUENTIAL,
+                         "fail_on", VIPS_FAIL_ON_WARNING, NULL);
+}
+
+static inline int pm_vips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale) {
+    return vips_resize(in, out, hscale, "vscale", vscale, "kernel", VIPS_KERNEL_CUBIC, NULL);
+}
+
+static inline int pm_vips_autorot(VipsImage *in, VipsImage **out) {
+    return vips_autorot(in, out, NULL);
+}
+
+static inline int pm_vips_icc_to_srgb(VipsImage *in, VipsImage **out) {
+    return vips_icc_transform(in, out, "srgb", "embedded", TRUE, "intent", VIPS_INTENT_PERCEPTUAL, NULL);
+}
+
+static inline int pm_vips_colourspace_srgb(VipsImage *in, VipsImage **out) {
+    return vips_colourspace(in, out, VIPS_INTERPRETATION_sRGB, NULL);
+}
+
+static inline int pm_vips_cast_uchar(VipsImage *in, VipsImage **out) {
+    return vips_cast_uchar(in, out, NULL);
+}
+
+static inline int pm_vips_flatten_white(VipsImage *in, VipsImage **out) {
+    double white[3] = {255.0, 255.0, 255.0};
+    VipsArrayDouble *bg = vips_array_double_new(white, 3);
+    int rc = vips_flatten(in, out, "background", bg, NULL);
+    vips_area_unref(VIPS_AREA(bg));
+    return rc;
+}
+
+static inline int pm_vips_extract(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
+    return vips_extract_area(in, out, left, top, width, height, NULL);
+}
+
+static inline int pm_vips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int strip) {
+    return vips_jpegsave_buffer(in, buf, len, "Q", quality, "optimize_coding", TRUE,
+                                "subsample_mode", VIPS_FOREIGN_SUBSAMPLE_ON, "strip", strip, NULL);
+}
+
+static inline int pm_vips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int strip) {
+    return vips_webpsave_buffer(in, buf, len, "Q", quality, "strip", strip, NULL);
+}
+
+static inline int pm_vips_avg(VipsImage *in, double *out) {
+    return vips_avg(in, out, NULL);
+}
+
+/* Mean absolute difference of two same-size images (tests compare pixels with it). */
+static inline int pm_vips_mean_abs_diff(VipsImage *a, VipsImage *b, double *out) {
+    VipsImage *d = NULL, *abs = NULL;
+    int rc = vips_subtract(a, b, &d, NULL);
+    if (rc == 0) rc = vips_abs(d, &abs, NULL);
+    if (rc == 0) rc = vips_avg(abs, out, NULL);
+    if (d) g_object_unref(d);
+    if (abs) g_object_unref(abs);
+    return rc;
+}
+
+static inline void pm_vips_unref(VipsImage *image) { if (image) g_object_unref(image); }
+
+static inline int pm_vips_has_field(VipsImage *image, const char *name) {
+    return vips_image_get_typeof(image, name) != 0;
+}
+
+static inline int pm_vips_has_alpha(VipsImage *image) { return vips_image_hasalpha(image); }
+
+static inline const char *pm_vips_interpretation(VipsImage *image) {
+    return vips_enum_nick(VIPS_TYPE_INTERPRETATION, vips_image_get_interpretation(image));
+}
+
+static inline int pm_vips_is_uchar(VipsImage *image) { return vips_image_get_format(image) == VIPS_FORMAT_UCHAR; }
+
+/* The loader's name for a file ("jpegload", "pngload", "heifload", "webpload", ...), or NULL. */
+static inline const char *pm_vips_loader(const char *path) {
+    const char *name = vips_foreign_find_load(path);
+    if (!name) return NULL;
+    VipsObjectClass *class = VIPS_OBJECT_CLASS(g_type_class_ref(g_type_from_name(name)));
+    return class ? class->nickname : name;
+}
+
+static inline void pm_vips_free(void *p) { g_free(p); }
+
+static inline int pm_vips_extract_band(VipsImage *in, VipsImage **out, int band) {
+    return vips_extract_band(in, out, band, NULL);
+}
