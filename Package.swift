@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "photomemo", targets: ["photomemo"]),
+        .executable(name: "photomemo-bench", targets: ["photomemo-bench"]),
     ],
     targets: [
         .systemLibrary(name: "CUV", path: "Sources/CUV", pkgConfig: "libuv",
@@ -35,6 +36,7 @@ let package = Package(
         .target(name: "ExecStage", dependencies: ["PhotomemoCore", "CPosix"], path: "Plugins/Exec"),
         .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
 
+        .executableTarget(name: "photomemo-bench", dependencies: ["CompressStage", "PhotomemoCore", "CVips", "CPosix"]),
         .executableTarget(name: "photomemo", dependencies: [
             "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage", "CompressStage",
         ]),

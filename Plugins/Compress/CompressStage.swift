@@ -113,7 +113,7 @@ public struct CompressStage: Stage {
             image = try image.then("resize") { pm_vips_resize($0, $1, hs, vs) }
         }
         if orientation != 1 {
-            // Rotation reads out of order: decode the (already small) image first.
+            // Rotation reads out of order: compute the (already small) image first.
             image = try image.inMemory().then("rotate") { pm_vips_autorot($0, $1) }
         }
         if image.has("icc-profile-data") {

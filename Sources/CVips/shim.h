@@ -106,3 +106,36 @@ static inline void pm_vips_free(void *p) { g_free(p); }
 static inline int pm_vips_extract_band(VipsImage *in, VipsImage **out, int band) {
     return vips_extract_band(in, out, band, NULL);
 }
+
+/* For the benchmark's corpus: a photo-like 8-bit sRGB JPEG (smooth colour waves plus
+   sensor-like noise) carrying an EXIF orientation tag. */
+static inline int pm_vips_synthetic_photo(const char *path, int width, int height, int orientation, int seed, int quality) {
+    VipsImage *xy = NULL, *x = NULL, *y = NULL, *diag = NULL, *colour = NULL;
+    VipsImage *noise = NULL, *sum = NULL, *u = NULL, *tagged = NULL;
+    VipsImage *bands[3] = {0};
+    int rc = vips_xyz(&xy, width, height, NULL);
+    if (rc == 0) rc = vips_extract_band(xy, &x, 0, NULL);
+    if (rc == 0) rc = vips_extract_band(xy, &y, 1, NULL);
+    if (rc == 0) rc = vips_add(x, y, &diag, NULL);
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        VipsImage *angle = NULL, *wave = NULL;
+        rc = vips_linear1(diag, &angle, 0.09 + 0.02 * i + 0.005 * seed, 37.0 * seed + 60.0 * i, NULL);
+        if (rc == 0) rc = vips_math(angle, &wave, VIPS_OPERATION_MATH_SIN, NULL);  /* degrees */
+        if (rc == 0) rc = vips_linear1(wave, &bands[i], 80.0, 128.0, NULL);
+        if (angle) g_object_unref(angle);
+        if (wave) g_object_unref(wave);
+    }
+    if (rc == 0) rc = vips_bandjoin(bands, &colour, 3, NULL);
+    if (rc == 0) rc = vips_gaussnoise(&noise, width, height, "sigma", 7.0, "mean", 0.0, "seed", seed, NULL);
+    if (rc == 0) rc = vips_add(colour, noise, &sum, NULL);
+    if (rc == 0) rc = vips_cast(sum, &u, VIPS_FORMAT_UCHAR, NULL);
+    if (rc == 0) rc = vips_copy(u, &tagged, "interpretation", VIPS_INTERPRETATION_sRGB, NULL);
+    if (rc == 0) {
+        vips_image_set_int(tagged, "orientation", orientation);
+        rc = vips_jpegsave(tagged, path, "Q", quality, NULL);
+    }
+    VipsImage *all[] = {xy, x, y, diag, colour, noise, sum, u, tagged, bands[0], bands[1], bands[2]};
+    for (int i = 0; i < 12; i++) if (all[i]) g_object_unref(all[i]);
+    return rc;
+}
+

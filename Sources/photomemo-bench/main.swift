@@ -1,0 +1,85 @@
+import CompressStage
+import CPosix
+import CVips
+import Foundation
+import PhotomemoCore
+
+/// photomemo-bench: photomemo's compress stage against the tools people use today, on the
+/// same 12 MP JPEGs in one run, so ratios hold on a shared, noisy machine.
+///
+///   photomemo-bench [--count N] [--photos DIR] [--rounds R] [--json]   side by side
+///   photomemo-bench --soak N                                 RSS over N photos, 2 workers
+///   photomemo-bench --worker W --out DIR FILE...             (internal: one measured child)
+let usage = """
+usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [--json]
+       photomemo-bench --soak N [--count N]
+"""
+
+/// Flags taken out of the argument list one by one; what is left are file names.
+struct Arguments {
+    var rest = Array(CommandLine.arguments.dropFirst())
+
+    mutating func value(_ flag: String) -> String? {
+        guard let i = rest.firstIndex(of: flag), i + 1 < rest.count else { return nil }
+        defer { rest.removeSubrange(i...(i + 1)) }
+        return rest[i + 1]
+    }
+
+    mutating func flag(_ f: String) -> Bool {
+        guard let i = rest.firstIndex(of: f) else { return false }
+        rest.remove(at: i)
+        return true
+    }
+}
+
+/// Runs the compress stage over `files` with `workers` threads; returns failures.
+func compressAll(_ files: [String], workers: Int, out: String, repeatUntil total: Int? = nil, sample: (@Sendable (Int) -> Void)? = nil) throws -> Int {
+    // The stage's defaults are the seed apps' renditions.
+    let stage = try CompressStage(options: StageOptions(validating: [:], against: CompressStage.options, place: "bench"),
+                                  environment: StageEnvironment(home: URL(fileURLWithPath: out)))
+    let n = total ?? files.count
+    let next = LockedValue(0), failures = LockedValue(0)
+    // One photo per worker thread at a time, libvips concurrency 1 (as in the daemon).
+    DispatchQueue.concurrentPerform(iterations: workers) { _ in
+        while true {
+            let i = next.withLock { v -> Int in defer { v += 1 }; return v }
+            if i >= n { return }
+            // A key per slot, not per photo: a soak rewrites the same files instead of filling the disk.
+            let job = JobContext(id: Int64(i), key: "bench-\(i % files.count)", photoPath: files[i % files.count],
+                                 memo: .photoOnly("p"), results: [:], attempt: 1)
+            if case .continue = stage.run(job) {} else { failures.withLock { $0 += 1 } }
+            if i % 100 == 99 { sample?(i + 1) }
+        }
+    }
+    return failures.value
+}
+
+pm_limit_malloc_arenas(2)
+
+var args = Arguments()
+if let w = args.value("--worker"), let out = args.value("--out") {
+    exit(try compressAll(args.rest, workers: Int(w) ?? 1, out: out) == 0 ? 0 : 1)
+}
+
+let json = args.flag("--json")
+let count = Int(args.value("--count") ?? "24") ?? 24
+let soak = args.value("--soak").flatMap(Int.init)
+let rounds = max(1, Int(args.value("--rounds") ?? "3") ?? 3)
+let corpusDir = args.value("--corpus") ?? NSTemporaryDirectory() + "photomemo-bench-corpus-\(count)"
+let files: [String]
+if let dir = args.value("--photos") {
+    files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.lowercased().hasSuffix(".jpg") || $0.lowercased().hasSuffix(".jpeg") }
+        .sorted().map { dir + "/" + $0 }
+} else {
+    files = try Corpus.make(in: corpusDir, count: count)
+}
+guard args.rest.isEmpty, !files.isEmpty else {
+    FileHandle.standardError.write(Data((usage + "\n").utf8))
+    exit(2)
+}
+
+if let soak {
+    try Soak.run(files: files, photos: soak, json: json)
+    exit(0)
+}
+try SideBySide.run(files: files, rounds: rounds, json: json)
