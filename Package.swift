@@ -2,10 +2,11 @@
 import PackageDescription
 
 // The pipeline reads from the layout:
-//   Sources/CUV, CSQLite, CCrypto, CPosix, CVips  thin system-library targets (C headers only)
+//   Sources/CUV, CSQLite, CCrypto, CPosix, CVips, CCurl  thin system-library targets (C headers only)
 //   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
 //   Sources/Journal                 SQLite: the durable job journal
+//   Sources/Stores                  asset stores: local content-addressed folder, S3 over libcurl
 //   Sources/Runtime                 inbox + queue intake, scheduler, daemon lifecycle
 //   Plugins/<Stage>                 one folder per stage plugin
 //   Sources/photomemo               the executable: daemon (`serve`) and CLI
@@ -24,21 +25,25 @@ let package = Package(
         .systemLibrary(name: "CPosix", path: "Sources/CPosix"),
         .systemLibrary(name: "CVips", path: "Sources/CVips", pkgConfig: "vips",
                        providers: [.apt(["libvips-dev"])]),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
 
         .target(name: "PhotomemoCore", dependencies: ["CCrypto"]),
         .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore"]),
         .target(name: "Journal", dependencies: ["PhotomemoCore", "CSQLite"]),
+        .target(name: "Stores", dependencies: ["PhotomemoCore", "CCurl", "CCrypto"]),
         .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "CPosix"]),
 
         .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
         .target(name: "ExecStage", dependencies: ["PhotomemoCore", "CPosix"], path: "Plugins/Exec"),
+        .target(name: "UploadStage", dependencies: ["PhotomemoCore", "Stores"], path: "Plugins/Upload"),
         .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: ["CompressStage", "PhotomemoCore", "CVips", "CPosix"]),
         .executableTarget(name: "photomemo", dependencies: [
-            "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage", "CompressStage",
+            "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage",
         ]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -46,6 +51,7 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV", "PhotomemoCore"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "PhotomemoCore"]),
         .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore", "TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore", "TestSupport", "photomemo"],

@@ -36,7 +36,7 @@ extension Journal {
         guard limit > 0 else { return [] }
         return try write { db in
             let rows = try db.query("""
-                SELECT id, key, photo_path, memo, results, attempts FROM jobs
+                SELECT id, key, photo_path, memo, results, attempts, photo_sha256 FROM jobs
                 WHERE stage_index = ? AND ready_at IS NOT NULL AND ready_at <= ? AND state IN ('queued', 'waiting')
                 ORDER BY ready_at, id LIMIT ?
                 """, [.int(Int64(stageIndex)), .double(now), .int(Int64(limit))])
@@ -49,7 +49,7 @@ extension Journal {
                     """, [.text(stageName), .double(now), .int(id)])
                 try event(db, job: id, stage: stageName, attempt: attempt, "started", at: now)
                 let results = try JSONValue.parse(r.string(4)!).objectValue ?? [:]
-                let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2),
+                let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2), photoSHA256: r.string(6),
                                      memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: attempt)
                 out.append(ClaimedJob(context: ctx, stageIndex: stageIndex))
             }

@@ -58,6 +58,9 @@ public struct JobContext: Sendable {
     public let key: String
     /// Absolute path of the photo (inbox file or allowed absolute path); nil for a memo without one.
     public let photoPath: String?
+    /// SHA-256 (hex) of the photo's bytes as taken, so a stage can find it in a store after
+    /// the inbox file is gone.
+    public let photoSHA256: String?
     /// The memo line's content, or a plain photo job's defaults.
     public let memo: MemoJob
     /// Results of the stages before this one, by stage name.
@@ -65,10 +68,12 @@ public struct JobContext: Sendable {
     /// 1 for the first run of this stage, 2 for the first retry, ...
     public let attempt: Int
 
-    public init(id: Int64, key: String, photoPath: String?, memo: MemoJob, results: [String: JSONValue], attempt: Int) {
+    public init(id: Int64, key: String, photoPath: String?, photoSHA256: String? = nil, memo: MemoJob,
+                results: [String: JSONValue], attempt: Int) {
         self.id = id
         self.key = key
         self.photoPath = photoPath
+        self.photoSHA256 = photoSHA256
         self.memo = memo
         self.results = results
         self.attempt = attempt
@@ -81,6 +86,7 @@ public struct JobContext: Sendable {
             "memo": memo.json, "results": .object(results),
         ]
         o["photo_path"] = photoPath.map(JSONValue.string) ?? .null
+        o["photo_sha256"] = photoSHA256.map(JSONValue.string) ?? .null
         return .object(o)
     }
 }

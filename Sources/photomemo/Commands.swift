@@ -1,4 +1,5 @@
 import CompressStage
+import UploadStage
 import ExecStage
 import Foundation
 import PhotomemoCore
@@ -6,7 +7,7 @@ import Runtime
 import ValidateStage
 
 /// Every stage this build knows, registered once.
-let registry = StageRegistry([ValidateStage.self, CompressStage.self, ExecStage.self])
+let registry = StageRegistry([ValidateStage.self, CompressStage.self, UploadStage.self, ExecStage.self])
 
 struct Command: Sendable {
     let name: String

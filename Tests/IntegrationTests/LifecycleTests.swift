@@ -58,12 +58,12 @@ import Testing
         var (status, out, _) = try DaemonHarness.run(["check", d.jobFile])
         #expect(status == 0)
         #expect(out.contains("ok: job \"test\""))
-        (status, _, _) = try DaemonHarness.run(["check", packageRoot.appendingPathComponent("Jobs/validate-compress.json").path])
+        (status, _, _) = try DaemonHarness.run(["check", packageRoot.appendingPathComponent("Jobs/local-store.json").path])
         #expect(status == 0)
         let err: String
         (status, _, err) = try DaemonHarness.run(["check", packageRoot.appendingPathComponent("Jobs/photo-memo.json").path])
         #expect(status == 1)
-        #expect(err.contains(#"stages[2]: unknown stage "upload"; valid stages: compress, exec, validate"#))
+        #expect(err.contains(#"stages[3]: unknown stage "index"; valid stages: compress, exec, upload, validate"#))
         (status, _, _) = try DaemonHarness.run(["chek", d.jobFile])
         #expect(status == 2)
     }

@@ -5,8 +5,8 @@ import Testing
 
 /// The stages that exist, in the daemon, on real photos.
 @Suite(.serialized) struct PipelineTests {
-    @Test func validateThenCompressMakesRenditionsOffTheLoop() throws {
-        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/validate-compress.json"), encoding: .utf8))
+    @Test func validateCompressUploadOnRealPhotos() throws {
+        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/local-store.json"), encoding: .utf8))
         try d.start()
         let photos = ["orientation_portrait_6.jpg", "IMG_5195.HEIC", "Canon_40D.jpg"]
         for p in photos { try d.drop(p) }
@@ -21,9 +21,13 @@ import Testing
             let r = try JSONValue.parse(j.results)
             let display = try #require(r["compress"]?["renditions"]?["display"])
             #expect(display["width"] == 860)
-            #expect(FileManager.default.fileExists(atPath: display["path"]?.stringValue ?? ""))
             #expect(r["compress"]?["renditions"]?["thumbnail"]?["height"] == 200)
+            // Uploaded: the stored object is the rendition; the local copy is gone.
+            let key = try #require(r["upload"]?["assets"]?["display"]?["key"]?.stringValue)
+            #expect(try SHA256.hexOfFile(atPath: d.home + "/store/" + key).hex == display["sha256"]?.stringValue)
+            #expect(!FileManager.default.fileExists(atPath: display["path"]?.stringValue ?? ""))
         }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: d.home + "/inbox").isEmpty)
         let portrait = try #require(done.first { $0.photo == "orientation_portrait_6.jpg" })
         #expect(try JSONValue.parse(portrait.results)["compress"]?["renditions"]?["display"]?["height"] == 1147)
         // corrupted.jpg never reached compress: validate caught it.

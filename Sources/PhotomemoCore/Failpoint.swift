@@ -1,11 +1,10 @@
 import Foundation
 import Glibc
-import PhotomemoCore
 
 /// Crash-injection points for the durability tests (like FreeBSD's fail(9) or TiKV's
 /// fail-rs). `PHOTOMEMO_FAILPOINTS="queue.before_commit=3"` makes the process SIGKILL
 /// itself the 3rd time it passes that point. Unset, a point is one dictionary lookup.
-enum Failpoint {
+public enum Failpoint {
     static let armed: [String: Int] = {
         guard let spec = ProcessInfo.processInfo.environment["PHOTOMEMO_FAILPOINTS"] else { return [:] }
         var out: [String: Int] = [:]
@@ -18,8 +17,9 @@ enum Failpoint {
 
     private static let hits = LockedValue<[String: Int]>([:])
 
-    /// Points: `queue.before_commit`, `inbox.before_commit`, `stage.before_journal`.
-    static func hit(_ name: String) {
+    /// Points: `queue.before_commit`, `inbox.before_commit`, `stage.before_journal`,
+    /// `store.before_rename`.
+    public static func hit(_ name: String) {
         guard let n = armed[name] else { return }
         let count = hits.withLock { h -> Int in
             h[name, default: 0] += 1

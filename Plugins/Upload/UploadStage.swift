@@ -1,0 +1,116 @@
+import Foundation
+import PhotomemoCore
+import Stores
+
+/// `upload`: puts the original and every rendition into the asset store under content
+/// addresses and hands the keys to the index. After the original is durably stored, the
+/// inbox file is removed (or moved to `HOME/done/` with `keep_originals: move`).
+///
+/// Idempotent: a key already stored is skipped (HEAD / size check), and a re-run after
+/// the local files are gone (a crash after cleanup) finds them in the store by hash.
+public struct UploadStage: Stage {
+    public static let name = "upload"
+    public static let summary = "stores the original and the renditions (content-addressed) in file: or s3:// stores"
+    public static let workload = StageWorkload.io
+    public static let options: [StageOption] = [
+        StageOption("store", .string, default: "file:store",
+                    "file:DIR (relative to the home) or s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_* variables)"),
+        StageOption("keep_originals", .string, default: "delete",
+                    "what happens to an inbox photo once stored: delete, move (to HOME/done/) or keep"),
+    ]
+
+    let store: any AssetStore
+    let inbox: String
+    let done: String
+    let renditionsRoot: String
+    let keepOriginals: String
+
+    public init(options: StageOptions, environment: StageEnvironment) throws {
+        store = try Stores.open(options.string("store")!, home: environment.home)
+        keepOriginals = options.string("keep_originals")!
+        guard ["delete", "move", "keep"].contains(keepOriginals) else {
+            throw PhotomemoError(.badDefinition, "\"keep_originals\" must be delete, move or keep (got \"\(keepOriginals)\")")
+        }
+        inbox = environment.home.appendingPathComponent("inbox").path
+        done = environment.home.appendingPathComponent("done").path
+        renditionsRoot = environment.home.appendingPathComponent("renditions").path
+    }
+
+    static let contentTypes = ["jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "heic": "image/heic"]
+
+    public func run(_ job: JobContext) -> StageOutcome {
+        do {
+            var assets: [String: JSONValue] = [:]
+            let compress = job.results["compress"]
+            if let photo = job.photoPath {
+                let original = compress?["original"] ?? job.results["validate"] ?? .emptyObject
+                let format = original["format"]?.stringValue ?? "jpeg"
+                let sha = try job.photoSHA256 ?? SHA256.hexOfFile(atPath: photo).hex
+                var asset = try send(photo, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
+                                     job: job, rendition: "original")
+                asset["format"] = .string(format)
+                asset["width"] = original["width"] ?? .null
+                asset["height"] = original["height"] ?? .null
+                assets["original"] = .object(asset)
+            }
+            for (name, r) in compress?["renditions"]?.objectValue ?? [:] {
+                guard let path = r["path"]?.stringValue, let sha = r["sha256"]?.stringValue else { continue }
+                let format = r["format"]?.stringValue ?? "jpeg"
+                var asset = try send(path, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
+                                     job: job, rendition: name)
+                for k in ["width", "height", "format"] { asset[k] = r[k] ?? .null }
+                assets[name] = .object(asset)
+            }
+            // Everything is durably stored: the local copies may go.
+            if let photo = job.photoPath, photo.hasPrefix(inbox + "/") { try releaseOriginal(photo) }
+            var folders = Set<String>()
+            for r in (compress?["renditions"]?.objectValue ?? [:]).values {
+                if let p = r["path"]?.stringValue, p.hasPrefix(renditionsRoot + "/") {
+                    try? FileManager.default.removeItem(atPath: p)
+                    folders.insert((p as NSString).deletingLastPathComponent)
+                }
+            }
+            for f in folders { rmdir(f) }  // only when empty
+            return .continue(result: ["store": .string(store.name), "assets": .object(assets)])
+        } catch let f as StoreFailure {
+            switch f.kind {
+            case .unavailable: return .unavailable(dependency: store.name, reason: f.message)
+            case .transient: return .retry(reason: f.message)
+            case .permanent: return .fail(reason: f.message)
+            }
+        } catch {
+            return .retry(reason: "\(error)")
+        }
+    }
+
+    /// Puts one file, or confirms it is already stored when the local file is gone.
+    func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String) throws -> [String: JSONValue] {
+        let key = LocalStore.key(sha256: sha)
+        let size: Int64
+        if let attrs = try? FileManager.default.attributesOfItem(atPath: path), let s = attrs[.size] as? Int64 {
+            try store.put(file: path, key: key, sha256: sha, contentType: type,
+                          metadata: ["job": String(job.id), "rendition": rendition])
+            size = s
+        } else if let stored = try store.head(key: key) {
+            size = stored  // a previous run stored it and cleaned up
+        } else {
+            throw StoreFailure(.permanent, "\(rendition) \(path) is gone and not in \(store.name)")
+        }
+        return ["key": .string(key), "bytes": .int(size), "sha256": .string(sha)]
+    }
+
+    func releaseOriginal(_ photo: String) throws {
+        switch keepOriginals {
+        case "delete":
+            if FileManager.default.fileExists(atPath: photo) { try FileManager.default.removeItem(atPath: photo) }
+        case "move":
+            try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
+            let target = done + "/" + (photo as NSString).lastPathComponent
+            if FileManager.default.fileExists(atPath: photo) {
+                try? FileManager.default.removeItem(atPath: target)
+                try FileManager.default.moveItem(atPath: photo, toPath: target)
+            }
+        default: break
+        }
+    }
+}

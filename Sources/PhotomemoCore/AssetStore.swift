@@ -1,0 +1,39 @@
+/// Where assets live: the content-addressed local folder, or an S3-compatible bucket.
+/// Keys are content addresses (`sha256/ab/cd/abcd…`), so the same bytes are stored once
+/// and a repeated put is a no-op. Methods block: call them off the loop (stages do).
+public protocol AssetStore: Sendable {
+    /// The store as the job definition names it (`file:store`, `s3://bucket/prefix`).
+    var name: String { get }
+    /// Stores the file under `key` unless an object of that size is already there.
+    /// Returns true when it uploaded, false when the object existed.
+    @discardableResult
+    func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool
+    func get(key: String, to file: String) throws
+    /// Size of the object, or nil when there is none.
+    func head(key: String) throws -> Int64?
+    func delete(key: String) throws
+    func list(prefix: String) throws -> [String]
+}
+
+extension AssetStore {
+    /// `sha256/ab/cd/<hex>`: spreads objects over folders (local) and prefixes (S3).
+    public static func key(sha256 hex: String) -> String {
+        let h = Array(hex)
+        return "sha256/\(String(h[0..<2]))/\(String(h[2..<4]))/\(hex)"
+    }
+}
+
+/// Why a store operation failed, as the scheduler needs it: an outage waits without
+/// spending attempts, a transient error retries, a permanent one fails the job.
+public struct StoreFailure: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable { case unavailable, transient, permanent }
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}

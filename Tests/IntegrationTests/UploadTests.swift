@@ -1,0 +1,104 @@
+import Foundation
+import PhotomemoCore
+import TestSupport
+import Testing
+
+/// validate → compress → upload in the real daemon, to the local store and to a real
+/// S3-compatible server.
+@Suite(.serialized) struct UploadTests {
+    static func definition(store: String) -> String {
+        """
+        {"name": "upload-test", "stages": [
+          {"use": "validate", "with": {}},
+          {"use": "compress", "with": {}},
+          {"use": "upload", "with": {"store": "\(store)"}}],
+         "retry": {"max_attempts": 4, "base_ms": 50, "max_ms": 300}}
+        """
+    }
+
+    /// Every object under the local store is complete: its bytes hash to its name.
+    func expectWholeObjects(_ d: DaemonHarness) throws -> Int {
+        let root = d.home + "/store/sha256"
+        var count = 0
+        for rel in FileManager.default.enumerator(atPath: root)?.allObjects as? [String] ?? [] {
+            let path = root + "/" + rel
+            guard (try? FileManager.default.attributesOfItem(atPath: path)[.type] as? FileAttributeType) == .typeRegular else { continue }
+            #expect(try SHA256.hexOfFile(atPath: path).hex == (rel as NSString).lastPathComponent, "partial object \(rel)")
+            count += 1
+        }
+        return count
+    }
+
+    @Test func samePhotoTwiceIsOneObjectAndTheInboxEmpties() throws {
+        let d = try DaemonHarness(stages: Self.definition(store: "file:store"))
+        try d.start()
+        try d.drop("Nikon_D70.jpg")
+        try d.waitIdle(jobs: 1)
+        try d.drop("Nikon_D70.jpg", as: "again.jpg")
+        try d.waitIdle(jobs: 2)
+        let job = try JSONValue.parse(try #require(try d.jobs("duplicate_of IS NULL").first).results)
+        let assets = try #require(job["upload"]?["assets"])
+        #expect(Set(assets.objectValue?.keys ?? [:].keys) == ["original", "display", "thumbnail"])
+        #expect(try expectWholeObjects(d) == 3)  // original + 2 renditions, once
+        #expect(!FileManager.default.fileExists(atPath: d.home + "/inbox/Nikon_D70.jpg"))
+        let original = try #require(assets["original"]?["key"]?.stringValue)
+        #expect(try SHA256.hexOfFile(atPath: d.home + "/store/" + original).hex
+            == SHA256.hex(try Data(contentsOf: testPhotos.appendingPathComponent("Nikon_D70.jpg"))))
+        #expect(d.stop().status == 0)
+    }
+
+    @Test func killedDuringALocalWriteLeavesNoPartialObjectAndFinishesAfterRestart() throws {
+        let d = try DaemonHarness(stages: Self.definition(store: "file:store"))
+        try d.start(env: ["PHOTOMEMO_FAILPOINTS": "store.before_rename=2"])
+        for p in ["Nikon_D70.jpg", "Pentax_K10D.jpg"] { try d.drop(p) }
+        let end = try d.waitForExit()
+        #expect(end.status == SIGKILL)
+        _ = try expectWholeObjects(d)
+        try d.start()
+        try d.waitIdle(jobs: 2)
+        #expect(try d.stateCounts()["done"] == 2)
+        #expect(try expectWholeObjects(d) == 6)
+        #expect(d.stop().status == 0)
+    }
+
+    @Test func toARealS3ServerThroughAnOutageAndBack() throws {
+        let s3 = try SeaweedFS()
+        let d = try DaemonHarness(stages: Self.definition(store: s3.storeURL))
+        try d.start(env: s3.environment)
+        try d.drop("orientation_landscape_1.jpg")
+        try d.waitIdle(jobs: 1)
+        let first = try JSONValue.parse(try #require(try d.jobs().first).results)
+        for (name, asset) in first["upload"]?["assets"]?.objectValue ?? [:] {
+            let key = try #require(asset["key"]?.stringValue)
+            let bytes = try #require(s3.fetchWithCurl("pm/" + key), "\(name) not readable with curl")
+            #expect(SHA256.hex(bytes) == asset["sha256"]?.stringValue, "\(name)")
+        }
+        // The server goes away: jobs wait without spending attempts, the store shows down.
+        s3.stop()
+        for p in ["orientation_landscape_2.jpg", "orientation_landscape_3.jpg", "Nikon_D70.jpg"] { try d.drop(p) }
+        try d.waitUntil("jobs wait for the store") {
+            try d.jobs("state = 'waiting'").count == 3
+        }
+        let (_, statusText, _) = try DaemonHarness.run(["status", "--json", "--home", d.home])
+        #expect(try JSONValue.parse(statusText)["dependencies"]?[s3.storeURL.components(separatedBy: "?")[0]] == "down")
+        try s3.start()
+        try d.waitIdle(jobs: 4, timeout: 90)
+        #expect(try d.stateCounts()["done"] == 4)
+        #expect(try d.jobs().allSatisfy { $0.error == nil })
+        #expect(d.stop().status == 0)
+    }
+
+    @Test func wrongCredentialsFailPermanentlyWithAClearMessage() throws {
+        let s3 = try SeaweedFS()
+        let d = try DaemonHarness(stages: Self.definition(store: s3.storeURL))
+        var env = s3.environment
+        env["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
+        try d.start(env: env)
+        try d.drop("Nikon_D70.jpg")
+        try d.waitIdle(jobs: 1)
+        let job = try #require(try d.jobs().first)
+        #expect(job.state == "failed")
+        #expect(job.error?.contains("access denied") == true, "\(job.error ?? "")")
+        #expect(d.stop().status == 0)
+    }
+}
