@@ -52,6 +52,7 @@ public struct CompressStage: Stage {
         let made: (PhotoMetadata, [(Rendition, Data, Int, Int)])
         do {
             made = try make(path)
+            job.progress(0.9, "encoded")
         } catch let f as Vips.Failure {
             return .fail(reason: "cannot decode the photo: \(f.description)")
         } catch {

@@ -42,6 +42,7 @@ public struct UploadStage: Stage {
         do {
             var assets: [String: JSONValue] = [:]
             let compress = job.results["compress"]
+            let total = Double((job.photoPath == nil ? 0 : 1) + (compress?["renditions"]?.objectValue?.count ?? 0))
             if let photo = job.photoPath {
                 let original = compress?["original"] ?? job.results["validate"] ?? .emptyObject
                 let format = original["format"]?.stringValue ?? "jpeg"
@@ -52,6 +53,7 @@ public struct UploadStage: Stage {
                 asset["width"] = original["width"] ?? .null
                 asset["height"] = original["height"] ?? .null
                 assets["original"] = .object(asset)
+                job.progress(Double(assets.count) / total, "original")
             }
             for (name, r) in compress?["renditions"]?.objectValue ?? [:] {
                 guard let path = r["path"]?.stringValue, let sha = r["sha256"]?.stringValue else { continue }
@@ -60,6 +62,7 @@ public struct UploadStage: Stage {
                                      job: job, rendition: name)
                 for k in ["width", "height", "format"] { asset[k] = r[k] ?? .null }
                 assets[name] = .object(asset)
+                job.progress(Double(assets.count) / total, name)
             }
             // Everything is durably stored: the local copies may go.
             if let photo = job.photoPath, photo.hasPrefix(inbox + "/") { try releaseOriginal(photo) }

@@ -67,6 +67,9 @@ public struct JobContext: Sendable {
     public let results: [String: JSONValue]
     /// 1 for the first run of this stage, 2 for the first retry, ...
     public let attempt: Int
+    /// Reports how far the stage is (0...1, with an optional note); shows in `watch` as
+    /// `stage_progress`. Callable from the stage's thread; cheap, rate-limited by the daemon.
+    public var progress: @Sendable (_ fraction: Double, _ note: String?) -> Void = { _, _ in }
 
     public init(id: Int64, key: String, photoPath: String?, photoSHA256: String? = nil, memo: MemoJob,
                 results: [String: JSONValue], attempt: Int) {

@@ -70,7 +70,9 @@ public final class Daemon {
         let quarantine = Quarantine(folder: home.quarantine, inbox: home.inbox)
         let lane = SerialLane(loop: loop)
         let events = EventBus()
-        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, definition: definition, events: events)
+        let wakeup = try LoopWakeup(loop: loop)
+        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, definition: definition, events: events,
+                                      wakeup: wakeup.sender)
         let reader = QueueReader(path: home.queueFile, journal: journal, quarantine: quarantine, photos: photos,
                                  joinTimeoutSeconds: definition.joinTimeoutSeconds)
         let tailer = try QueueTailer(loop: loop, lane: lane, reader: reader, events: events) { scheduler.pump() }
@@ -122,6 +124,7 @@ public final class Daemon {
                 lane.whenIdle {
                     graceTimer.close()
                     scheduler.close()
+                    wakeup.close()
                     for s in signals { s.close() }
                 }
             }

@@ -25,6 +25,8 @@ final class Scheduler {
     private let wakeTimer: LoopTimer
     private var onIdle: (() -> Void)?
     private let events: EventBus
+    /// Carries progress reports from stage threads to the loop.
+    private let wakeup: LoopWakeup.Sender
     /// The whole pipeline, or single stages, paused: no new stage runs start. Persisted.
     private(set) var paused: Bool
     private(set) var pausedStages: Set<String>
@@ -32,7 +34,9 @@ final class Scheduler {
     private(set) var dependencies: [String: Bool] = [:]
     private var stageDependencies: [String: Set<String>] = [:]
 
-    init(loop: EventLoop, journal: Journal, quarantine: Quarantine, definition: JobDefinition, events: EventBus) throws {
+    init(loop: EventLoop, journal: Journal, quarantine: Quarantine, definition: JobDefinition, events: EventBus,
+         wakeup: LoopWakeup.Sender) throws {
+        self.wakeup = wakeup
         self.loop = loop
         self.journal = journal
         self.quarantine = quarantine
@@ -162,10 +166,13 @@ final class Scheduler {
         events.publish("stage_started", job: job.context.id, ["stage": .string(entry.name), "attempt": .int(Int64(job.context.attempt))])
         let journal = self.journal, quarantine = self.quarantine
         let stageCount = def.stages.count, retry = def.retry
+        var context = job.context
+        context.progress = Self.progressReporter(job: job.context.id, stage: entry.name, wakeup: wakeup, events: events)
+        let runContext = context
         loop.submit({ () -> Result<(Transition, StageOutcome, Double), Error> in
             let clock = ContinuousClock()
             let started = clock.now
-            let outcome = entry.stage.run(job.context)
+            let outcome = entry.stage.run(runContext)
             let elapsed = (clock.now - started).components
             let ms = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
             Failpoint.hit("stage.before_journal")
@@ -190,6 +197,27 @@ final class Scheduler {
             }
             self.pump()
             self.checkIdle()
+        }
+    }
+
+    /// A progress callback for one stage run: at most one event per 100 ms (and always
+    /// the last), published on the loop through the wake-up handle.
+    static func progressReporter(job: Int64, stage: String, wakeup: LoopWakeup.Sender, events: EventBus)
+        -> @Sendable (Double, String?) -> Void {
+        let last = LockedValue(0.0)
+        nonisolated(unsafe) let bus = events  // only touched in closures run on the loop thread
+        return { fraction, note in
+            let now = unixNow()
+            let due = last.withLock { t -> Bool in
+                guard fraction >= 1 || now - t >= 0.1 else { return false }
+                t = now
+                return true
+            }
+            guard due else { return }
+            var fields: [String: JSONValue] = ["stage": .string(stage), "fraction": .double(min(1, max(0, fraction)))]
+            if let note { fields["note"] = .string(note) }
+            let event = fields
+            wakeup.execute { bus.publish("stage_progress", job: job, event) }
         }
     }
 

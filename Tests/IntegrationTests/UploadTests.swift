@@ -32,8 +32,21 @@ import Testing
     @Test func samePhotoTwiceIsOneObjectAndTheInboxEmpties() throws {
         let d = try DaemonHarness(stages: Self.definition(store: "file:store"))
         try d.start()
+        let watcher = try SocketClient(path: d.home + "/photomemo.sock")
+        #expect(watcher.call("watch")?["ok"] == true)
         try d.drop("Nikon_D70.jpg")
         try d.waitIdle(jobs: 1)
+        // Stages report progress; watch shows it, ending at 1 for the upload.
+        // (Progress travels from the stage's thread through the wake-up handle, so it may
+        // land next to the stage's done event rather than strictly before it.)
+        var progress: [JSONValue] = []
+        var deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, let e = watcher.readLine(timeout: deadline.timeIntervalSinceNow) {
+            if e["event"] == "stage_progress" { progress.append(e) }
+            if e["event"] == "job_done" { deadline = min(deadline, Date().addingTimeInterval(0.5)) }
+        }
+        #expect(progress.contains { $0["stage"] == "compress" })
+        #expect(progress.last?["stage"] == "upload" && progress.last?["fraction"] == 1.0, "\(progress)")
         try d.drop("Nikon_D70.jpg", as: "again.jpg")
         try d.waitIdle(jobs: 2)
         let job = try JSONValue.parse(try #require(try d.jobs("duplicate_of IS NULL").first).results)
