@@ -4,6 +4,11 @@ import PhotomemoCore
 /// Every tool on the same files in one run; a table of photos/s, CPU ms per photo, peak
 /// RSS and CPU ratios, photomemo (1 worker) being the reference.
 enum SideBySide {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ d: String) { description = d }
+    }
+
     struct Row {
         let name: String
         let m: Measurement?

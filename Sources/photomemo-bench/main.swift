@@ -9,10 +9,12 @@ import PhotomemoCore
 ///
 ///   photomemo-bench [--count N] [--photos DIR] [--rounds R] [--json]   side by side
 ///   photomemo-bench --soak N                                 RSS over N photos, 2 workers
+///   photomemo-bench --upload N                               MB/s into the local store and SeaweedFS
 ///   photomemo-bench --worker W --out DIR FILE...             (internal: one measured child)
 let usage = """
 usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [--json]
        photomemo-bench --soak N [--count N]
+       photomemo-bench --upload N [--json]      # MB/s into the stores for N photos' renditions
 """
 
 /// Flags taken out of the argument list one by one; what is left are file names.
@@ -65,6 +67,7 @@ let json = args.flag("--json")
 let count = Int(args.value("--count") ?? "24") ?? 24
 let soak = args.value("--soak").flatMap(Int.init)
 let rounds = max(1, Int(args.value("--rounds") ?? "3") ?? 3)
+let uploadPhotos = args.value("--upload").flatMap(Int.init)
 let corpusDir = args.value("--corpus") ?? NSTemporaryDirectory() + "photomemo-bench-corpus-\(count)"
 let files: [String]
 if let dir = args.value("--photos") {
@@ -76,6 +79,21 @@ if let dir = args.value("--photos") {
 guard args.rest.isEmpty, !files.isEmpty else {
     FileHandle.standardError.write(Data((usage + "\n").utf8))
     exit(2)
+}
+
+if let uploadPhotos {
+    // Rendition sizes as compress makes them from this corpus.
+    let out = NSTemporaryDirectory() + "photomemo-bench-sizes-\(getpid())"
+    defer { try? FileManager.default.removeItem(atPath: out) }
+    let stage = try CompressStage(options: StageOptions(validating: [:], against: CompressStage.options, place: "bench"),
+                                  environment: StageEnvironment(home: URL(fileURLWithPath: out)))
+    guard case .continue(let r) = stage.run(JobContext(id: 0, key: "sizes", photoPath: files[0], memo: .photoOnly("p"), results: [:], attempt: 1)) else {
+        FileHandle.standardError.write(Data("cannot compress \(files[0])\n".utf8))
+        exit(1)
+    }
+    let size = { (name: String) in Int(r["renditions"]?[name]?["bytes"]?.intValue ?? 100_000) }
+    try StoreBench.run(photos: uploadPhotos, displayBytes: size("display"), thumbnailBytes: size("thumbnail"), json: json)
+    exit(0)
 }
 
 if let soak {
