@@ -161,3 +161,21 @@ extension Journal {
         }
     }
 }
+
+extension Journal {
+    /// Inbox files that repeat the bytes of a job that has finished: their content is kept
+    /// (in the store, or in the original's inbox file), so the copy may leave the inbox.
+    public func finishedDuplicates() throws -> [(name: String, identity: String)] {
+        try read { db in
+            try db.query("""
+                SELECT t.name, t.identity FROM inbox_taken t JOIN jobs d ON d.id = t.job_id JOIN jobs o ON o.id = d.duplicate_of
+                WHERE o.state = 'done'
+                """).map { ($0.string(0)!, $0.string(1)!) }
+        }
+    }
+
+    /// Forgets an inbox file once it has been removed.
+    public func forgetTaken(name: String) throws {
+        try write { db in _ = try db.run("DELETE FROM inbox_taken WHERE name = ?", [.text(name)]) }
+    }
+}

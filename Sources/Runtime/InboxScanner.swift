@@ -23,6 +23,8 @@ final class InboxScanner: @unchecked Sendable {
         var rejected: [String] = []
         /// Files seen but not yet settled: scan again after the settle time.
         var unsettled = 0
+        /// Copies of finished jobs' photos removed from the inbox.
+        var removedDuplicates: [String] = []
         var errors: [String] = []
     }
 
@@ -73,7 +75,26 @@ final class InboxScanner: @unchecked Sendable {
             }
         }
         commit(batch, &report)
+        removeFinishedDuplicates(&report)
         return report
+    }
+
+    /// Same bytes as a job that has finished: the job ended `done` with `duplicate_of`
+    /// when taken; once the original is through, the copy leaves the inbox.
+    func removeFinishedDuplicates(_ report: inout Report) {
+        do {
+            for (name, identity) in try journal.finishedDuplicates() {
+                let path = inbox + "/" + name
+                // Only the very file that was taken: not one written under the same name since.
+                if let st = try? Files.lstatEntry(path), Files.identity(st) != identity { continue }
+                if unlink(path) == 0 || errno == ENOENT {
+                    try journal.forgetTaken(name: name)
+                    report.removedDuplicates.append(name)
+                }
+            }
+        } catch {
+            report.errors.append("removing duplicates: \(error)")
+        }
     }
 
     private func commit(_ batch: [TakenPhoto], _ report: inout Report) {

@@ -154,6 +154,7 @@ final class InboxWatcher {
             events.publish(outcome, source: "inbox/\(name)")
         }
         for r in report.rejected { Log.warning("quarantined inbox entry \(r)") }
+        for n in report.removedDuplicates { Log.info("removed \(n) from the inbox: a copy of a finished job's photo") }
         for e in report.errors { Log.error("inbox: \(e)") }
         if report.outcomes.contains(where: { $0.outcome != .alreadyTaken }) { onJobs() }
     }

@@ -54,6 +54,8 @@ import Testing
         #expect(Set(assets.objectValue?.keys ?? [:].keys) == ["original", "display", "thumbnail"])
         #expect(try expectWholeObjects(d) == 3)  // original + 2 renditions, once
         #expect(!FileManager.default.fileExists(atPath: d.home + "/inbox/Nikon_D70.jpg"))
+        // The copy leaves the inbox at the next rescan: its bytes are in the store.
+        try d.waitUntil("the duplicate leaves the inbox") { !FileManager.default.fileExists(atPath: d.home + "/inbox/again.jpg") }
         let original = try #require(assets["original"]?["key"]?.stringValue)
         #expect(try SHA256.hexOfFile(atPath: d.home + "/store/" + original).hex
             == SHA256.hex(try Data(contentsOf: testPhotos.appendingPathComponent("Nikon_D70.jpg"))))
