@@ -9,12 +9,7 @@ public enum DurableFile {
         let tmp = dir + "/." + (path as NSString).lastPathComponent + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = try syscall("open \(tmp)", blocking: { open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) })
         do {
-            try data.withUnsafeBytes { raw in
-                var off = 0
-                while off < raw.count {
-                    off += try syscall("write \(tmp)", blocking: { Glibc.write(fd, raw.baseAddress! + off, raw.count - off) })
-                }
-            }
+            try writeAll(fd, data, path: tmp)
             try syscall("fsync \(tmp)", blocking: { fsync(fd) })
             close(fd)
         } catch {
@@ -24,6 +19,16 @@ public enum DurableFile {
         }
         try syscall("rename \(tmp)", blocking: { rename(tmp, path) })
         try fsyncFolder(dir)
+    }
+
+    /// Writes every byte (a short write continues where it stopped).
+    public static func writeAll(_ fd: Int32, _ data: Data, path: String) throws {
+        try data.withUnsafeBytes { raw in
+            var off = 0
+            while off < raw.count {
+                off += try syscall("write \(path)", blocking: { Glibc.write(fd, raw.baseAddress! + off, raw.count - off) })
+            }
+        }
     }
 
     public static func fsyncFolder(_ dir: String) throws {

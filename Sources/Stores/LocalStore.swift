@@ -44,12 +44,7 @@ public struct LocalStore: AssetStore {
                     let chunk = try source.read(upToCount: 1 << 20) ?? Data()
                     if chunk.isEmpty { break }
                     hash.update(chunk)
-                    try chunk.withUnsafeBytes { raw in
-                        var off = 0
-                        while off < raw.count {
-                            off += try syscall("write \(temp)", blocking: { write(fd, raw.baseAddress! + off, raw.count - off) })
-                        }
-                    }
+                    try DurableFile.writeAll(fd, chunk, path: temp)
                 }
                 try syscall("fsync \(temp)", blocking: { fsync(fd) })
                 close(fd)
