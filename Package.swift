@@ -6,6 +6,7 @@ import PackageDescription
 //   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
 //   Sources/Journal                 SQLite: the durable job journal
+//   Sources/Index                   records: typed fields, predicate language, ACL, change feed
 //   Sources/Stores                  asset stores: local content-addressed folder, S3 over libcurl
 //   Sources/Runtime                 inbox + queue intake, scheduler, daemon lifecycle
 //   Plugins/<Stage>                 one folder per stage plugin
@@ -34,6 +35,7 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore"]),
         .target(name: "Journal", dependencies: ["PhotomemoCore", "CSQLite"]),
         .target(name: "Stores", dependencies: ["PhotomemoCore", "CCurl", "CCrypto"]),
+        .target(name: "Index", dependencies: ["PhotomemoCore", "Journal"]),
         .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "CPosix"]),
 
         .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
@@ -51,6 +53,7 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV", "PhotomemoCore"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "PhotomemoCore"]),
         .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore", "TestSupport"]),
+        .testTarget(name: "IndexTests", dependencies: ["Index", "Journal", "PhotomemoCore"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal"]),

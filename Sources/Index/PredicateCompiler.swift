@@ -1,0 +1,108 @@
+import Journal
+import PhotomemoCore
+
+/// Predicates and sort keys to SQL over `records r`, always with `?` parameters — values
+/// and field names are never spliced into the SQL text. Unknown fields match nothing; a
+/// value of the wrong type for a built-in key matches nothing.
+enum PredicateCompiler {
+    static let textKeys = ["id": "r.id", "type": "r.type", "memo": "r.memo", "owner": "r.owner"]
+    static let numberKeys = ["created": "r.created", "modified": "r.modified", "taken": "r.taken", "width": "r.width", "height": "r.height"]
+
+    static func compile(_ p: RecordPredicate, _ params: inout [SQLValue]) -> String {
+        switch p {
+        case .always: return "1"
+        case .never: return "0"
+        case .not(let inner): return "NOT (\(compile(inner, &params)))"
+        case .and(let a, let b): return "(\(compile(a, &params)) AND \(compile(b, &params)))"
+        case .or(let a, let b): return "(\(compile(a, &params)) OR \(compile(b, &params)))"
+        case .compare(let key, let op, let value): return compare(key, sqlOp(op), value, &params)
+        case .between(let key, let low, let high):
+            return "(\(compare(key, ">=", low, &params)) AND \(compare(key, "<=", high, &params)))"
+        case .oneOf(let key, let values):
+            return "(" + values.map { compare(key, "=", $0, &params) }.joined(separator: " OR ") + ")"
+        case .beginsWith(let key, let prefix):
+            // A range on the binary collation: case-sensitive and able to use an index.
+            let upper = prefix + "\u{10FFFF}"
+            if let col = textKeys[key] {
+                params += [.text(prefix), .text(upper)]
+                return "(\(col) >= ? AND \(col) < ?)"
+            }
+            if numberKeys[key] != nil { return "0" }
+            params += [.text(key), .text(prefix), .text(upper)]
+            return "r.id IN (SELECT record_id FROM record_fields WHERE name = ? AND kind IN ('s','l') AND text_value >= ? AND text_value < ?)"
+        case .contains(let key, let value):
+            return contains(key, value, &params)
+        }
+    }
+
+    static func sqlOp(_ op: RecordPredicate.Operator) -> String {
+        switch op {
+        case .eq: "="
+        case .ne: "<>"
+        case .lt: "<"
+        case .le: "<="
+        case .gt: ">"
+        case .ge: ">="
+        }
+    }
+
+    /// A literal as stored: (kinds it may match, column, value).
+    static func stored(_ v: RecordPredicate.Literal) -> (kinds: String, column: String, value: SQLValue) {
+        switch v {
+        case .number(let n): ("('n')", "num_value", .double(n))
+        case .bool(let b): ("('b')", "num_value", .double(b ? 1 : 0))
+        case .date(let d): ("('d')", "num_value", .double(d))
+        case .string(let s):
+            if ISODate.isDateTime(s), let d = ISODate.parse(s) { ("('d')", "num_value", .double(d)) }
+            else { ("('s','r')", "text_value", .text(s)) }
+        }
+    }
+
+    static func compare(_ key: String, _ op: String, _ value: RecordPredicate.Literal, _ params: inout [SQLValue]) -> String {
+        if let col = textKeys[key] {
+            guard case .string(let s) = value else { return "0" }
+            params.append(.text(s))
+            return "\(col) \(op) ?"
+        }
+        if let col = numberKeys[key] {
+            let v = stored(value)
+            guard v.column == "num_value", case .double = v.value, !(value == .bool(true) || value == .bool(false)) else { return "0" }
+            params.append(v.value)
+            return "\(col) \(op) ?"
+        }
+        let v = stored(value)
+        params += [.text(key), v.value]
+        return "r.id IN (SELECT record_id FROM record_fields WHERE name = ? AND kind IN \(v.kinds) AND \(v.column) \(op) ?)"
+    }
+
+    static func contains(_ key: String, _ value: RecordPredicate.Literal, _ params: inout [SQLValue]) -> String {
+        if key == "memo" {
+            guard case .string(let s) = value else { return "0" }
+            // Full-text: every token must occur. Each token is a quoted FTS5 string, so
+            // operators in user text (OR, NEAR, *, column filters) are inert.
+            let tokens = s.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+            guard !tokens.isEmpty else { return "0" }
+            params.append(.text(tokens.joined(separator: " ")))
+            return "r.rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)"
+        }
+        if let col = textKeys[key] {
+            guard case .string(let s) = value else { return "0" }
+            params.append(.text(s))
+            return "instr(\(col), ?) > 0"
+        }
+        if numberKeys[key] != nil { return "0" }
+        // A list holding the value (or a single value equal to it).
+        let v = stored(value)
+        let kinds = v.column == "text_value" ? "('l','s','r')" : v.kinds
+        params += [.text(key), v.value]
+        return "r.id IN (SELECT record_id FROM record_fields WHERE name = ? AND kind IN \(kinds) AND \(v.column) = ?)"
+    }
+
+    /// Sort expressions for a key, each with the parameters it needs wherever it is used:
+    /// one for built-ins, (number, text) for fields.
+    static func sortExpressions(_ key: SortKey) -> [(sql: String, params: [SQLValue])] {
+        if let col = textKeys[key.key] ?? numberKeys[key.key] { return [(col, [])] }
+        return [("(SELECT num_value FROM record_fields WHERE record_id = r.id AND name = ? AND kind IN ('n','b','d') LIMIT 1)", [.text(key.key)]),
+                ("(SELECT text_value FROM record_fields WHERE record_id = r.id AND name = ? AND kind IN ('s','r') LIMIT 1)", [.text(key.key)])]
+    }
+}

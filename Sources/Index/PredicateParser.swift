@@ -1,0 +1,204 @@
+import PhotomemoCore
+
+/// Tokenizer + recursive descent for predicates. Grammar:
+///
+///     or      := and ("OR" and)*
+///     and     := unary ("AND" unary)*
+///     unary   := "NOT" unary | "(" or ")" | "TRUEPREDICATE" | "FALSEPREDICATE" | test
+///     test    := key op literal | key "BEGINSWITH" string | key "CONTAINS" literal
+///              | key "IN" "{" literal ("," literal)* "}" | key "BETWEEN" "{" literal "," literal "}"
+///     literal := string | number | true | false | DATE("...")
+///
+/// Keywords are case-insensitive; `&&`, `||` and `!` are accepted too. Errors carry the
+/// 1-based column of the offending token.
+public struct PredicateParser {
+    enum Token: Equatable {
+        case word(String), string(String), number(Double), op(String), punct(Character), end
+    }
+
+    struct Located { let token: Token; let column: Int }
+
+    private var tokens: [Located] = []
+    private var i = 0
+
+    public static func parse(_ text: String) throws -> RecordPredicate {
+        var p = PredicateParser()
+        p.tokens = try tokenize(text)
+        let result = try p.parseOr()
+        guard case .end = p.tokens[p.i].token else { throw p.error("unexpected \(p.describe(p.tokens[p.i].token))") }
+        return result
+    }
+
+    static func tokenize(_ text: String) throws -> [Located] {
+        let chars = Array(text)
+        var out: [Located] = []
+        var k = 0
+        while k < chars.count {
+            let c = chars[k], col = k + 1
+            if c.isWhitespace { k += 1; continue }
+            if c == "\"" || c == "'" {
+                var s = ""
+                k += 1
+                while true {
+                    guard k < chars.count else { throw PredicateSyntaxError(message: "unterminated string", column: col) }
+                    if chars[k] == c { k += 1; break }
+                    if chars[k] == "\\", k + 1 < chars.count { s.append(chars[k + 1]); k += 2; continue }
+                    s.append(chars[k]); k += 1
+                }
+                out.append(Located(token: .string(s), column: col))
+            } else if c.isNumber || (c == "-" && k + 1 < chars.count && (chars[k + 1].isNumber || chars[k + 1] == ".")) || c == "." {
+                var s = String(c)
+                k += 1
+                while k < chars.count, chars[k].isNumber || chars[k] == "." || chars[k] == "e" || chars[k] == "E"
+                        || ((chars[k] == "-" || chars[k] == "+") && (chars[k - 1] == "e" || chars[k - 1] == "E")) {
+                    s.append(chars[k]); k += 1
+                }
+                guard let v = Double(s), v.isFinite else { throw PredicateSyntaxError(message: "bad number \"\(s)\"", column: col) }
+                out.append(Located(token: .number(v), column: col))
+            } else if c.isLetter || c == "_" {
+                var s = ""
+                while k < chars.count, chars[k].isLetter || chars[k].isNumber || chars[k] == "_" { s.append(chars[k]); k += 1 }
+                out.append(Located(token: .word(s), column: col))
+            } else if let two = k + 1 < chars.count ? String(chars[k...k + 1]) : nil, ["==", "!=", "<=", ">=", "&&", "||"].contains(two) {
+                out.append(Located(token: .op(two), column: col)); k += 2
+            } else if "<>=!".contains(c) {
+                out.append(Located(token: .op(c == "=" ? "==" : String(c)), column: col)); k += 1
+            } else if "(){},".contains(c) {
+                out.append(Located(token: .punct(c), column: col)); k += 1
+            } else {
+                throw PredicateSyntaxError(message: "unexpected character \"\(c)\"", column: col)
+            }
+        }
+        out.append(Located(token: .end, column: chars.count + 1))
+        return out
+    }
+
+    func error(_ message: String) -> PredicateSyntaxError { PredicateSyntaxError(message: message, column: tokens[i].column) }
+
+    func describe(_ t: Token) -> String {
+        switch t {
+        case .word(let w): "\"\(w)\""
+        case .string(let s): "string \"\(s)\""
+        case .number(let n): "number \(n)"
+        case .op(let o): "\"\(o)\""
+        case .punct(let p): "\"\(p)\""
+        case .end: "end of predicate"
+        }
+    }
+
+    func isWord(_ w: String) -> Bool {
+        if case .word(let x) = tokens[i].token { return x.uppercased() == w }
+        return false
+    }
+
+    mutating func parseOr() throws -> RecordPredicate {
+        var left = try parseAnd()
+        while isWord("OR") || tokens[i].token == .op("||") {
+            i += 1
+            left = .or(left, try parseAnd())
+        }
+        return left
+    }
+
+    mutating func parseAnd() throws -> RecordPredicate {
+        var left = try parseUnary()
+        while isWord("AND") || tokens[i].token == .op("&&") {
+            i += 1
+            left = .and(left, try parseUnary())
+        }
+        return left
+    }
+
+    mutating func parseUnary() throws -> RecordPredicate {
+        if isWord("NOT") || tokens[i].token == .op("!") {
+            i += 1
+            return .not(try parseUnary())
+        }
+        if tokens[i].token == .punct("(") {
+            i += 1
+            let inner = try parseOr()
+            guard tokens[i].token == .punct(")") else { throw error("expected \")\", found \(describe(tokens[i].token))") }
+            i += 1
+            return inner
+        }
+        if isWord("TRUEPREDICATE") { i += 1; return .always }
+        if isWord("FALSEPREDICATE") { i += 1; return .never }
+        return try parseTest()
+    }
+
+    static let keywords: Set<String> = ["AND", "OR", "NOT", "IN", "BETWEEN", "BEGINSWITH", "CONTAINS", "TRUEPREDICATE",
+                                        "FALSEPREDICATE", "TRUE", "FALSE"]  // not DATE: a field may be called date
+
+    mutating func parseTest() throws -> RecordPredicate {
+        guard case .word(let key) = tokens[i].token, !Self.keywords.contains(key.uppercased()) else {
+            throw error("expected a field name, found \(describe(tokens[i].token))")
+        }
+        i += 1
+        switch tokens[i].token {
+        case .op(let o):
+            guard let op = RecordPredicate.Operator(rawValue: o) else { throw error("\"\(o)\" is not a comparison") }
+            i += 1
+            return .compare(key: key, op: op, value: try parseLiteral())
+        case .word(let w):
+            i += 1
+            switch w.uppercased() {
+            case "BEGINSWITH":
+                guard case .string(let s) = tokens[i].token else { throw error("BEGINSWITH needs a string") }
+                i += 1
+                return .beginsWith(key: key, prefix: s)
+            case "CONTAINS":
+                return .contains(key: key, value: try parseLiteral())
+            case "IN":
+                let values = try parseSet()
+                guard !values.isEmpty else { throw error("IN needs at least one value") }
+                return .oneOf(key: key, values: values)
+            case "BETWEEN":
+                let column = tokens[i].column
+                let values = try parseSet()
+                guard values.count == 2 else { throw PredicateSyntaxError(message: "BETWEEN needs {low, high}", column: column) }
+                return .between(key: key, low: values[0], high: values[1])
+            default:
+                i -= 1
+                throw error("expected a comparison, BEGINSWITH, CONTAINS, IN or BETWEEN after \"\(key)\", found \"\(w)\"")
+            }
+        default:
+            throw error("expected a comparison after \"\(key)\", found \(describe(tokens[i].token))")
+        }
+    }
+
+    mutating func parseSet() throws -> [RecordPredicate.Literal] {
+        guard tokens[i].token == .punct("{") else { throw error("expected \"{\"") }
+        i += 1
+        var values: [RecordPredicate.Literal] = []
+        if tokens[i].token == .punct("}") { i += 1; return values }
+        while true {
+            values.append(try parseLiteral())
+            if tokens[i].token == .punct(",") { i += 1; continue }
+            guard tokens[i].token == .punct("}") else { throw error("expected \",\" or \"}\"") }
+            i += 1
+            return values
+        }
+    }
+
+    mutating func parseLiteral() throws -> RecordPredicate.Literal {
+        let t = tokens[i]
+        switch t.token {
+        case .string(let s): i += 1; return .string(s)
+        case .number(let n): i += 1; return .number(n)
+        case .word(let w) where w.uppercased() == "TRUE": i += 1; return .bool(true)
+        case .word(let w) where w.uppercased() == "FALSE": i += 1; return .bool(false)
+        case .word(let w) where w.uppercased() == "DATE":
+            i += 1
+            guard tokens[i].token == .punct("(") else { throw error("expected \"(\" after DATE") }
+            i += 1
+            guard case .string(let s) = tokens[i].token else { throw error("DATE needs a string") }
+            guard let d = ISODate.parse(s) else { throw error("\"\(s)\" is not an ISO-8601 date") }
+            i += 1
+            guard tokens[i].token == .punct(")") else { throw error("expected \")\"") }
+            i += 1
+            return .date(d)
+        default:
+            throw error("expected a value, found \(describe(t.token))")
+        }
+    }
+}

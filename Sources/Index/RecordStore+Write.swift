@@ -1,0 +1,208 @@
+import Foundation
+import Journal
+import PhotomemoCore
+
+/// Creating, updating and deleting records; each in one transaction with its change.
+extension RecordStore {
+    public enum WriteError: Error, Equatable {
+        case notFound
+        case forbidden
+        /// The record changed since the tag the client named.
+        case conflict(current: String)
+    }
+
+    /// What the index stage writes for a job.
+    public struct Input: Sendable {
+        public var jobKey: String
+        public var photoSHA256: String?
+        public var memo: MemoJob
+        public var assets: JSONValue
+        public var exif: JSONValue
+        public var width: Int?
+        public var height: Int?
+
+        public init(jobKey: String, photoSHA256: String?, memo: MemoJob, assets: JSONValue, exif: JSONValue, width: Int?, height: Int?) {
+            self.jobKey = jobKey
+            self.photoSHA256 = photoSHA256
+            self.memo = memo
+            self.assets = assets
+            self.exif = exif
+            self.width = width
+            self.height = height
+        }
+    }
+
+    /// Deterministic from the job key: a repeated index run finds its own record.
+    static func recordID(jobKey: String) -> String { "r" + String(SHA256.hex(Data(jobKey.utf8)).prefix(23)) }
+
+    /// Creates the job's record, or returns it when this job already did (idempotent).
+    /// A memo for a photo that already has a record (from another job) updates that one.
+    public func apply(_ input: Input, now: Double = unixNow()) throws -> (record: Record, op: String) {
+        try locked {
+            try db.transaction {
+                if let existing = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.job_key = ?", [.text(input.jobKey)]) {
+                    return (try Self.record(existing), "none")
+                }
+                if let sha = input.photoSHA256,
+                   let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.photo_sha256 = ? ORDER BY r.created LIMIT 1", [.text(sha)]) {
+                    var r = try Self.record(row)
+                    r.type = input.memo.type
+                    r.memo = input.memo.memo
+                    r.fields = input.memo.fields
+                    return (try write(r, jobKey: nil, op: "update", now: now), "update")
+                }
+                let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
+                let r = Record(id: Self.recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
+                               fields: input.memo.fields, owner: input.memo.owner, acl: ACL(), assets: input.assets,
+                               exif: input.exif, created: now, modified: now, changeTag: "")
+                try db.run("""
+                    INSERT INTO records(id, job_key, photo_sha256, type, memo, owner, taken, width, height, created, modified, change_tag)
+                    VALUES (?,?,?,?,?,?,?,?,?,?,?,'')
+                    """, [.text(r.id), .text(input.jobKey), SQLValue(input.photoSHA256), .text(r.type), .text(r.memo), SQLValue(r.owner),
+                          SQLValue(taken), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
+                          .double(now), .double(now)])
+                return (try write(r, jobKey: input.jobKey, op: "create", now: now), "create")
+            }
+        }
+    }
+
+    /// Rewrites a record's row, field rows, ACL rows, asset rows, full-text entry and
+    /// appends its change; returns it with a fresh change tag.
+    func write(_ record: Record, jobKey: String?, op: String, now: Double) throws -> Record {
+        var r = record
+        r.modified = now
+        let seq = try appendChange(r, op: op, now: now)
+        r.changeTag = String(seq)
+        if op == "update", let old = try db.queryOne("SELECT rowid, memo FROM records WHERE id = ?", [.text(r.id)]) {
+            try db.run("INSERT INTO records_fts(records_fts, rowid, memo) VALUES('delete', ?, ?)", [old.values[0], old.values[1]])
+        }
+        try db.run("""
+            UPDATE records SET type = ?, memo = ?, fields = ?, acl = ?, public_read = ?, assets = ?, exif = ?, modified = ?, change_tag = ?
+            WHERE id = ?
+            """, [.text(r.type), .text(r.memo), .text(JSONValue.object(r.fields).jsonString), .text(r.acl.json.jsonString),
+                  .int(r.acl.publicRead ? 1 : 0), .text(r.assets.jsonString), .text(r.exif.jsonString), .double(now),
+                  .text(r.changeTag), .text(r.id)])
+        let rowid = try db.queryOne("SELECT rowid FROM records WHERE id = ?", [.text(r.id)])!.values[0]
+        try db.run("INSERT INTO records_fts(rowid, memo) VALUES (?, ?)", [rowid, .text(r.memo)])
+        try db.run("DELETE FROM record_fields WHERE record_id = ?", [.text(r.id)])
+        for (name, value) in r.fields {
+            for (kind, text, num, del) in FieldValue(value)?.rows ?? [] {
+                try db.run("INSERT INTO record_fields(record_id, name, kind, text_value, num_value, delete_self) VALUES (?,?,?,?,?,?)",
+                           [.text(r.id), .text(name), .text(kind), SQLValue(text), SQLValue(num), .int(del ? 1 : 0)])
+            }
+        }
+        try db.run("DELETE FROM record_acl WHERE record_id = ?", [.text(r.id)])
+        for u in Set(r.acl.readers + r.acl.writers) {
+            try db.run("INSERT INTO record_acl(record_id, user, can_write) VALUES (?,?,?)",
+                       [.text(r.id), .text(u), .int(r.acl.writers.contains(u) ? 1 : 0)])
+        }
+        try db.run("DELETE FROM record_assets WHERE record_id = ?", [.text(r.id)])
+        for key in Set((r.assets.objectValue ?? [:]).values.compactMap { $0["key"]?.stringValue }) {
+            try db.run("INSERT INTO record_assets(record_id, key) VALUES (?,?)", [.text(r.id), .text(key)])
+        }
+        return r
+    }
+
+    func appendChange(_ r: Record, op: String, now: Double) throws -> Int64 {
+        try db.run("INSERT INTO changes(record_id, type, op, at, owner, readers, public_read, record) VALUES (?,?,?,?,?,?,?,?)",
+                   [.text(r.id), .text(r.type), .text(op), .double(now), SQLValue(r.owner),
+                    .text(JSONValue.array(Array(Set(r.acl.readers + r.acl.writers)).sorted().map(JSONValue.string)).jsonString),
+                    .int(r.acl.publicRead ? 1 : 0), .text(r.json.jsonString)])
+        return db.lastInsertRowID
+    }
+
+    static func canWrite(_ r: Record, _ viewer: Viewer) -> Bool {
+        guard case .user(let name) = viewer else { return true }
+        return r.owner == name || r.acl.writers.contains(name)
+    }
+
+    /// Changes memo and fields (a field set to null is removed), optionally only if the
+    /// record still has `ifTag`.
+    public func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL? = nil, ifTag: String?, viewer: Viewer,
+                       now: Double = unixNow()) throws -> Record {
+        try locked {
+            try db.transaction {
+                guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
+                    throw WriteError.notFound
+                }
+                var r = try Self.record(row)
+                var vis: [SQLValue] = [.text(id)]
+                guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
+                    throw WriteError.notFound
+                }
+                guard Self.canWrite(r, viewer) else { throw WriteError.forbidden }
+                if let ifTag, ifTag != r.changeTag { throw WriteError.conflict(current: r.changeTag) }
+                if let memo { r.memo = memo }
+                for (k, v) in fields { if v == .null { r.fields.removeValue(forKey: k) } else { r.fields[k] = v } }
+                if let acl { r.acl = acl }
+                return try write(r, jobKey: nil, op: "update", now: now)
+            }
+        }
+    }
+
+    /// Deletes a record and, through `deleteSelf` references, the records that refer to
+    /// it. Returns the deleted ids and the asset keys no remaining record uses.
+    public func delete(_ id: String, viewer: Viewer, now: Double = unixNow()) throws -> (deleted: [String], releasedAssets: [String]) {
+        try locked {
+            try db.transaction {
+                guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
+                    throw WriteError.notFound
+                }
+                var vis: [SQLValue] = [.text(id)]
+                guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
+                    throw WriteError.notFound
+                }
+                guard Self.canWrite(try Self.record(row), viewer) else { throw WriteError.forbidden }
+                var deleted: [String] = []
+                var keys = Set<String>()
+                var pending = [id]
+                while let next = pending.popLast() {
+                    guard !deleted.contains(next),
+                          let r = try db.queryOne("SELECT \(Self.columns), r.rowid FROM records r WHERE r.id = ?", [.text(next)]) else { continue }
+                    let rec = try Self.record(r)
+                    keys.formUnion(try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(next)]).compactMap { $0.string(0) })
+                    pending += try db.query("SELECT record_id FROM record_fields WHERE kind = 'r' AND text_value = ? AND delete_self = 1",
+                                            [.text(next)]).compactMap { $0.string(0) }
+                    _ = try appendChange(rec, op: "delete", now: now)
+                    try db.run("INSERT INTO records_fts(records_fts, rowid, memo) VALUES('delete', ?, ?)", [r.values[11], .text(rec.memo)])
+                    try db.run("DELETE FROM records WHERE id = ?", [.text(next)])
+                    deleted.append(next)
+                }
+                let released = try keys.sorted().filter { key in
+                    try db.queryOne("SELECT 1 FROM record_assets WHERE key = ?", [.text(key)]) == nil
+                }
+                return (deleted, released)
+            }
+        }
+    }
+
+    public struct Change: Sendable {
+        public let seq: Int64
+        public let recordID: String
+        public let type: String
+        public let op: String
+        public let at: Double
+        public let record: JSONValue
+
+        public var json: JSONValue {
+            ["seq": .int(seq), "record_id": .string(recordID), "type": .string(type), "op": .string(op),
+             "time": .string(isoTimestamp(at)), "record": record]
+        }
+    }
+
+    /// Changes after `since`, oldest first, that the viewer could read when they happened.
+    public func changes(since: Int64, limit: Int, viewer: Viewer) throws -> [Change] {
+        try locked {
+            var params: [SQLValue] = [.int(since)]
+            var filter = ""
+            if case .user(let name) = viewer {
+                filter = " AND (owner = ? OR public_read = 1 OR EXISTS (SELECT 1 FROM json_each(readers) WHERE value = ?))"
+                params += [.text(name), .text(name)]
+            }
+            params.append(.int(Int64(limit)))
+            return try db.query("SELECT seq, record_id, type, op, at, record FROM changes WHERE seq > ?\(filter) ORDER BY seq LIMIT ?", params)
+                .map { Change(seq: $0.int(0)!, recordID: $0.string(1)!, type: $0.string(2)!, op: $0.string(3)!, at: $0.double(4)!,
+                              record: try JSONValue.parse($0.string(5)!)) }
+        }
+    }
+}

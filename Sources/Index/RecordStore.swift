@@ -1,0 +1,167 @@
+import Foundation
+import Journal
+import PhotomemoCore
+
+/// Who asks: the daemon's own user and root see everything; anyone else sees records
+/// they own, are named on, or that are public.
+public enum Viewer: Sendable, Equatable {
+    case admin
+    case user(String)
+}
+
+/// The record index on SQLite (WAL): records, typed field rows, ACL rows, asset keys,
+/// full-text on memo, and the change feed. One connection behind a lock; called off the
+/// loop thread.
+public final class RecordStore: @unchecked Sendable {
+    // Safe: `db` is only touched with `lock` held.
+    let db: Database
+    let lock = NSLock()
+    public let path: String
+
+    private static let registry = LockedValue<[String: RecordStore]>([:])
+
+    /// One store per file in a process: the index stage and the socket share it.
+    public static func open(path: String) throws -> RecordStore {
+        try registry.withLock { r in
+            if let s = r[path] { return s }
+            let s = try RecordStore(path: path)
+            r[path] = s
+            return s
+        }
+    }
+
+    init(path: String) throws {
+        self.path = path
+        db = try Database(path: path)
+        try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
+        try db.exec("CREATE TABLE IF NOT EXISTS index_schema_version(version INTEGER NOT NULL)")
+        let current = try db.queryOne("SELECT version FROM index_schema_version")?.int(0) ?? 0
+        for v in Int(current)..<IndexSchema.migrations.count {
+            try db.transaction {
+                try db.exec(IndexSchema.migrations[v])
+                try db.run("DELETE FROM index_schema_version")
+                try db.run("INSERT INTO index_schema_version(version) VALUES (?)", [.int(Int64(v + 1))])
+            }
+        }
+    }
+
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    // MARK: reading
+
+    static let columns = "r.id, r.type, r.memo, r.fields, r.owner, r.acl, r.assets, r.exif, r.created, r.modified, r.change_tag"
+
+    static func record(_ row: Row, offset: Int = 0) throws -> Record {
+        Record(id: row.string(offset)!, type: row.string(offset + 1)!, memo: row.string(offset + 2) ?? "",
+               fields: try JSONValue.parse(row.string(offset + 3)!).objectValue ?? [:], owner: row.string(offset + 4),
+               acl: ACL(json: try JSONValue.parse(row.string(offset + 5)!)), assets: try JSONValue.parse(row.string(offset + 6)!),
+               exif: try JSONValue.parse(row.string(offset + 7)!), created: row.double(offset + 8)!, modified: row.double(offset + 9)!,
+               changeTag: row.string(offset + 10)!)
+    }
+
+    /// SQL that is true when the viewer may read record `r`.
+    static func visible(_ viewer: Viewer, _ params: inout [SQLValue]) -> String {
+        guard case .user(let name) = viewer else { return "1" }
+        params += [.text(name), .text(name)]
+        return "(r.owner = ? OR r.public_read = 1 OR r.id IN (SELECT record_id FROM record_acl WHERE user = ?))"
+    }
+
+    public func get(_ id: String, viewer: Viewer) throws -> Record? {
+        try locked {
+            var params: [SQLValue] = [.text(id)]
+            let vis = Self.visible(viewer, &params)
+            return try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ? AND \(vis)", params).map { try Self.record($0) }
+        }
+    }
+
+    public struct Page: Sendable {
+        public let records: [Record]
+        public let cursor: String?
+    }
+
+    /// Records matching `predicate` (and `type`), sorted, `limit` at a time. The cursor is
+    /// the last row's sort values and id (keyset paging), so it stays right while records
+    /// are added or removed.
+    public func query(_ predicate: RecordPredicate, type: String? = nil, sort: [SortKey] = [], limit: Int = 100,
+                      cursor: String? = nil, viewer: Viewer) throws -> Page {
+        var params: [SQLValue] = []
+        var whereSQL = PredicateCompiler.compile(predicate, &params)
+        if let type { whereSQL += " AND r.type = ?"; params.append(.text(type)) }
+        whereSQL += " AND " + Self.visible(viewer, &params)
+        // Sort expressions (each with its own parameters), then the id for a total order.
+        var exprs: [(sql: String, params: [SQLValue], descending: Bool)] = []
+        for k in sort { for e in PredicateCompiler.sortExpressions(k) { exprs.append((e.sql, e.params, k.descending)) } }
+        if let cursor {
+            let (values, lastID) = try Self.decode(cursor, count: exprs.count)
+            whereSQL += " AND " + Self.after(exprs, values, lastID, &params)
+        }
+        var selectParams: [SQLValue] = []
+        let extra = exprs.map { e -> String in selectParams += e.params; return ", " + e.sql }.joined()
+        var orderParams: [SQLValue] = []
+        let order = (exprs.map { e -> String in orderParams += e.params; return "\(e.sql) \(e.descending ? "DESC" : "ASC") NULLS LAST" }
+                     + ["r.id ASC"]).joined(separator: ", ")
+        let sql = "SELECT \(Self.columns)\(extra) FROM records r WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
+        let rows = try locked { try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))]) }
+        let records = try rows.map { try Self.record($0) }
+        var next: String?
+        if rows.count == limit, let last = rows.last {
+            next = Self.encode(Array(last.values[11..<(11 + exprs.count)]), records.last!.id)
+        }
+        return Page(records: records, cursor: next)
+    }
+
+    /// Keyset condition: rows strictly after (values, id) in the sort order, NULLS LAST.
+    static func after(_ exprs: [(sql: String, params: [SQLValue], descending: Bool)], _ values: [SQLValue], _ lastID: String,
+                      _ params: inout [SQLValue]) -> String {
+        func build(_ i: Int, _ params: inout [SQLValue]) -> String {
+            if i == exprs.count {
+                params.append(.text(lastID))
+                return "r.id > ?"
+            }
+            let e = exprs[i]
+            if values[i] == .null {
+                // Only NULLs remain from here on: equal on this key, decide on the rest.
+                params += e.params
+                let eq = "\(e.sql) IS NULL"
+                return "(\(eq) AND \(build(i + 1, &params)))"
+            }
+            params += e.params + [values[i]] + e.params
+            let later = "(\(e.sql) \(e.descending ? "<" : ">") ? OR \(e.sql) IS NULL)"
+            params += e.params + [values[i]]
+            let eq = "\(e.sql) = ?"
+            return "(\(later) OR (\(eq) AND \(build(i + 1, &params))))"
+        }
+        return build(0, &params)
+    }
+
+    static func encode(_ values: [SQLValue], _ id: String) -> String {
+        let json: [JSONValue] = values.map {
+            switch $0 {
+            case .int(let i): .int(i)
+            case .double(let d): .double(d)
+            case .text(let s): .string(s)
+            default: .null
+            }
+        }
+        return Data(JSONValue.object(["v": .array(json), "id": .string(id)]).jsonString.utf8).base64EncodedString()
+    }
+
+    static func decode(_ cursor: String, count: Int) throws -> ([SQLValue], String) {
+        guard let data = Data(base64Encoded: cursor), let v = try? JSONValue.parse(data), let id = v["id"]?.stringValue,
+              let values = v["v"]?.arrayValue, values.count == count else {
+            throw PhotomemoError(.badRequest, "invalid cursor (it belongs to another query or was altered)")
+        }
+        return (values.map {
+            switch $0 {
+            case .int(let i): .int(i)
+            case .double(let d): .double(d)
+            case .string(let s): .text(s)
+            default: .null
+            }
+        }, id)
+    }
+}

@@ -1,0 +1,65 @@
+/// The record index's schema (in the home's SQLite file, beside the journal), versioned
+/// separately from the journal's.
+enum IndexSchema {
+    static let migrations: [String] = [
+        """
+        CREATE TABLE records(
+            id TEXT PRIMARY KEY,
+            job_key TEXT UNIQUE,
+            photo_sha256 TEXT,
+            type TEXT NOT NULL,
+            memo TEXT NOT NULL DEFAULT '',
+            owner TEXT,
+            public_read INTEGER NOT NULL DEFAULT 0,
+            acl TEXT NOT NULL DEFAULT '{}',
+            fields TEXT NOT NULL DEFAULT '{}',
+            assets TEXT NOT NULL DEFAULT '{}',
+            exif TEXT NOT NULL DEFAULT '{}',
+            taken REAL, width INTEGER, height INTEGER,
+            created REAL NOT NULL, modified REAL NOT NULL,
+            change_tag TEXT NOT NULL
+        );
+        CREATE INDEX records_type ON records(type, created);
+        CREATE INDEX records_created ON records(created);
+        CREATE INDEX records_photo ON records(photo_sha256) WHERE photo_sha256 IS NOT NULL;
+        CREATE INDEX records_owner ON records(owner);
+        -- Typed fields, one row per value (per element for lists): range, equality and
+        -- prefix queries on a field use these indexes instead of scanning records.
+        CREATE TABLE record_fields(
+            record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            text_value TEXT,
+            num_value REAL,
+            delete_self INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX record_fields_num ON record_fields(name, num_value) WHERE num_value IS NOT NULL;
+        CREATE INDEX record_fields_text ON record_fields(name, text_value) WHERE text_value IS NOT NULL;
+        CREATE INDEX record_fields_record ON record_fields(record_id);
+        CREATE INDEX record_fields_refs ON record_fields(text_value) WHERE kind = 'r';
+        CREATE TABLE record_acl(
+            record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+            user TEXT NOT NULL,
+            can_write INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX record_acl_user ON record_acl(user, record_id);
+        CREATE TABLE record_assets(
+            record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+            key TEXT NOT NULL
+        );
+        CREATE INDEX record_assets_key ON record_assets(key);
+        CREATE VIRTUAL TABLE records_fts USING fts5(memo, content='records', content_rowid='rowid');
+        CREATE TABLE changes(
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            record_id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            op TEXT NOT NULL,
+            at REAL NOT NULL,
+            owner TEXT,
+            readers TEXT NOT NULL DEFAULT '[]',
+            public_read INTEGER NOT NULL DEFAULT 0,
+            record TEXT NOT NULL
+        );
+        """,
+    ]
+}

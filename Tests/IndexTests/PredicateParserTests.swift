@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+@testable import Index
+
+@Suite struct PredicateParserTests {
+    @Test func parsesTheDesignExamples() throws {
+        #expect(try PredicateParser.parse(#"salesPrice >= 100 AND salesPrice <= 500"#)
+            == .and(.compare(key: "salesPrice", op: .ge, value: .number(100)), .compare(key: "salesPrice", op: .le, value: .number(500))))
+        #expect(try PredicateParser.parse(#"address == "Tokyo""#) == .compare(key: "address", op: .eq, value: .string("Tokyo")))
+        #expect(try PredicateParser.parse(#"name BEGINSWITH "A""#) == .beginsWith(key: "name", prefix: "A"))
+        #expect(try PredicateParser.parse(#"memo CONTAINS "receipt""#) == .contains(key: "memo", value: .string("receipt")))
+        #expect(try PredicateParser.parse(#"code IN {"A","B"}"#) == .oneOf(key: "code", values: [.string("A"), .string("B")]))
+        #expect(try PredicateParser.parse(#"taken BETWEEN {DATE("2026-01-01"), DATE("2026-02-01")}"#)
+            == .between(key: "taken", low: .date(1_767_225_600), high: .date(1_769_904_000)))
+        #expect(try PredicateParser.parse("TRUEPREDICATE") == .always)
+        #expect(try PredicateParser.parse(#"NOT (a == 1 OR b != false) AND c < -2.5"#)
+            == .and(.not(.or(.compare(key: "a", op: .eq, value: .number(1)), .compare(key: "b", op: .ne, value: .bool(false)))),
+                    .compare(key: "c", op: .lt, value: .number(-2.5))))
+        // AND binds tighter than OR; keywords are case-insensitive.
+        #expect(try PredicateParser.parse("a == 1 or b == 2 and c == 3")
+            == .or(.compare(key: "a", op: .eq, value: .number(1)),
+                   .and(.compare(key: "b", op: .eq, value: .number(2)), .compare(key: "c", op: .eq, value: .number(3)))))
+    }
+
+    @Test(arguments: [
+        ("salesPrice >= ", "expected a value, found end of predicate", 15),
+        ("salesPrice >> 3", "expected a value, found \">\"", 13),
+        (#"name == "open"#, "unterminated string", 9),
+        ("(a == 1", "expected \")\", found end of predicate", 8),
+        ("a == 1 b == 2", "unexpected \"b\"", 8),
+        ("a LIKE 3", "expected a comparison, BEGINSWITH, CONTAINS, IN or BETWEEN after \"a\", found \"LIKE\"", 3),
+        ("a BETWEEN {1}", "BETWEEN needs {low, high}", 11),
+        (#"t > DATE("yesterday")"#, "\"yesterday\" is not an ISO-8601 date", 10),
+        ("a == 1; DROP TABLE records", "unexpected character \";\"", 7),
+        ("== 3", "expected a field name, found \"==\"", 1),
+    ])
+    func malformedPredicatesSayWhatAndWhere(_ text: String, _ message: String, _ column: Int) {
+        do {
+            let p = try PredicateParser.parse(text)
+            Issue.record("parsed \(p)")
+        } catch let e as PredicateSyntaxError {
+            #expect(e.message == message)
+            #expect(e.column == column, "\(e)")
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+
+    @Test func sortDescriptors() throws {
+        #expect(try SortKey.parse("-salesPrice,costRate") == [SortKey(key: "salesPrice", descending: true), SortKey(key: "costRate", descending: false)])
+        #expect(try SortKey.parse("") == [])
+        #expect(throws: PredicateSyntaxError.self) { try SortKey.parse("price; DROP") }
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import PhotomemoCore
+import Testing
+@testable import Index
+
+func tempStore() throws -> RecordStore {
+    let dir = NSTemporaryDirectory() + "pm-index-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    return try RecordStore(path: dir + "/index.sqlite")
+}
+
+func input(_ key: String, type: String = "Memo", memo: String = "", fields: [String: JSONValue] = [:], owner: String? = "alice",
+           sha: String? = nil, assets: JSONValue = .emptyObject) -> RecordStore.Input {
+    RecordStore.Input(jobKey: key, photoSHA256: sha, memo: MemoJob(memo: memo, type: type, fields: fields, owner: owner),
+                      assets: assets, exif: .emptyObject, width: nil, height: nil)
+}
+
+@Suite struct RecordStoreTests {
+    func ids(_ s: RecordStore, _ predicate: String, sort: String = "", viewer: Viewer = .admin) throws -> [String] {
+        try s.query(PredicateParser.parse(predicate), sort: SortKey.parse(sort), limit: 1000, viewer: viewer).records.map(\.memo)
+    }
+
+    @Test func indexingIsIdempotentOnTheJobKeyAndAMemoForAPhotoUpdatesItsRecord() throws {
+        let s = try tempStore()
+        let (a, op) = try s.apply(input("k1", type: "Photo", sha: "abc"))
+        #expect(op == "create")
+        #expect(try s.apply(input("k1", type: "Photo", sha: "abc")).op == "none")
+        let (b, op2) = try s.apply(input("k2", type: "Houses", memo: "red roof", fields: ["address": "Tokyo"], sha: "abc"))
+        #expect(op2 == "update")
+        #expect(b.id == a.id && b.type == "Houses" && b.fields["address"] == "Tokyo")
+        #expect(try s.changes(since: 0, limit: 10, viewer: .admin).map(\.op) == ["create", "update"])
+    }
+
+    @Test func typedComparisonsFullTextListsAndDates() throws {
+        let s = try tempStore()
+        _ = try s.apply(input("1", memo: "lunch receipt", fields: ["salesPrice": 1200, "code": "A-001", "tags": ["x", "y"],
+                                                                   "date": "2026-11-29T12:00:00Z", "paid": true]))
+        _ = try s.apply(input("2", memo: "dinner", fields: ["salesPrice": 300, "code": "B-002", "costRate": 0.35,
+                                                            "date": "2026-01-15T08:00:00Z"]))
+        _ = try s.apply(input("3", memo: "receipts box", fields: ["salesPrice": 99.5, "code": "A-003"]))
+        #expect(try ids(s, "salesPrice >= 100 AND salesPrice <= 1500", sort: "-salesPrice") == ["lunch receipt", "dinner"])
+        #expect(try ids(s, #"memo CONTAINS "receipt""#) == ["lunch receipt"])  // tokens, not substrings
+        #expect(try ids(s, #"code BEGINSWITH "A""#, sort: "code") == ["lunch receipt", "receipts box"])
+        #expect(try ids(s, #"tags CONTAINS "y""#) == ["lunch receipt"])
+        #expect(try ids(s, #"code IN {"B-002", "Z"}"#) == ["dinner"])
+        #expect(try ids(s, #"date BETWEEN {DATE("2026-11-01"), DATE("2026-12-01")}"#) == ["lunch receipt"])
+        // A date from a job line (full ISO form) compares as a date, not as text.
+        #expect(try ids(s, #"date > "2026-06-01T00:00:00Z""#) == ["lunch receipt"])
+        #expect(try ids(s, "paid == true") == ["lunch receipt"])
+        #expect(try ids(s, "nosuchfield == 1 OR nosuchfield != 1").isEmpty)
+        #expect(try ids(s, "NOT (salesPrice > 200)", sort: "salesPrice") == ["receipts box"])
+        #expect(try ids(s, "TRUEPREDICATE", sort: "costRate,-salesPrice") == ["dinner", "lunch receipt", "receipts box"])
+    }
+
+    @Test func injectionAttemptsAreInert() throws {
+        let s = try tempStore()
+        _ = try s.apply(input("1", memo: "hello world", fields: ["name": "x"]))
+        for p in [#"name == "x' OR 1=1 --""#, #"name == "\"); DROP TABLE records; --""#, #"memo CONTAINS "world OR NOT x*""#,
+                  #"memo CONTAINS "memo:hello""#, #"name BEGINSWITH "%""#] {
+            #expect(try ids(s, p).count <= 1, "\(p)")
+        }
+        #expect(try ids(s, #"memo CONTAINS "world OR NOT x*""#).isEmpty)  // every token must be there
+        #expect(try ids(s, #"name BEGINSWITH "%""#).isEmpty)
+        #expect(try ids(s, "TRUEPREDICATE").count == 1)  // the table is still there
+    }
+
+    @Test func aclShowsOwnPublicAndSharedRecordsOnly() throws {
+        let s = try tempStore()
+        _ = try s.apply(input("1", memo: "alice private", owner: "alice"))
+        let (bobs, _) = try s.apply(input("2", memo: "bob public", owner: "bob"))
+        _ = try s.update(bobs.id, memo: nil, fields: [:], acl: ACL(publicRead: true), ifTag: nil, viewer: .user("bob"))
+        let (shared, _) = try s.apply(input("3", memo: "bob shared with alice", owner: "bob"))
+        _ = try s.update(shared.id, memo: nil, fields: [:], acl: ACL(readers: ["alice"]), ifTag: nil, viewer: .admin)
+        #expect(Set(try ids(s, "TRUEPREDICATE", viewer: .user("alice"))) == ["alice private", "bob public", "bob shared with alice"])
+        #expect(Set(try ids(s, "TRUEPREDICATE", viewer: .user("bob"))) == ["bob public", "bob shared with alice"])
+        #expect(Set(try ids(s, "TRUEPREDICATE", viewer: .user("carol"))) == ["bob public"])
+        #expect(throws: RecordStore.WriteError.forbidden) {
+            try s.update(shared.id, memo: "x", fields: [:], ifTag: nil, viewer: .user("alice"))
+        }
+        #expect(try s.changes(since: 0, limit: 100, viewer: .user("carol")).allSatisfy { $0.recordID == bobs.id })
+    }
+
+    @Test func staleChangeTagsConflict() throws {
+        let s = try tempStore()
+        let (r, _) = try s.apply(input("1", memo: "v1"))
+        let r2 = try s.update(r.id, memo: "v2", fields: ["n": 1], ifTag: r.changeTag, viewer: .user("alice"))
+        #expect(r2.changeTag != r.changeTag)
+        #expect(throws: RecordStore.WriteError.conflict(current: r2.changeTag)) {
+            try s.update(r.id, memo: "v3", fields: [:], ifTag: r.changeTag, viewer: .user("alice"))
+        }
+        #expect(try ids(s, #"memo CONTAINS "v2""#) == ["v2"])  // full text follows updates
+        #expect(try ids(s, #"memo CONTAINS "v1""#).isEmpty)
+    }
+
+    @Test func deleteCascadesThroughDeleteSelfReferencesAndReleasesUnusedAssets() throws {
+        let s = try tempStore()
+        let asset = { (k: String) -> JSONValue in ["original": ["key": .string(k)]] }
+        let (restaurant, _) = try s.apply(input("r", type: "Restaurant", memo: "noodles"))
+        let (p1, _) = try s.apply(input("p1", type: "Photo", fields: ["restaurant": ["ref": .string(restaurant.id), "action": "deleteSelf"]],
+                                        assets: asset("k1")))
+        _ = try s.apply(input("p2", type: "Photo", fields: ["restaurant": ["ref": .string(restaurant.id), "action": "deleteSelf"]],
+                              assets: asset("shared")))
+        _ = try s.apply(input("other", type: "Photo", memo: "keeps shared", assets: asset("shared")))
+        let (deleted, released) = try s.delete(restaurant.id, viewer: .admin)
+        #expect(Set(deleted).count == 3 && deleted.contains(p1.id))
+        #expect(released == ["k1"])  // "shared" is still used
+        #expect(try ids(s, "TRUEPREDICATE") == ["keeps shared"])
+        #expect(try s.changes(since: 0, limit: 100, viewer: .admin).filter { $0.op == "delete" }.count == 3)
+    }
+}
