@@ -36,16 +36,17 @@ let package = Package(
         .target(name: "Journal", dependencies: ["PhotomemoCore", "CSQLite"]),
         .target(name: "Stores", dependencies: ["PhotomemoCore", "CCurl", "CCrypto"]),
         .target(name: "Index", dependencies: ["PhotomemoCore", "Journal"]),
-        .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "CPosix"]),
+        .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "Index", "CPosix"]),
 
         .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
         .target(name: "ExecStage", dependencies: ["PhotomemoCore", "CPosix"], path: "Plugins/Exec"),
+        .target(name: "IndexStage", dependencies: ["PhotomemoCore", "Index"], path: "Plugins/Index"),
         .target(name: "UploadStage", dependencies: ["PhotomemoCore", "Stores"], path: "Plugins/Upload"),
         .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: ["CompressStage", "Stores", "PhotomemoCore", "CVips", "CPosix"]),
         .executableTarget(name: "photomemo", dependencies: [
-            "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage",
+            "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage",
         ]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -8,7 +8,7 @@ import Stores
 ///
 /// Idempotent: a key already stored is skipped (HEAD / size check), and a re-run after
 /// the local files are gone (a crash after cleanup) finds them in the store by hash.
-public struct UploadStage: Stage {
+public struct UploadStage: AssetStoreStage {
     public static let name = "upload"
     public static let summary = "stores the original and the renditions (content-addressed) in file: or s3:// stores"
     public static let workload = StageWorkload.io
@@ -20,6 +20,7 @@ public struct UploadStage: Stage {
     ]
 
     let store: any AssetStore
+    public var assetStore: any AssetStore { store }
     let inbox: String
     let done: String
     let renditionsRoot: String

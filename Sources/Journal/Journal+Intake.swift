@@ -114,13 +114,16 @@ extension Journal {
         }
         let outcome: IntakeOutcome
         let jobID: Int64
-        if let waiting = try db.queryOne("""
-            SELECT id FROM jobs WHERE photo = ? AND state = 'waiting' AND wait_reason = 'photo' ORDER BY id LIMIT 1
-            """, [.text(p.name)])?.int(0) {
+        if let row = try db.queryOne("""
+            SELECT id, memo FROM jobs WHERE photo = ? AND state = 'waiting' AND wait_reason = 'photo' ORDER BY id LIMIT 1
+            """, [.text(p.name)]) {
+            let waiting = row.int(0)!
+            var memo = try MemoJob(json: JSONValue.parse(row.string(1)!))
+            if memo.owner == nil { memo.owner = p.owner }
             try db.run("""
-                UPDATE jobs SET photo_path = ?, photo_sha256 = ?, state = 'queued', wait_reason = NULL, deadline = NULL,
+                UPDATE jobs SET photo_path = ?, photo_sha256 = ?, memo = ?, state = 'queued', wait_reason = NULL, deadline = NULL,
                        ready_at = ?, updated = ? WHERE id = ?
-                """, [.text(p.path), .text(p.sha256), .double(now), .double(now), .int(waiting)])
+                """, [.text(p.path), .text(p.sha256), .text(memo.json.jsonString), .double(now), .double(now), .int(waiting)])
             try event(db, job: waiting, stage: nil, attempt: nil, "joined", message: "photo \(p.name) arrived", at: now)
             jobID = waiting
             outcome = .joined(job: waiting)
@@ -129,12 +132,12 @@ extension Journal {
             ORDER BY id LIMIT 1
             """, [.text(p.sha256)])?.int(0) {
             jobID = try insertJob(db, key: nil, origin: "inbox", photo: p.name, photoPath: p.path, sha256: p.sha256,
-                                  memo: .photoOnly(p.name), state: .done, readyAt: nil, duplicateOf: original,
+                                  memo: .photoOnly(p.name, owner: p.owner), state: .done, readyAt: nil, duplicateOf: original,
                                   source: "inbox", now: now)
             outcome = .duplicate(job: jobID, of: original)
         } else {
             jobID = try insertJob(db, key: "sha256:" + p.sha256, origin: "inbox", photo: p.name, photoPath: p.path,
-                                  sha256: p.sha256, memo: .photoOnly(p.name), state: .queued, readyAt: now,
+                                  sha256: p.sha256, memo: .photoOnly(p.name, owner: p.owner), state: .queued, readyAt: now,
                                   source: "inbox", now: now)
             outcome = .created(job: jobID, state: .queued)
         }

@@ -57,12 +57,15 @@ public struct TakenPhoto: Sendable {
     /// "dev:ino:size:mtime_ns": a file with the same name and identity is not taken twice.
     public let identity: String
     public let sha256: String
+    /// The Unix user owning the file: the record's owner unless a memo names one.
+    public let owner: String?
 
-    public init(name: String, path: String, identity: String, sha256: String) {
+    public init(name: String, path: String, identity: String, sha256: String, owner: String? = nil) {
         self.name = name
         self.path = path
         self.identity = identity
         self.sha256 = sha256
+        self.owner = owner
     }
 }
 

@@ -29,8 +29,8 @@ public struct MemoJob: Sendable, Equatable {
     }
 
     /// The job of a photo dropped into the inbox with no memo line.
-    public static func photoOnly(_ name: String) -> MemoJob {
-        MemoJob(photo: name, type: defaultPhotoType)
+    public static func photoOnly(_ name: String, owner: String? = nil) -> MemoJob {
+        MemoJob(photo: name, type: defaultPhotoType, owner: owner)
     }
 
     /// Parses one queue line (without its newline).

@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import Index
 import Journal
 import PhotomemoCore
 
@@ -16,17 +17,19 @@ final class ControlCommands {
         let lane: SerialLane
         let reader: QueueReader
         let quarantine: Quarantine
+        let wakeup: LoopWakeup.Sender
         let backlog: () -> (inboxFiles: Int, queueUnreadBytes: Int64)
         let reload: () -> Result<JobDefinition, PhotomemoError>
     }
 
-    private let p: Parts
+    let p: Parts
     private let started = unixNow()
     private var watchers: [ObjectIdentifier: ControlConnection] = [:]
 
-    static let available = ["status", "jobs", "job", "watch", "enqueue", "retry", "cancel", "pause", "resume", "reload", "metrics"]
-    /// In DESIGN.md, arriving with the index and notify stages.
-    static let later = ["query", "get", "update", "delete", "asset", "subscribe", "unsubscribe", "subscriptions", "changes"]
+    static let records = ["query", "get", "update", "delete", "asset", "changes"]
+    static let available = ["status", "jobs", "job", "watch", "enqueue", "retry", "cancel", "pause", "resume", "reload", "metrics"] + records
+    /// In DESIGN.md, arriving with the notify stage.
+    static let later = ["subscribe", "unsubscribe", "subscriptions"]
 
     init(_ parts: Parts) { p = parts }
 
@@ -43,7 +46,7 @@ final class ControlCommands {
             case "jobs": try jobs(req, reply)
             case "job": try job(req, reply)
             case "watch": watch(conn, reply)
-            case "enqueue": try enqueue(req, reply)
+            case "enqueue": try enqueue(req, owner: Self.viewer(conn), reply)
             case "retry": try retry(req, reply)
             case "cancel": try cancel(req, reply)
             case "pause", "resume": try pause(cmd == "pause", req, reply)
@@ -54,9 +57,10 @@ final class ControlCommands {
                 case .failure(let e): reply(.failure(e))
                 }
             case "metrics": metrics(reply)
+            case _ where Self.records.contains(cmd): try runRecord(cmd, req, from: conn, reply: reply)
             default:
                 if Self.later.contains(cmd) {
-                    throw PhotomemoError(.unknownCommand, "\"\(cmd)\" is not available in this build: the index and notify stages are not built yet")
+                    throw PhotomemoError(.unknownCommand, "\"\(cmd)\" is not available in this build: the notify stage is not built yet")
                 }
                 let hint = didYouMean(cmd, Self.available).map { " (did you mean \"\($0)\"?)" } ?? ""
                 throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"\(hint); commands: \(Self.available.joined(separator: ", "))")
@@ -69,7 +73,7 @@ final class ControlCommands {
     }
 
     /// Runs `work` off the loop; journal errors become `internal`, control errors keep their code.
-    private func offLoop(_ reply: @escaping Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
+    func offLoop(_ reply: @escaping Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
         p.loop.submit({ () -> Result<JSONValue, PhotomemoError> in
             do { return .success(try work()) } catch let e as PhotomemoError { return .failure(e) } catch Journal.ControlError.notFound {
                 return .failure(PhotomemoError(.notFound, "no such job"))
@@ -211,12 +215,15 @@ final class ControlCommands {
         p.events.subscribe(conn) { [weak conn] event in conn?.push(event) }
     }
 
-    private func enqueue(_ req: ControlRequest, _ reply: @escaping Reply) throws {
+    /// Enqueues a job line; a client that is not root or the daemon's user owns its jobs.
+    private func enqueue(_ req: ControlRequest, owner viewer: Viewer, _ reply: @escaping Reply) throws {
         guard let line = req.values["job"] else { throw PhotomemoError(.badRequest, "argument \"job\" (a job line object) is required") }
-        let memo: MemoJob
-        do { memo = try MemoJob(json: line) } catch let e as PhotomemoError {
+        var parsed: MemoJob
+        do { parsed = try MemoJob(json: line) } catch let e as PhotomemoError {
             throw PhotomemoError(.badRequest, e.message)
         }
+        if case .user(let name) = viewer { parsed.owner = name }
+        let memo = parsed
         let reader = p.reader, journal = p.journal, events = p.events, scheduler = p.scheduler
         let key = memo.key ?? "socket:" + UUID().uuidString.lowercased()
         let join = reader.joinTimeoutSeconds.value

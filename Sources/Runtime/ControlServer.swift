@@ -160,6 +160,11 @@ struct ControlRequest {
         throw PhotomemoError(.badRequest, "argument \"\(name)\" must be an integer, got \(v.typeName)")
     }
 
+    func requiredString(_ name: String) throws -> String {
+        guard let s = try string(name), !s.isEmpty else { throw PhotomemoError(.badRequest, "argument \"\(name)\" is required") }
+        return s
+    }
+
     func requiredInt(_ name: String) throws -> Int64 {
         guard let i = try int(name) else { throw PhotomemoError(.badRequest, "argument \"\(name)\" is required") }
         return i

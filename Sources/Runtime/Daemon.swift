@@ -98,6 +98,7 @@ public final class Daemon {
         }
         let commands = ControlCommands(.init(
             loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, reader: reader, quarantine: quarantine,
+            wakeup: wakeup.sender,
             backlog: { (inbox.backlog, tailer.unreadBytes) }, reload: reload))
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: commands)
         commands.clientCount = { control.clientCount }

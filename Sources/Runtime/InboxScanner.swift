@@ -142,7 +142,7 @@ final class InboxScanner: @unchecked Sendable {
             let sha = try SHA256.hexOfFile(atPath: target).hex
             // Still being written (a rescan raced a writer): its close event brings it back.
             guard let after = try? Files.lstatEntry(path), Files.identity(after) == identity else { return nil }
-            return TakenPhoto(name: name, path: path, identity: identity, sha256: sha)
+            return TakenPhoto(name: name, path: path, identity: identity, sha256: sha, owner: UnixUser.nameOrNumber(st.st_uid))
         } catch {
             report.errors.append("\(name): \(error)")
             return nil

@@ -23,6 +23,8 @@ final class QueueReader: @unchecked Sendable {
     /// Set from the loop thread on reload, read on the lane.
     let joinTimeoutSeconds: LockedValue<Int>
     private var held: (fd: Int32, inode: UInt64)?
+    /// The uid owning the queue file being read.
+    private var queueOwner: UInt32 = 0
 
     static let chunkBytes = 4 << 20
 
@@ -66,6 +68,7 @@ final class QueueReader: @unchecked Sendable {
             if pos.inode != ino { pos = QueuePosition(inode: ino, offset: 0, line: 0) }
             var st = stat()
             fstat(held!.fd, &st)
+            queueOwner = st.st_uid
             if Int64(st.st_size) < pos.offset {
                 report.notes.append("queue file truncated to \(st.st_size) bytes (was read to \(pos.offset)): reading from the start")
                 pos = QueuePosition(inode: ino, offset: 0, line: 0)
@@ -129,7 +132,7 @@ final class QueueReader: @unchecked Sendable {
         var bytes = raw
         if bytes.last == 0x0D { bytes = bytes.dropLast() }
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
-        let memo: MemoJob
+        var memo: MemoJob
         let photo: QueuedMemo.Photo
         do {
             memo = try MemoJob.parse(line: Array(bytes))
@@ -141,6 +144,9 @@ final class QueueReader: @unchecked Sendable {
             return
         }
         let source = "queue.jsonl line \(line) (byte \(offset))"
+        // A line may name its owner only when the queue file belongs to root or that user.
+        let fileOwner = UnixUser.nameOrNumber(queueOwner)
+        if memo.owner == nil || (queueOwner != 0 && memo.owner != fileOwner) { memo.owner = fileOwner }
         memos.append(QueuedMemo(memo: memo, photo: photo, key: memo.key ?? "queue:\(inode):\(offset)", source: source))
     }
 

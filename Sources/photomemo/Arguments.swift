@@ -49,8 +49,10 @@ func parseArguments(_ args: ArraySlice<String>, options: [OptionSpec]) throws ->
         }
         if a == "--" { onlyPositionals = true; continue }
         if a == "-h" || a == "--help" { out.flags.insert("help"); continue }
-        guard a.hasPrefix("--") else { throw UsageError("unknown option \(a)") }
-        var name = String(a.dropFirst(2))
+        // Single-letter options (-o FILE) are spelled with one dash.
+        let single = !a.hasPrefix("--") && a.count == 2
+        guard a.hasPrefix("--") || single else { throw UsageError("unknown option \(a)") }
+        var name = String(a.dropFirst(single ? 1 : 2))
         var inline: String?
         if let eq = name.firstIndex(of: "=") {
             inline = String(name[name.index(after: eq)...])

@@ -1,13 +1,14 @@
 import CompressStage
 import UploadStage
 import ExecStage
+import IndexStage
 import Foundation
 import PhotomemoCore
 import Runtime
 import ValidateStage
 
 /// Every stage this build knows, registered once.
-let registry = StageRegistry([ValidateStage.self, CompressStage.self, UploadStage.self, ExecStage.self])
+let registry = StageRegistry([ValidateStage.self, CompressStage.self, UploadStage.self, IndexStage.self, ExecStage.self])
 
 struct Command: Sendable {
     let name: String
@@ -21,7 +22,7 @@ struct Command: Sendable {
         if !options.isEmpty {
             s += "\noptions:\n"
             for o in options {
-                let left = "--\(o.name)" + (o.value.map { " \($0)" } ?? "") + (o.repeats ? " ..." : "")
+                let left = (o.name.count == 1 ? "-" : "--") + o.name + (o.value.map { " \($0)" } ?? "") + (o.repeats ? " ..." : "")
                 s += "  " + left.padding(toLength: 26, withPad: " ", startingAt: 0) + o.help + "\n"
             }
         }
@@ -32,6 +33,7 @@ struct Command: Sendable {
 let commands: [Command] = [
     serveCommand, checkCommand, stagesCommand, statusCommand, jobsCommand, jobCommand, watchCommand, enqueueCommand,
     retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand,
+    queryCommand, getCommand, updateCommand, deleteCommand, assetCommand, changesCommand,
 ]
 
 let serveCommand = Command(

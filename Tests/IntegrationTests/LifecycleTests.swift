@@ -63,7 +63,7 @@ import Testing
         let err: String
         (status, _, err) = try DaemonHarness.run(["check", packageRoot.appendingPathComponent("Jobs/photo-memo.json").path])
         #expect(status == 1)
-        #expect(err.contains(#"stages[3]: unknown stage "index"; valid stages: compress, exec, upload, validate"#))
+        #expect(err.contains(#"stages[4]: unknown stage "notify"; valid stages: compress, exec, index, upload, validate"#))
         (status, _, _) = try DaemonHarness.run(["chek", d.jobFile])
         #expect(status == 2)
     }

@@ -1,0 +1,140 @@
+import Foundation
+import Index
+import PhotomemoCore
+
+/// The record commands of the control socket: query, get, update, delete, asset, changes.
+/// The peer's uid (SO_PEERCRED) decides what they see: root and the daemon's own user see
+/// everything, anyone else what the records' ACL grants their user name.
+extension ControlCommands {
+    static func viewer(_ conn: ControlConnection) -> Viewer {
+        let uid = conn.peer.uid
+        if uid == 0 || uid == getuid() { return .admin }
+        return .user(UnixUser.nameOrNumber(uid))
+    }
+
+    /// The index the job definition writes to, or an error saying there is none.
+    func recordStore() throws -> RecordStore {
+        guard let stage = p.scheduler.definition.stages.lazy.compactMap({ $0.stage as? any RecordIndexStage }).first else {
+            throw PhotomemoError(.notFound, "job \(p.scheduler.definition.name) has no index stage: there are no records to ask for")
+        }
+        return try RecordStore.open(path: stage.indexPath)
+    }
+
+    func assetStore() -> (any AssetStore)? {
+        p.scheduler.definition.stages.lazy.compactMap { ($0.stage as? any AssetStoreStage)?.assetStore }.first
+    }
+
+    static func recordError(_ error: Error) -> Error {
+        switch error {
+        case RecordStore.WriteError.notFound: PhotomemoError(.notFound, "no such record (or not visible to you)")
+        case RecordStore.WriteError.forbidden: PhotomemoError(.forbidden, "the record's ACL does not let you change it")
+        case RecordStore.WriteError.conflict(let current):
+            PhotomemoError(.conflict, "the record changed since that tag; its change_tag is now \(current)")
+        case let e as PredicateSyntaxError: PhotomemoError(.badRequest, "predicate: \(e.description)")
+        default: error
+        }
+    }
+
+    func runRecord(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, reply: @escaping Reply) throws {
+        let store = try recordStore()
+        let viewer = Self.viewer(conn)
+        switch cmd {
+        case "query":
+            let predicate = try req.string("predicate") ?? "TRUEPREDICATE"
+            let type = try req.string("type")
+            let sort = try req.string("sort") ?? ""
+            let limit = Int(try req.int("limit") ?? 100)
+            guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
+            let cursor = try req.string("cursor")
+            offLoopRecords(reply) {
+                let page = try store.query(try PredicateParser.parse(predicate), type: type, sort: try SortKey.parse(sort),
+                                           limit: limit, cursor: cursor, viewer: viewer)
+                return ["records": .array(page.records.map(\.json)), "cursor": page.cursor.map(JSONValue.string) ?? .null]
+            }
+        case "get":
+            let id = try req.requiredString("record")
+            offLoopRecords(reply) {
+                guard let r = try store.get(id, viewer: viewer) else { throw RecordStore.WriteError.notFound }
+                return r.json
+            }
+        case "update":
+            let id = try req.requiredString("record")
+            let memo = try req.string("memo")
+            let ifTag = try req.string("if_tag")
+            let fields = try Self.fieldsArgument(req)
+            let acl = try req.values["acl"].map { v -> ACL in
+                guard case .object = v else { throw PhotomemoError(.badRequest, "\"acl\" must be {\"read\": [...], \"write\": [...], \"public\": bool}") }
+                return ACL(json: v)
+            }
+            let publishChange = changePublisher()
+            offLoopRecords(reply) {
+                let r = try store.update(id, memo: memo, fields: fields, acl: acl, ifTag: ifTag, viewer: viewer)
+                publishChange(r.id, "update")
+                return r.json
+            }
+        case "delete":
+            let id = try req.requiredString("record")
+            let assets = assetStore()
+            let publishChange = changePublisher()
+            offLoopRecords(reply) {
+                let (deleted, released) = try store.delete(id, viewer: viewer)
+                var releaseErrors: [JSONValue] = []
+                for key in released {
+                    do { try assets?.delete(key: key) } catch { releaseErrors.append(.string("\(key): \(error)")) }
+                }
+                for d in deleted { publishChange(d, "delete") }
+                return ["deleted": .array(deleted.map(JSONValue.string)), "released_assets": .array(released.map(JSONValue.string)),
+                        "release_errors": .array(releaseErrors)]
+            }
+        case "changes":
+            let since = try req.int("since") ?? 0
+            let limit = Int(try req.int("limit") ?? 100)
+            guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
+            offLoopRecords(reply) {
+                let list = try store.changes(since: since, limit: limit, viewer: viewer)
+                return ["changes": .array(list.map(\.json)), "next": .int(list.last?.seq ?? since)]
+            }
+        case "asset":
+            let id = try req.requiredString("record")
+            let rendition = try req.requiredString("rendition")
+            guard let assets = assetStore() else { throw PhotomemoError(.notFound, "job \(p.scheduler.definition.name) has no upload stage") }
+            offLoopRecords(reply) {
+                guard let r = try store.get(id, viewer: viewer) else { throw RecordStore.WriteError.notFound }
+                guard let key = r.assets[rendition]?["key"]?.stringValue else {
+                    throw PhotomemoError(.notFound, "record \(id) has no \(rendition) asset; it has: \((r.assets.objectValue ?? [:]).keys.sorted().joined(separator: ", "))")
+                }
+                let tmp = NSTemporaryDirectory() + "photomemo-asset-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+                defer { unlink(tmp) }
+                try assets.get(key: key, to: tmp)
+                let data = try Data(contentsOf: URL(fileURLWithPath: tmp))
+                return ["key": .string(key), "bytes": .int(Int64(data.count)), "data": .string(data.base64EncodedString()),
+                        "format": r.assets[rendition]?["format"] ?? .null]
+            }
+        default:
+            throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"")
+        }
+    }
+
+    /// `fields` of an update: the same rules as a job line (names, types); null removes a field.
+    static func fieldsArgument(_ req: ControlRequest) throws -> [String: JSONValue] {
+        guard let f = req.values["fields"] else { return [:] }
+        guard case .object(let o) = f else { throw PhotomemoError(.badRequest, "\"fields\" must be an object") }
+        do { _ = try MemoJob(json: ["fields": .object(o.filter { $0.value != .null })]) } catch let e as PhotomemoError {
+            throw PhotomemoError(.badRequest, e.message)
+        }
+        return o
+    }
+
+    /// Record changes made over the socket show in `watch` like the pipeline's.
+    private func changePublisher() -> @Sendable (String, String) -> Void {
+        nonisolated(unsafe) let events = p.events  // used only in closures run on the loop
+        let loop = p.wakeup
+        return { id, op in loop.execute { events.publish("record_\(op)", job: nil, ["record": .string(id)]) } }
+    }
+
+    private func offLoopRecords(_ reply: @escaping Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
+        offLoop(reply) {
+            do { return try work() } catch { throw Self.recordError(error) }
+        }
+    }
+}

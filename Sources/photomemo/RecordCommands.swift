@@ -1,0 +1,114 @@
+import Foundation
+import PhotomemoCore
+
+/// CLI for records: query, get, update, delete, asset, changes.
+let queryCommand = clientCommand("query", "PREDICATE [--type T] [--sort KEYS] [--limit N] [--cursor C] [--json]",
+    """
+    Lists the records matching a predicate, e.g. 'salesPrice >= 1000 AND memo CONTAINS "receipt"',
+    sorted by KEYS ('-salesPrice,created'; - is descending). --json prints {"records": [...], "cursor": ...}.
+    """,
+    extra: [.value("type", "T", "only records of this type"), .value("sort", "KEYS", "sort descriptors, e.g. -salesPrice,costRate"),
+            .value("limit", "N", "records per page, 1 to 1000 (default 100)"), .value("cursor", "C", "the next page of an earlier query")],
+    positionals: 1...1) { c, args in
+    var req: [String: JSONValue] = ["predicate": .string(args.positionals[0])]
+    if let t = args.value("type") { req["type"] = .string(t) }
+    if let s = args.value("sort") { req["sort"] = .string(s) }
+    if let l = args.value("limit") {
+        guard let n = Int64(l) else { throw UsageError("--limit needs an integer") }
+        req["limit"] = .int(n)
+    }
+    if let cur = args.value("cursor") { req["cursor"] = .string(cur) }
+    let r = try c.request("query", req)
+    if args.has("json") { Output.json(r); return 0 }
+    let records = r["records"]?.arrayValue ?? []
+    let fieldNames = Array(Set(records.flatMap { ($0["fields"]?.objectValue ?? [:]).keys })).sorted().prefix(6)
+    Output.table(["id", "type", "memo"] + fieldNames + ["owner"], records.map { rec in
+        [rec["id"]?.stringValue ?? "", rec["type"]?.stringValue ?? "", String((rec["memo"]?.stringValue ?? "").prefix(40))]
+            + fieldNames.map { f in rec["fields"]?[f].map { $0.stringValue ?? $0.jsonString } ?? "" }
+            + [rec["owner"]?.stringValue ?? ""]
+    })
+    if let cursor = r["cursor"]?.stringValue { Output.line(Output.tint("more: --cursor \(cursor)", .dim)) }
+    return 0
+}
+
+let getCommand = clientCommand("get", "ID [--json]", "Shows one record: its fields, memo, owner, ACL, assets, EXIF and change tag.",
+                               positionals: 1...1) { c, args in
+    let r = try c.request("get", ["record": .string(args.positionals[0])])
+    if args.has("json") { Output.json(r); return 0 }
+    Output.line(Output.tint("\(r["type"]?.stringValue ?? "") \(r["id"]?.stringValue ?? "")", .bold))
+    for k in ["memo", "owner", "created", "modified", "change_tag"] {
+        Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(r[k]?.stringValue ?? "-")")
+    }
+    for (k, v) in (r["fields"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+        Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(v.stringValue ?? v.jsonString)")
+    }
+    Output.line("  acl         \(r["acl"]?.jsonString ?? "{}")")
+    for (k, v) in (r["assets"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+        Output.line("  asset \(k): \(v["width"]?.intValue ?? 0)x\(v["height"]?.intValue ?? 0) \(v["format"]?.stringValue ?? "") \(v["bytes"]?.intValue ?? 0) bytes \(v["key"]?.stringValue ?? "")")
+    }
+    if let e = r["exif"], e != .emptyObject { Output.line("  exif        \(e.jsonString)") }
+    return 0
+}
+
+let updateCommand = clientCommand("update", "ID [--memo T] [--field K=V]... [--if-tag TAG] [--json]",
+    "Changes a record's memo and fields (K= with no value removes a field). With --if-tag, fails with conflict if the record changed since.",
+    extra: [.value("memo", "TEXT", "the new memo"), .value("field", "K=V", "set a field (typed like enqueue); K= removes it", repeats: true),
+            .value("if-tag", "TAG", "only if the record's change_tag is still TAG"),
+            .value("acl", "JSON", #"replace the ACL: {"read": ["bob"], "write": ["carol"], "public": true}"#)],
+    positionals: 1...1) { c, args in
+    var req: [String: JSONValue] = ["record": .string(args.positionals[0])]
+    if let m = args.value("memo") { req["memo"] = .string(m) }
+    if let t = args.value("if-tag") { req["if_tag"] = .string(t) }
+    if let a = args.value("acl") {
+        guard let v = try? JSONValue.parse(a), case .object = v else { throw UsageError("--acl needs a JSON object") }
+        req["acl"] = v
+    }
+    var fields: [String: JSONValue] = [:]
+    for f in args.all("field") {
+        if f.hasSuffix("="), !f.dropLast().contains("=") { fields[String(f.dropLast()).components(separatedBy: ":")[0]] = .null; continue }
+        let (k, v) = try parseField(f)
+        fields[k] = v
+    }
+    if !fields.isEmpty { req["fields"] = .object(fields) }
+    let r = try c.request("update", req)
+    if args.has("json") { Output.json(r) } else { Output.line("updated \(r["id"]?.stringValue ?? ""); change_tag \(r["change_tag"]?.stringValue ?? "")") }
+    return 0
+}
+
+let deleteCommand = clientCommand("delete", "ID [--json]",
+    "Deletes a record, the records that refer to it with deleteSelf, and the assets nothing else uses.", positionals: 1...1) { c, args in
+    let r = try c.request("delete", ["record": .string(args.positionals[0])])
+    if args.has("json") { Output.json(r); return 0 }
+    let deleted = (r["deleted"]?.arrayValue ?? []).compactMap(\.stringValue)
+    Output.line("deleted \(deleted.joined(separator: ", ")); released \((r["released_assets"]?.arrayValue ?? []).count) assets")
+    return 0
+}
+
+let assetCommand = clientCommand("asset", "ID RENDITION -o FILE",
+    "Writes a record's asset (original, display, thumbnail, ...) to FILE, if the record's ACL lets you read it.",
+    extra: [.value("o", "FILE", "where to write the bytes")], positionals: 2...2) { c, args in
+    guard let out = args.value("o") else { throw UsageError("asset needs -o FILE") }
+    let r = try c.request("asset", ["record": .string(args.positionals[0]), "rendition": .string(args.positionals[1])])
+    guard let b64 = r["data"]?.stringValue, let data = Data(base64Encoded: b64) else {
+        throw PhotomemoError(.io, "the daemon sent no asset bytes")
+    }
+    try data.write(to: URL(fileURLWithPath: out))
+    if args.has("json") { Output.json(["key": r["key"] ?? .null, "bytes": .int(Int64(data.count)), "file": .string(out)]) }
+    else { Output.line("wrote \(data.count) bytes to \(out)") }
+    return 0
+}
+
+let changesCommand = clientCommand("changes", "--since N [--limit N] [--json]",
+    "Lists record changes (create, update, delete) after change number N, oldest first: catch up on what you missed.",
+    extra: [.value("since", "N", "the last change number you have seen (0 for all)"), .value("limit", "N", "at most this many (default 100)")]) { c, args in
+    guard let since = args.value("since").flatMap(Int64.init) else { throw UsageError("changes needs --since N") }
+    var req: [String: JSONValue] = ["since": .int(since)]
+    if let l = args.value("limit").flatMap(Int64.init) { req["limit"] = .int(l) }
+    let r = try c.request("changes", req)
+    if args.has("json") { Output.json(r); return 0 }
+    Output.table(["seq", "time", "op", "type", "record"], (r["changes"]?.arrayValue ?? []).map {
+        [String($0["seq"]?.intValue ?? 0), $0["time"]?.stringValue ?? "", $0["op"]?.stringValue ?? "", $0["type"]?.stringValue ?? "",
+         $0["record_id"]?.stringValue ?? ""]
+    })
+    return 0
+}
