@@ -13,7 +13,7 @@ enum PredicateCompiler {
         case .always: return "1"
         case .never: return "0"
         case .not(let inner): return "NOT (\(compile(inner, &params)))"
-        case .and(let a, let b): return "(\(compile(a, &params)) AND \(compile(b, &params)))"
+        case .and: return conjunction(p, &params)
         case .or(let a, let b): return "(\(compile(a, &params)) OR \(compile(b, &params)))"
         case .compare(let key, let op, let value): return compare(key, sqlOp(op), value, &params)
         case .between(let key, let low, let high):
@@ -33,6 +33,49 @@ enum PredicateCompiler {
         case .contains(let key, let value):
             return contains(key, value, &params)
         }
+    }
+
+    /// An AND chain, with the comparisons on one field merged into a single index range:
+    /// `n >= 100 AND n <= 500` reads only the rows between 100 and 500 of the (name,
+    /// number) index instead of intersecting two half-open ranges.
+    static func conjunction(_ p: RecordPredicate, _ params: inout [SQLValue]) -> String {
+        var terms: [RecordPredicate] = []
+        func flatten(_ q: RecordPredicate) {
+            switch q {
+            case .and(let a, let b): flatten(a); flatten(b)
+            case .between(let key, let low, let high):
+                terms.append(.compare(key: key, op: .ge, value: low))
+                terms.append(.compare(key: key, op: .le, value: high))
+            default: terms.append(q)
+            }
+        }
+        flatten(p)
+        var groups: [(key: String, kinds: String, column: String, conditions: [(String, SQLValue)])] = []
+        var others: [RecordPredicate] = []
+        for t in terms {
+            guard case .compare(let key, let op, let value) = t, textKeys[key] == nil, numberKeys[key] == nil else {
+                others.append(t)
+                continue
+            }
+            let v = stored(value)
+            if let i = groups.firstIndex(where: { $0.key == key && $0.kinds == v.kinds }) {
+                groups[i].conditions.append((sqlOp(op), v.value))
+            } else {
+                groups.append((key, v.kinds, v.column, [(sqlOp(op), v.value)]))
+            }
+        }
+        var parts: [String] = []
+        for g in groups {
+            params.append(.text(g.key))
+            var sql = "r.id IN (SELECT record_id FROM record_fields WHERE name = ? AND kind IN \(g.kinds)"
+            for (op, value) in g.conditions {
+                sql += " AND \(g.column) \(op) ?"
+                params.append(value)
+            }
+            parts.append(sql + ")")
+        }
+        for o in others { parts.append(compile(o, &params)) }
+        return "(" + parts.joined(separator: " AND ") + ")"
     }
 
     static func sqlOp(_ op: RecordPredicate.Operator) -> String {

@@ -38,8 +38,15 @@ extension RecordStore {
     /// Creates the job's record, or returns it when this job already did (idempotent).
     /// A memo for a photo that already has a record (from another job) updates that one.
     public func apply(_ input: Input, now: Double = unixNow()) throws -> (record: Record, op: String) {
-        try locked {
-            try db.transaction {
+        try locked { try db.transaction { try applyInTransaction(input, now: now) } }
+    }
+
+    /// Many inputs in one transaction (one fsync): for bulk loads.
+    public func apply(batch inputs: [Input], now: Double = unixNow()) throws -> [(record: Record, op: String)] {
+        try locked { try db.transaction { try inputs.map { try applyInTransaction($0, now: now) } } }
+    }
+
+    private func applyInTransaction(_ input: Input, now: Double) throws -> (record: Record, op: String) {
                 if let existing = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.job_key = ?", [.text(input.jobKey)]) {
                     return (try Self.record(existing), "none")
                 }
@@ -62,8 +69,6 @@ extension RecordStore {
                           SQLValue(taken), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
                           .double(now), .double(now)])
                 return (try write(r, jobKey: input.jobKey, op: "create", now: now), "create")
-            }
-        }
     }
 
     /// Rewrites a record's row, field rows, ACL rows, asset rows, full-text entry and

@@ -83,44 +83,46 @@ public final class RecordStore: @unchecked Sendable {
         public let cursor: String?
     }
 
-    /// Records matching `predicate` (and `type`), sorted, `limit` at a time. The cursor is
-    /// the last row's sort values and id (keyset paging), so it stays right while records
-    /// are added or removed.
+    /// Records matching `predicate` (and `type`), sorted, `limit` at a time; ties (and no
+    /// sort at all) go in creation order. The cursor is the last row's sort values and
+    /// position (keyset paging), so it stays right while records are added or removed.
     public func query(_ predicate: RecordPredicate, type: String? = nil, sort: [SortKey] = [], limit: Int = 100,
                       cursor: String? = nil, viewer: Viewer) throws -> Page {
         var params: [SQLValue] = []
         var whereSQL = PredicateCompiler.compile(predicate, &params)
         if let type { whereSQL += " AND r.type = ?"; params.append(.text(type)) }
         whereSQL += " AND " + Self.visible(viewer, &params)
-        // Sort expressions (each with its own parameters), then the id for a total order.
+        // Sort expressions (each with its own parameters), then the rowid (creation order)
+        // for a total order: with no sort keys SQLite walks records in that order and stops
+        // at the limit instead of sorting every match.
         var exprs: [(sql: String, params: [SQLValue], descending: Bool)] = []
         for k in sort { for e in PredicateCompiler.sortExpressions(k) { exprs.append((e.sql, e.params, k.descending)) } }
         if let cursor {
-            let (values, lastID) = try Self.decode(cursor, count: exprs.count)
-            whereSQL += " AND " + Self.after(exprs, values, lastID, &params)
+            let (values, lastRow) = try Self.decode(cursor, count: exprs.count)
+            whereSQL += " AND " + Self.after(exprs, values, lastRow, &params)
         }
         var selectParams: [SQLValue] = []
         let extra = exprs.map { e -> String in selectParams += e.params; return ", " + e.sql }.joined()
         var orderParams: [SQLValue] = []
         let order = (exprs.map { e -> String in orderParams += e.params; return "\(e.sql) \(e.descending ? "DESC" : "ASC") NULLS LAST" }
-                     + ["r.id ASC"]).joined(separator: ", ")
-        let sql = "SELECT \(Self.columns)\(extra) FROM records r WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
+                     + ["r.rowid ASC"]).joined(separator: ", ")
+        let sql = "SELECT \(Self.columns), r.rowid\(extra) FROM records r WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
         let rows = try locked { try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))]) }
         let records = try rows.map { try Self.record($0) }
         var next: String?
         if rows.count == limit, let last = rows.last {
-            next = Self.encode(Array(last.values[11..<(11 + exprs.count)]), records.last!.id)
+            next = Self.encode(Array(last.values[12..<(12 + exprs.count)]), last.int(11)!)
         }
         return Page(records: records, cursor: next)
     }
 
-    /// Keyset condition: rows strictly after (values, id) in the sort order, NULLS LAST.
-    static func after(_ exprs: [(sql: String, params: [SQLValue], descending: Bool)], _ values: [SQLValue], _ lastID: String,
+    /// Keyset condition: rows strictly after (values, rowid) in the sort order, NULLS LAST.
+    static func after(_ exprs: [(sql: String, params: [SQLValue], descending: Bool)], _ values: [SQLValue], _ lastRow: Int64,
                       _ params: inout [SQLValue]) -> String {
         func build(_ i: Int, _ params: inout [SQLValue]) -> String {
             if i == exprs.count {
-                params.append(.text(lastID))
-                return "r.id > ?"
+                params.append(.int(lastRow))
+                return "r.rowid > ?"
             }
             let e = exprs[i]
             if values[i] == .null {
@@ -138,7 +140,7 @@ public final class RecordStore: @unchecked Sendable {
         return build(0, &params)
     }
 
-    static func encode(_ values: [SQLValue], _ id: String) -> String {
+    static func encode(_ values: [SQLValue], _ row: Int64) -> String {
         let json: [JSONValue] = values.map {
             switch $0 {
             case .int(let i): .int(i)
@@ -147,11 +149,11 @@ public final class RecordStore: @unchecked Sendable {
             default: .null
             }
         }
-        return Data(JSONValue.object(["v": .array(json), "id": .string(id)]).jsonString.utf8).base64EncodedString()
+        return Data(JSONValue.object(["v": .array(json), "row": .int(row)]).jsonString.utf8).base64EncodedString()
     }
 
-    static func decode(_ cursor: String, count: Int) throws -> ([SQLValue], String) {
-        guard let data = Data(base64Encoded: cursor), let v = try? JSONValue.parse(data), let id = v["id"]?.stringValue,
+    static func decode(_ cursor: String, count: Int) throws -> ([SQLValue], Int64) {
+        guard let data = Data(base64Encoded: cursor), let v = try? JSONValue.parse(data), let id = v["row"]?.intValue,
               let values = v["v"]?.arrayValue, values.count == count else {
             throw PhotomemoError(.badRequest, "invalid cursor (it belongs to another query or was altered)")
         }

@@ -15,6 +15,7 @@ let usage = """
 usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [--json]
        photomemo-bench --soak N [--count N]
        photomemo-bench --upload N [--json]      # MB/s into the stores for N photos' renditions
+       photomemo-bench --index N [--json]       # record index: insert rate, query p50/p99 over N records
 """
 
 /// Flags taken out of the argument list one by one; what is left are file names.
@@ -68,6 +69,10 @@ let count = Int(args.value("--count") ?? "24") ?? 24
 let soak = args.value("--soak").flatMap(Int.init)
 let rounds = max(1, Int(args.value("--rounds") ?? "3") ?? 3)
 let uploadPhotos = args.value("--upload").flatMap(Int.init)
+if let n = args.value("--index").flatMap(Int.init) {
+    try IndexBench.run(records: n, json: json)
+    exit(0)
+}
 let corpusDir = args.value("--corpus") ?? NSTemporaryDirectory() + "photomemo-bench-corpus-\(count)"
 let files: [String]
 if let dir = args.value("--photos") {

@@ -32,6 +32,7 @@ import Testing
         var day: Double?     // date field
         var flag: Bool?      // bool field
         var id = ""
+        var order = 0        // creation order: the last tie-breaker
     }
 
     func randomModel(_ g: inout Rng) -> Model {
@@ -129,7 +130,7 @@ import Testing
         }
     }
 
-    /// Expected order: sort keys with NULLS LAST, then id.
+    /// Expected order: sort keys with NULLS LAST, then creation order.
     func sorted(_ ms: [Model], by keys: [SortKey]) -> [Model] {
         func value(_ m: Model, _ k: String) -> (Double?, String?) {
             switch k {
@@ -153,7 +154,7 @@ import Testing
                     return k.descending ? at > bt : at < bt
                 }
             }
-            return a.id < b.id
+            return a.order < b.order
         }
     }
 
@@ -167,6 +168,7 @@ import Testing
                                                            memo: MemoJob(memo: m.memo, type: m.type, fields: fields(m)),
                                                            assets: .emptyObject, exif: .emptyObject, width: nil, height: nil))
             m.id = r.id
+            m.order = i
             models.append(m)
         }
         let sortChoices: [[SortKey]] = [[], [SortKey(key: "n", descending: false)], [SortKey(key: "n", descending: true)],
