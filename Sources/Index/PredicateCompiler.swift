@@ -78,6 +78,30 @@ enum PredicateCompiler {
         return "(" + parts.joined(separator: " AND ") + ")"
     }
 
+    /// The numeric comparisons on field `key` among the predicate's top-level conjuncts
+    /// (so every match has that field as a number): their kinds and conditions, or nil.
+    static func numericRange(on key: String, in p: RecordPredicate) -> (kinds: String, conditions: [(op: String, value: SQLValue)])? {
+        guard textKeys[key] == nil, numberKeys[key] == nil else { return nil }
+        var kinds: String?
+        var conditions: [(op: String, value: SQLValue)] = []
+        func visit(_ q: RecordPredicate) {
+            switch q {
+            case .and(let a, let b): visit(a); visit(b)
+            case .compare(let k, let op, let v) where k == key:
+                let s = stored(v)
+                guard s.column == "num_value", kinds == nil || kinds == s.kinds else { return }
+                kinds = s.kinds
+                conditions.append((sqlOp(op), s.value))
+            case .between(let k, let low, let high) where k == key:
+                visit(.compare(key: k, op: .ge, value: low))
+                visit(.compare(key: k, op: .le, value: high))
+            default: break
+            }
+        }
+        visit(p)
+        return kinds.map { ($0, conditions) }
+    }
+
     static func sqlOp(_ op: RecordPredicate.Operator) -> String {
         switch op {
         case .eq: "="

@@ -103,10 +103,28 @@ public final class RecordStore: @unchecked Sendable {
         }
         var selectParams: [SQLValue] = []
         let extra = exprs.map { e -> String in selectParams += e.params; return ", " + e.sql }.joined()
+        // When the first sort key is a numeric field the predicate bounds (`n >= a AND
+        // n <= b ... sorted by n`), walk the (name, number) index in sort order and stop
+        // at the limit, instead of collecting every match and sorting it.
+        var from = "records r"
+        var fromParams: [SQLValue] = []
+        var orderExprs = exprs.map { (sql: $0.sql, params: $0.params, descending: $0.descending) }
+        if let first = sort.first, let range = PredicateCompiler.numericRange(on: first.key, in: predicate) {
+            from = "record_fields d JOIN records r ON r.id = d.record_id"
+            // The bounds are repeated on `d` so SQLite walks that index range in order.
+            whereSQL = "d.name = ? AND d.kind IN \(range.kinds)" + range.conditions.map { " AND d.num_value \($0.op) ?" }.joined()
+                + " AND " + whereSQL
+            fromParams = [.text(first.key)] + range.conditions.map(\.value)
+            orderExprs[0] = ("d.num_value", [], first.descending)
+        }
         var orderParams: [SQLValue] = []
-        let order = (exprs.map { e -> String in orderParams += e.params; return "\(e.sql) \(e.descending ? "DESC" : "ASC") NULLS LAST" }
-                     + ["r.rowid ASC"]).joined(separator: ", ")
-        let sql = "SELECT \(Self.columns), r.rowid\(extra) FROM records r WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
+        // `d.num_value` is never NULL, and a bare ASC/DESC lets SQLite follow the index.
+        let order = (orderExprs.map { e -> String in
+            orderParams += e.params
+            return "\(e.sql) \(e.descending ? "DESC" : "ASC")" + (e.sql == "d.num_value" ? "" : " NULLS LAST")
+        } + ["r.rowid ASC"]).joined(separator: ", ")
+        let sql = "SELECT \(Self.columns), r.rowid\(extra) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
+        params = fromParams + params
         let rows = try locked { try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))]) }
         let records = try rows.map { try Self.record($0) }
         var next: String?
