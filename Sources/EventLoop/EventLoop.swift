@@ -38,17 +38,6 @@ public final class EventLoop {
         uv_run(uv, UV_RUN_DEFAULT)
     }
 
-    /// Runs one iteration without blocking; for tests that drive the loop step by step.
-    @discardableResult
-    public func runOnce(block: Bool = false) -> Bool {
-        uv_run(uv, block ? UV_RUN_ONCE : UV_RUN_NOWAIT) != 0
-    }
-
-    public func stop() { uv_stop(uv) }
-
-    /// Milliseconds on the loop's monotonic clock (cached per iteration).
-    public var nowMs: UInt64 { uv_now(uv) }
-
     /// 0 when every handle was closed; `UV_EBUSY` (negative) when one is still open.
     @discardableResult
     public func close() -> Int32 {

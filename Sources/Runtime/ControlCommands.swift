@@ -33,8 +33,6 @@ final class ControlCommands {
 
     init(_ parts: Parts) { p = parts }
 
-    var watcherCount: Int { watchers.count }
-
     func disconnected(_ c: ControlConnection) {
         if watchers.removeValue(forKey: ObjectIdentifier(c)) != nil { p.events.unsubscribe(c) }
     }

@@ -16,8 +16,6 @@ final class EventBus {
         sinks.removeValue(forKey: ObjectIdentifier(owner))
     }
 
-    var hasSubscribers: Bool { !sinks.isEmpty }
-
     func publish(_ type: String, job: Int64?, _ fields: [String: JSONValue] = [:]) {
         guard !sinks.isEmpty else { return }
         var o = fields

@@ -10,8 +10,6 @@ final class SerialLane {
 
     init(loop: EventLoop) { self.loop = loop }
 
-    var isIdle: Bool { !busy && pending.isEmpty }
-
     func enqueue<T>(_ work: @escaping @Sendable () -> T, then completion: @escaping (T) -> Void) {
         pending.append({ [unowned self] in
             self.loop.submit(work) { result in
