@@ -7,6 +7,7 @@ import PackageDescription
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
 //   Sources/Journal                 SQLite: the durable job journal
 //   Sources/Index                   records: typed fields, predicate language, ACL, change feed
+//   Sources/Notify                  delivering events: signed webhook POSTs, exec sinks
 //   Sources/Stores                  asset stores: local content-addressed folder, S3 over libcurl
 //   Sources/Runtime                 inbox + queue intake, scheduler, daemon lifecycle
 //   Plugins/<Stage>                 one folder per stage plugin
@@ -31,22 +32,24 @@ let package = Package(
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
 
-        .target(name: "PhotomemoCore", dependencies: ["CCrypto"]),
+        .target(name: "PhotomemoCore", dependencies: ["CCrypto", "CPosix"]),
         .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore"]),
         .target(name: "Journal", dependencies: ["PhotomemoCore", "CSQLite"]),
         .target(name: "Stores", dependencies: ["PhotomemoCore", "CCurl", "CCrypto"]),
         .target(name: "Index", dependencies: ["PhotomemoCore", "Journal"]),
-        .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "Index", "CPosix"]),
+        .target(name: "Notify", dependencies: ["PhotomemoCore", "CCurl"]),
+        .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "Index", "Notify", "CPosix"]),
 
         .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
-        .target(name: "ExecStage", dependencies: ["PhotomemoCore", "CPosix"], path: "Plugins/Exec"),
+        .target(name: "ExecStage", dependencies: ["PhotomemoCore"], path: "Plugins/Exec"),
+        .target(name: "NotifyStage", dependencies: ["PhotomemoCore", "Index"], path: "Plugins/Notify"),
         .target(name: "IndexStage", dependencies: ["PhotomemoCore", "Index"], path: "Plugins/Index"),
         .target(name: "UploadStage", dependencies: ["PhotomemoCore", "Stores"], path: "Plugins/Upload"),
         .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: ["CompressStage", "Stores", "Index", "PhotomemoCore", "CVips", "CPosix"]),
         .executableTarget(name: "photomemo", dependencies: [
-            "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage",
+            "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
         ]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),

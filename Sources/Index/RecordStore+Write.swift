@@ -140,7 +140,9 @@ extension RecordStore {
                 if let memo { r.memo = memo }
                 for (k, v) in fields { if v == .null { r.fields.removeValue(forKey: k) } else { r.fields[k] = v } }
                 if let acl { r.acl = acl }
-                return try write(r, jobKey: nil, op: "update", now: now)
+                let written = try write(r, jobKey: nil, op: "update", now: now)
+                _ = try fanOutPendingInTransaction(now: now)  // the outbox commits with the change
+                return written
             }
         }
     }
@@ -169,6 +171,7 @@ extension RecordStore {
                     pending += try db.query("SELECT record_id FROM record_fields WHERE kind = 'r' AND text_value = ? AND delete_self = 1",
                                             [.text(next)]).compactMap { $0.string(0) }
                     _ = try appendChange(rec, op: "delete", now: now)
+                    _ = try fanOutPendingInTransaction(now: now)  // while the record's rows still exist
                     try db.run("INSERT INTO records_fts(records_fts, rowid, memo) VALUES('delete', ?, ?)", [r.values[11], .text(rec.memo)])
                     try db.run("DELETE FROM records WHERE id = ?", [.text(next)])
                     deleted.append(next)

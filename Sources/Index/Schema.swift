@@ -61,5 +61,33 @@ enum IndexSchema {
             record TEXT NOT NULL
         );
         """,
+        // 2: subscriptions and their durable outbox.
+        """
+        CREATE TABLE subscriptions(
+            id TEXT PRIMARY KEY,
+            owner TEXT,
+            type TEXT NOT NULL,
+            predicate TEXT NOT NULL,
+            fires_on TEXT NOT NULL,
+            alert TEXT,
+            sink TEXT NOT NULL,
+            target TEXT,
+            secret TEXT,
+            created REAL NOT NULL
+        );
+        CREATE TABLE deliveries(
+            id INTEGER PRIMARY KEY,
+            subscription_id TEXT NOT NULL REFERENCES subscriptions(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_at REAL NOT NULL,
+            last_error TEXT,
+            delivered_at REAL,
+            UNIQUE(subscription_id, seq)
+        );
+        CREATE INDEX deliveries_due ON deliveries(state, next_at);
+        ALTER TABLE changes ADD COLUMN fanned_out INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 }

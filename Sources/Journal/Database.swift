@@ -175,6 +175,8 @@ public final class Statement {
 public struct Row: Sendable {
     public let values: [SQLValue]
 
+    public init(values: [SQLValue]) { self.values = values }
+
     public func int(_ i: Int) -> Int64? {
         switch values[i] {
         case .int(let v): return v

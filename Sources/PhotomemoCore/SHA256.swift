@@ -52,3 +52,16 @@ public struct SHA256: ~Copyable {
         return (h.finalizeHex(), total)
     }
 }
+
+/// HMAC-SHA256 (webhook signatures), through OpenSSL.
+public enum HMACSHA256 {
+    public static func hex(key: String, data: Data) -> String {
+        var out = [UInt8](repeating: 0, count: 32)
+        var len: UInt32 = 0
+        let keyBytes = Array(key.utf8)
+        data.withUnsafeBytes { d in
+            _ = HMAC(EVP_sha256(), keyBytes, Int32(keyBytes.count), d.bindMemory(to: UInt8.self).baseAddress, d.count, &out, &len)
+        }
+        return out.prefix(Int(len)).map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -25,16 +25,19 @@ final class ControlCommands {
     let p: Parts
     private let started = unixNow()
     private var watchers: [ObjectIdentifier: ControlConnection] = [:]
+    var followers: [ObjectIdentifier: Follower] = [:]
+    var followersPolling = false
 
     static let records = ["query", "get", "update", "delete", "asset", "changes"]
-    static let available = ["status", "jobs", "job", "watch", "enqueue", "retry", "cancel", "pause", "resume", "reload", "metrics"] + records
-    /// In DESIGN.md, arriving with the notify stage.
-    static let later = ["subscribe", "unsubscribe", "subscriptions"]
+    static let subscriptionCommands = ["subscribe", "unsubscribe", "subscriptions"]
+    static let available = ["status", "jobs", "job", "watch", "enqueue", "retry", "cancel", "pause", "resume", "reload", "metrics"]
+        + records + subscriptionCommands
 
     init(_ parts: Parts) { p = parts }
 
     func disconnected(_ c: ControlConnection) {
         if watchers.removeValue(forKey: ObjectIdentifier(c)) != nil { p.events.unsubscribe(c) }
+        followers.removeValue(forKey: ObjectIdentifier(c))
     }
 
     func run(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, reply: @escaping Reply) {
@@ -56,10 +59,8 @@ final class ControlCommands {
                 }
             case "metrics": metrics(reply)
             case _ where Self.records.contains(cmd): try runRecord(cmd, req, from: conn, reply: reply)
+            case _ where Self.subscriptionCommands.contains(cmd): try runSubscription(cmd, req, from: conn, reply: reply)
             default:
-                if Self.later.contains(cmd) {
-                    throw PhotomemoError(.unknownCommand, "\"\(cmd)\" is not available in this build: the notify stage is not built yet")
-                }
                 let hint = didYouMean(cmd, Self.available).map { " (did you mean \"\($0)\"?)" } ?? ""
                 throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"\(hint); commands: \(Self.available.joined(separator: ", "))")
             }

@@ -102,6 +102,9 @@ public final class Daemon {
             backlog: { (inbox.backlog, tailer.unreadBytes) }, reload: reload))
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: commands)
         commands.clientCount = { control.clientCount }
+        let deliverer = try NotificationDeliverer(loop: loop, events: events, store: { try? commands.recordStore() },
+                                                  retry: { scheduler.definition.retry })
+        let followTimer = try LoopTimer(loop: loop)
 
         var signals: [SignalWatcher] = []
         let graceTimer = try LoopTimer(loop: loop)
@@ -117,6 +120,8 @@ public final class Daemon {
             inbox.close()
             tailer.close()
             control.close()
+            deliverer.close()
+            followTimer.close()
             graceTimer.start(afterMs: UInt64(self.options.graceSeconds * 1000)) {
                 Log.warning("grace period over with \(scheduler.runningCount) stages running; they resume at the next start")
                 exit(0)
@@ -135,6 +140,8 @@ public final class Daemon {
         signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in _ = reload() })
 
         scheduler.start()
+        deliverer.start()
+        followTimer.start(afterMs: 200, repeatMs: 200) { commands.pollFollowers() }
         tailer.start(pollSeconds: options.queuePollSeconds)
         inbox.start()
         Log.notice("photomemo serving \(home.root) with job \(definition.name) (\(definition.stages.map(\.name).joined(separator: " → ")))")

@@ -2,13 +2,14 @@ import CompressStage
 import UploadStage
 import ExecStage
 import IndexStage
+import NotifyStage
 import Foundation
 import PhotomemoCore
 import Runtime
 import ValidateStage
 
 /// Every stage this build knows, registered once.
-let registry = StageRegistry([ValidateStage.self, CompressStage.self, UploadStage.self, IndexStage.self, ExecStage.self])
+let registry = StageRegistry([ValidateStage.self, CompressStage.self, UploadStage.self, IndexStage.self, NotifyStage.self, ExecStage.self])
 
 struct Command: Sendable {
     let name: String
@@ -34,6 +35,7 @@ let commands: [Command] = [
     serveCommand, checkCommand, stagesCommand, statusCommand, jobsCommand, jobCommand, watchCommand, enqueueCommand,
     retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand,
     queryCommand, getCommand, updateCommand, deleteCommand, assetCommand, changesCommand,
+    subscribeCommand, unsubscribeCommand, subscriptionsCommand,
 ]
 
 let serveCommand = Command(

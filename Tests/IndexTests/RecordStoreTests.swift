@@ -108,3 +108,28 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         #expect(try s.changes(since: 0, limit: 100, viewer: .admin).filter { $0.op == "delete" }.count == 3)
     }
 }
+
+@Suite struct SubscriptionFanOutTests {
+    @Test func aSubscriberOnlyHearsOfRecordsItMayReadThatMatch() throws {
+        let s = try tempStore()
+        let bobs = try s.subscribe(.init(owner: "bob", type: "Memo", predicate: "n > 1", firesOn: ["create", "update"], alert: nil,
+                                         sink: .webhook, target: "http://x", secret: "k"))
+        let admin = try s.subscribe(.init(owner: nil, type: "Memo", predicate: "TRUEPREDICATE", firesOn: ["create"], alert: nil,
+                                          sink: .exec, target: "[\"true\"]", secret: nil))
+        let (alices, _) = try s.apply(input("1", memo: "alice", fields: ["n": 5], owner: "alice"))
+        _ = try s.apply(input("2", memo: "bob small", fields: ["n": 0], owner: "bob"))
+        _ = try s.apply(input("3", memo: "bob big", fields: ["n": 9], owner: "bob"))
+        #expect(try s.fanOutPending() == 4)  // bob: "bob big"; admin: all three
+        #expect(try s.fanOutPending() == 0)  // idempotent
+        let due = try s.dueDeliveries(limit: 10)
+        #expect(due.filter { $0.subscription.id == bobs.id }.map { $0.event["record"]?["memo"] } == ["bob big"])
+        // Per subscription, only the oldest pending delivery is due.
+        #expect(due.filter { $0.subscription.id == admin.id }.map { $0.event["record"]?["memo"] } == ["alice"])
+        // Shared with bob later: the update reaches him.
+        _ = try s.update(alices.id, memo: nil, fields: [:], acl: ACL(readers: ["bob"]), ifTag: nil, viewer: .admin)
+        #expect(try s.dueDeliveries(limit: 10).contains { $0.subscription.id == bobs.id && $0.event["op"] == "update" } == false)  // after "bob big"
+        let bobDelivery = try #require(try s.dueDeliveries(limit: 10).first { $0.subscription.id == bobs.id })
+        try s.finishDelivery(bobDelivery.id, delivered: true, error: nil, retryAt: nil)
+        #expect(try s.dueDeliveries(limit: 10).contains { $0.subscription.id == bobs.id && $0.event["op"] == "update" })
+    }
+}

@@ -60,10 +60,16 @@ import Testing
         #expect(out.contains("ok: job \"test\""))
         (status, _, _) = try DaemonHarness.run(["check", packageRoot.appendingPathComponent("Jobs/local-store.json").path])
         #expect(status == 0)
+        // The default definition loads: all five pipeline stages are registered.
+        (status, out, _) = try DaemonHarness.run(["check", packageRoot.appendingPathComponent("Jobs/photo-memo.json").path])
+        #expect(status == 0)
+        #expect(out.contains("validate") && out.contains("notify"))
+        let bad = d.root + "/bad.json"
+        try #"{"name": "bad", "stages": [{"use": "compres"}]}"#.write(toFile: bad, atomically: true, encoding: .utf8)
         let err: String
-        (status, _, err) = try DaemonHarness.run(["check", packageRoot.appendingPathComponent("Jobs/photo-memo.json").path])
+        (status, _, err) = try DaemonHarness.run(["check", bad])
         #expect(status == 1)
-        #expect(err.contains(#"stages[4]: unknown stage "notify"; valid stages: compress, exec, index, upload, validate"#))
+        #expect(err.contains(#"stages[0]: unknown stage "compres"; valid stages: compress, exec, index, notify, upload, validate"#))
         (status, _, _) = try DaemonHarness.run(["chek", d.jobFile])
         #expect(status == 2)
     }

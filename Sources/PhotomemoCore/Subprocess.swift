@@ -6,19 +6,19 @@ import Glibc
 /// stderr, with a deadline. posix_spawn, not Foundation.Process: the child gets a clean
 /// signal mask and default handlers, its own process group (a timeout kills the whole
 /// group), and no thread of ours is involved besides the caller's.
-struct Subprocess {
-    struct Result {
-        var status: Int32?      // exit status, nil if killed by a signal
-        var signal: Int32?
-        var stdout: [UInt8]
-        var stderrTail: String
-        var timedOut: Bool
+public struct Subprocess {
+    public struct Result {
+        public var status: Int32?      // exit status, nil if killed by a signal
+        public var signal: Int32?
+        public var stdout: [UInt8]
+        public var stderrTail: String
+        public var timedOut: Bool
     }
 
     static let maxStdout = 1 << 20
     static let stderrTailBytes = 4096
 
-    static func run(_ argv: [String], stdin input: [UInt8], environment: [String: String], timeoutMs: Int) throws -> Result {
+    public static func run(_ argv: [String], stdin input: [UInt8], environment: [String: String], timeoutMs: Int) throws -> Result {
         var stdinPair: [Int32] = [0, 0], outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
         // stdin is a socket pair, not a pipe: send(MSG_NOSIGNAL) to a child that exits
         // without reading gets EPIPE instead of killing us with SIGPIPE.

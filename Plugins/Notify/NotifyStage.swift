@@ -1,0 +1,33 @@
+import Foundation
+import Index
+import PhotomemoCore
+
+/// `notify`: fans the job's record change out to the matching subscriptions, committing
+/// one delivery per subscription in the record index (the durable outbox); the daemon
+/// delivers them. A slow webhook never holds the job: it is done once the deliveries are
+/// queued.
+public struct NotifyStage: Stage {
+    public static let name = "notify"
+    public static let summary = "queues the record change for every matching subscription (webhook, exec, socket)"
+    public static let workload = StageWorkload.io
+    public static let options: [StageOption] = [
+        StageOption("index", .string, default: "sqlite:photomemo.sqlite", "the record index whose changes to fan out (as the index stage's)"),
+    ]
+
+    let store: RecordStore
+
+    public init(options: StageOptions, environment: StageEnvironment) throws {
+        let spec = options.string("index")!
+        guard spec.hasPrefix("sqlite:"), spec.count > 7 else { throw PhotomemoError(.badDefinition, "index \"\(spec)\": expected sqlite:FILE") }
+        let file = String(spec.dropFirst(7))
+        store = try RecordStore.open(path: file.hasPrefix("/") ? file : environment.home.appendingPathComponent(file).path)
+    }
+
+    public func run(_ job: JobContext) -> StageOutcome {
+        do {
+            return .continue(result: ["deliveries": .int(Int64(try store.fanOutPending()))])
+        } catch {
+            return .retry(reason: "notify: \(error)")
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import Foundation
+import Journal
+import PhotomemoCore
+
+/// Subscriptions (CKSubscription-like) and their outbox. A change fans out to the
+/// subscriptions whose type, `fires_on` and predicate match and whose owner may read the
+/// record: one `deliveries` row each, committed in one transaction, delivered at least
+/// once, in change order per subscription.
+extension RecordStore {
+    public struct Subscription: Sendable, Equatable {
+        public enum Sink: String, Sendable { case socket, webhook, exec }
+        public var id: String
+        public var owner: String?
+        public var type: String
+        public var predicate: String
+        public var firesOn: [String]
+        public var alert: String?
+        public var sink: Sink
+        /// Webhook URL, or the exec command as a JSON array.
+        public var target: String?
+        public var secret: String?
+
+        public init(id: String = "s" + String(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(15)),
+                    owner: String?, type: String, predicate: String, firesOn: [String], alert: String?, sink: Sink,
+                    target: String?, secret: String?) {
+            self.id = id
+            self.owner = owner
+            self.type = type
+            self.predicate = predicate
+            self.firesOn = firesOn
+            self.alert = alert
+            self.sink = sink
+            self.target = target
+            self.secret = secret
+        }
+
+        public var json: JSONValue {
+            var o: [String: JSONValue] = ["id": .string(id), "type": .string(type), "predicate": .string(predicate),
+                                          "fires_on": .array(firesOn.map(JSONValue.string)), "sink": .string(sink.rawValue)]
+            o["owner"] = owner.map(JSONValue.string) ?? .null
+            o["alert"] = alert.map(JSONValue.string) ?? .null
+            o["target"] = target.map(JSONValue.string) ?? .null
+            return .object(o)
+        }
+    }
+
+    static let subscriptionColumns = "id, owner, type, predicate, fires_on, alert, sink, target, secret"
+
+    static func subscription(_ r: Row) -> Subscription {
+        Subscription(id: r.string(0)!, owner: r.string(1), type: r.string(2)!, predicate: r.string(3)!,
+                     firesOn: r.string(4)!.split(separator: ",").map(String.init), alert: r.string(5),
+                     sink: Subscription.Sink(rawValue: r.string(6)!) ?? .socket, target: r.string(7), secret: r.string(8))
+    }
+
+    public func subscribe(_ s: Subscription, now: Double = unixNow()) throws -> Subscription {
+        _ = try PredicateParser.parse(s.predicate)  // a bad predicate fails now, with its column
+        try locked {
+            try db.run("INSERT INTO subscriptions(\(Self.subscriptionColumns), created) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       [.text(s.id), SQLValue(s.owner), .text(s.type), .text(s.predicate), .text(s.firesOn.joined(separator: ",")),
+                        SQLValue(s.alert), .text(s.sink.rawValue), SQLValue(s.target), SQLValue(s.secret), .double(now)])
+        }
+        return s
+    }
+
+    /// Removes a subscription the viewer owns (admins: any).
+    public func unsubscribe(_ id: String, viewer: Viewer) throws {
+        try locked {
+            guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw WriteError.notFound }
+            if case .user(let name) = viewer, owner.string(0) != name { throw WriteError.notFound }
+            try db.run("DELETE FROM subscriptions WHERE id = ?", [.text(id)])
+        }
+    }
+
+    public func subscription(_ id: String) throws -> Subscription? {
+        try locked { try db.queryOne("SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE id = ?", [.text(id)]).map(Self.subscription) }
+    }
+
+    /// Subscriptions with their delivery counts (pending, delivered, failed) and last error.
+    public func subscriptions(viewer: Viewer) throws -> [JSONValue] {
+        try locked {
+            var params: [SQLValue] = []
+            var filter = ""
+            if case .user(let name) = viewer { filter = " WHERE owner = ?"; params.append(.text(name)) }
+            return try db.query("SELECT \(Self.subscriptionColumns) FROM subscriptions\(filter) ORDER BY created", params).map { row in
+                let s = Self.subscription(row)
+                var o = s.json.objectValue!
+                for state in ["pending", "delivered", "failed"] {
+                    o[state] = .int(try db.queryOne("SELECT count(*) FROM deliveries WHERE subscription_id = ? AND state = ?",
+                                                    [.text(s.id), .text(state)])!.int(0)!)
+                }
+                o["last_error"] = try db.queryOne("SELECT last_error FROM deliveries WHERE subscription_id = ? AND last_error IS NOT NULL ORDER BY id DESC LIMIT 1",
+                                                  [.text(s.id)])?.string(0).map(JSONValue.string) ?? .null
+                return .object(o)
+            }
+        }
+    }
+
+    /// Fans out every change not yet fanned out, in change order; returns deliveries made.
+    /// Idempotent: a delivery is unique per (subscription, change).
+    @discardableResult
+    public func fanOutPending(now: Double = unixNow()) throws -> Int {
+        try locked { try db.transaction { try fanOutPendingInTransaction(now: now) } }
+    }
+
+    /// Inside a write transaction: all changes not yet fanned out, oldest first (so a
+    /// subscription's deliveries always follow change order).
+    func fanOutPendingInTransaction(now: Double) throws -> Int {
+        var made = 0
+        for row in try db.query("SELECT seq FROM changes WHERE fanned_out = 0 ORDER BY seq") {
+            made += try fanOut(seq: row.int(0)!, now: now)
+        }
+        return made
+    }
+
+    /// Inside a write transaction: deliveries for one change. For a delete it must run
+    /// before the record's rows go (the predicate is evaluated against them).
+    func fanOut(seq: Int64, now: Double) throws -> Int {
+        guard let c = try db.queryOne("SELECT record_id, type, op, owner, readers, public_read FROM changes WHERE seq = ?", [.int(seq)]) else { return 0 }
+        let recordID = c.string(0)!, type = c.string(1)!, op = c.string(2)!, owner = c.string(3)
+        let readers = (try JSONValue.parse(c.string(4)!).arrayValue ?? []).compactMap(\.stringValue)
+        let isPublic = c.int(5) == 1
+        var made = 0
+        for s in try db.query("SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE type = ?", [.text(type)]).map(Self.subscription) {
+            guard s.firesOn.contains(op) else { continue }
+            // A subscriber only hears about records it may read.
+            if let who = s.owner, who != owner, !isPublic, !readers.contains(who) { continue }
+            guard let predicate = try? PredicateParser.parse(s.predicate) else { continue }
+            var params: [SQLValue] = [.text(recordID)]
+            let sql = "SELECT 1 FROM records r WHERE r.id = ? AND " + PredicateCompiler.compile(predicate, &params)
+            guard try db.queryOne(sql, params) != nil else { continue }
+            made += try db.run("INSERT OR IGNORE INTO deliveries(subscription_id, seq, state, next_at) VALUES (?, ?, 'pending', ?)",
+                               [.text(s.id), .int(seq), .double(now)])
+        }
+        try db.run("UPDATE changes SET fanned_out = 1 WHERE seq = ?", [.int(seq)])
+        return made
+    }
+
+    public struct Delivery: Sendable {
+        public let id: Int64
+        public let subscription: Subscription
+        public let seq: Int64
+        public let attempts: Int
+        public let event: JSONValue
+    }
+
+    /// The next due delivery of each webhook/exec subscription (the lowest change number
+    /// not yet delivered: per-subscription order), at most `limit`.
+    public func dueDeliveries(limit: Int, now: Double = unixNow()) throws -> [Delivery] {
+        try locked {
+            try db.query("""
+                SELECT d.id, d.seq, d.attempts, s.\(Self.subscriptionColumns.replacingOccurrences(of: ", ", with: ", s.")),
+                       c.op, c.type, c.at, c.record
+                FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id JOIN changes c ON c.seq = d.seq
+                WHERE d.state = 'pending' AND s.sink IN ('webhook', 'exec') AND d.next_at <= ?
+                  AND d.seq = (SELECT min(seq) FROM deliveries x WHERE x.subscription_id = d.subscription_id AND x.state = 'pending')
+                ORDER BY d.next_at LIMIT ?
+                """, [.double(now), .int(Int64(limit))]).map { r in
+                let s = Self.subscription(Row(values: Array(r.values[3..<12])))
+                let event = Self.event(subscription: s, seq: r.int(1)!, op: r.string(12)!, type: r.string(13)!, at: r.double(14)!,
+                                       record: try JSONValue.parse(r.string(15)!))
+                return Delivery(id: r.int(0)!, subscription: s, seq: r.int(1)!, attempts: Int(r.int(2)!), event: event)
+            }
+        }
+    }
+
+    /// The event a subscriber receives; `event_id` is stable across redeliveries.
+    public static func event(subscription s: Subscription, seq: Int64, op: String, type: String, at: Double, record: JSONValue) -> JSONValue {
+        var o: [String: JSONValue] = ["event_id": .string("\(s.id)-\(seq)"), "subscription": .string(s.id), "seq": .int(seq),
+                                      "op": .string(op), "type": .string(type), "time": .string(isoTimestamp(at)), "record": record]
+        if let alert = s.alert { o["alert"] = .string(render(alert, record: record)) }
+        return .object(o)
+    }
+
+    /// `"A new {type} was added: {memo}"`: built-in keys and fields by name.
+    static func render(_ template: String, record: JSONValue) -> String {
+        var out = template
+        for (k, v) in (record["fields"]?.objectValue ?? [:]).merging(["type": record["type"] ?? "", "memo": record["memo"] ?? "", "id": record["id"] ?? ""], uniquingKeysWith: { a, _ in a }) {
+            out = out.replacingOccurrences(of: "{\(k)}", with: v.stringValue ?? v.jsonString)
+        }
+        return out
+    }
+
+    /// Records a delivery attempt: delivered, retry at `retryAt`, or parked as failed.
+    public func finishDelivery(_ id: Int64, delivered: Bool, error: String?, retryAt: Double?, now: Double = unixNow()) throws {
+        try locked {
+            if delivered {
+                try db.run("UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, delivered_at = ?, last_error = NULL WHERE id = ?",
+                           [.double(now), .int(id)])
+            } else if let retryAt {
+                try db.run("UPDATE deliveries SET attempts = attempts + 1, next_at = ?, last_error = ? WHERE id = ?",
+                           [.double(retryAt), SQLValue(error), .int(id)])
+            } else {
+                try db.run("UPDATE deliveries SET state = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ?",
+                           [SQLValue(error), .int(id)])
+            }
+        }
+    }
+
+    /// Puts a subscription's failed deliveries back in line; returns how many.
+    public func retryFailedDeliveries(subscription id: String, viewer: Viewer, now: Double = unixNow()) throws -> Int {
+        try locked {
+            guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw WriteError.notFound }
+            if case .user(let name) = viewer, owner.string(0) != name { throw WriteError.notFound }
+            return try db.run("UPDATE deliveries SET state = 'pending', attempts = 0, next_at = ? WHERE subscription_id = ? AND state = 'failed'",
+                              [.double(now), .text(id)])
+        }
+    }
+
+    /// Socket-sink events after `since` for a subscription (catch-up on reconnect).
+    public func socketEvents(subscription s: Subscription, since: Int64) throws -> [JSONValue] {
+        try locked {
+            try db.query("""
+                SELECT d.seq, c.op, c.type, c.at, c.record FROM deliveries d JOIN changes c ON c.seq = d.seq
+                WHERE d.subscription_id = ? AND d.seq > ? ORDER BY d.seq
+                """, [.text(s.id), .int(since)]).map {
+                Self.event(subscription: s, seq: $0.int(0)!, op: $0.string(1)!, type: $0.string(2)!, at: $0.double(3)!,
+                           record: try JSONValue.parse($0.string(4)!))
+            }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import EventLoop
+import Foundation
+import Index
+import Notify
+import PhotomemoCore
+
+/// Delivers queued notifications (webhook and exec sinks) from the record index's
+/// outbox: at most one in flight per subscription (change order), a few overall, each
+/// off the loop. A failure is retried with the job definition's back-off and jitter and,
+/// after its attempts, parked as `failed` (retryable with `subscriptions --retry-failed`).
+final class NotificationDeliverer {
+    private let loop: EventLoop
+    private let events: EventBus
+    private let store: () -> RecordStore?
+    private let retry: () -> RetryPolicy
+    private let timer: LoopTimer
+    private var claiming = false
+    private var inFlight: Set<String> = []
+    static let maxInFlight = 8
+
+    init(loop: EventLoop, events: EventBus, store: @escaping () -> RecordStore?, retry: @escaping () -> RetryPolicy) throws {
+        self.loop = loop
+        self.events = events
+        self.store = store
+        self.retry = retry
+        timer = try LoopTimer(loop: loop)
+    }
+
+    func start() {
+        timer.start(afterMs: 100, repeatMs: 250) { [unowned self] in self.tick() }
+    }
+
+    func close() { timer.close() }
+
+    private func tick() {
+        guard !claiming, inFlight.count < Self.maxInFlight, let store = store() else { return }
+        claiming = true
+        loop.submit({ Result { try store.dueDeliveries(limit: Self.maxInFlight * 2) } }) { [unowned self] result in
+            self.claiming = false
+            guard case .success(let due) = result else {
+                if case .failure(let e) = result { Log.error("notifications: \(e)") }
+                return
+            }
+            for d in due where !self.inFlight.contains(d.subscription.id) && self.inFlight.count < Self.maxInFlight {
+                self.deliver(d, store)
+            }
+        }
+    }
+
+    private func deliver(_ d: RecordStore.Delivery, _ store: RecordStore) {
+        inFlight.insert(d.subscription.id)
+        let policy = retry()
+        loop.submit({ () -> (Sink.Result, Bool) in
+            let body = d.event.jsonData
+            Failpoint.hit("notify.before_send")
+            let result: Sink.Result
+            switch d.subscription.sink {
+            case .webhook: result = Sink.post(url: d.subscription.target ?? "", body: body, secret: d.subscription.secret,
+                                              eventID: d.event["event_id"]?.stringValue ?? "")
+            case .exec:
+                let argv = (try? JSONValue.parse(d.subscription.target ?? "[]"))?.arrayValue?.compactMap(\.stringValue) ?? []
+                result = Sink.exec(command: argv, body: body)
+            case .socket: result = .delivered
+            }
+            let attempt = d.attempts + 1
+            var parked = false
+            do {
+                switch result {
+                case .delivered: try store.finishDelivery(d.id, delivered: true, error: nil, retryAt: nil)
+                case .failed(let why):
+                    parked = attempt >= policy.maxAttempts
+                    let retryAt = parked ? nil : unixNow() + Double(policy.delayMs(afterFailures: attempt)) / 1000
+                    try store.finishDelivery(d.id, delivered: false, error: why, retryAt: retryAt)
+                }
+            } catch {
+                Log.error("notifications: cannot record delivery \(d.id): \(error)")
+            }
+            return (result, parked)
+        }) { [unowned self] (result, parked) in
+            self.inFlight.remove(d.subscription.id)
+            let fields: [String: JSONValue] = ["subscription": .string(d.subscription.id), "seq": .int(d.seq)]
+            switch result {
+            case .delivered: self.events.publish("notification_delivered", job: nil, fields)
+            case .failed(let why):
+                Log.warning("notification \(d.subscription.id)-\(d.seq): \(why)\(parked ? "; parked as failed" : "; will retry")")
+                self.events.publish(parked ? "notification_failed" : "notification_retry", job: nil,
+                                    fields.merging(["reason": .string(why)]) { a, _ in a })
+            }
+        }
+    }
+}
