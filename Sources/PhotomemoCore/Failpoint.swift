@@ -18,7 +18,7 @@ public enum Failpoint {
     private static let hits = LockedValue<[String: Int]>([:])
 
     /// Points: `queue.before_commit`, `inbox.before_commit`, `stage.before_journal`,
-    /// `store.before_rename`.
+    /// `store.before_rename`, `notify.before_send`.
     public static func hit(_ name: String) {
         guard let n = armed[name] else { return }
         let count = hits.withLock { h -> Int in
