@@ -17,13 +17,8 @@ public struct IndexStage: RecordIndexStage {
     public let indexPath: String
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
-        let spec = options.string("index")!
-        guard spec.hasPrefix("sqlite:"), spec.count > 7 else {
-            throw PhotomemoError(.badDefinition, "index \"\(spec)\": expected sqlite:FILE (postgres:// is not built yet)")
-        }
-        let file = String(spec.dropFirst(7))
-        indexPath = file.hasPrefix("/") ? file : environment.home.appendingPathComponent(file).path
-        store = try RecordStore.open(path: indexPath)
+        store = try RecordStore.open(spec: options.string("index")!, home: environment.home)
+        indexPath = store.path
     }
 
     public func run(_ job: JobContext) -> StageOutcome {

@@ -17,10 +17,7 @@ public struct NotifyStage: Stage {
     let store: RecordStore
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
-        let spec = options.string("index")!
-        guard spec.hasPrefix("sqlite:"), spec.count > 7 else { throw PhotomemoError(.badDefinition, "index \"\(spec)\": expected sqlite:FILE") }
-        let file = String(spec.dropFirst(7))
-        store = try RecordStore.open(path: file.hasPrefix("/") ? file : environment.home.appendingPathComponent(file).path)
+        store = try RecordStore.open(spec: options.string("index")!, home: environment.home)
     }
 
     public func run(_ job: JobContext) -> StageOutcome {

@@ -30,6 +30,15 @@ public final class RecordStore: @unchecked Sendable {
         }
     }
 
+    /// The store a job definition names: `sqlite:FILE`, relative to the home.
+    public static func open(spec: String, home: URL) throws -> RecordStore {
+        guard spec.hasPrefix("sqlite:"), spec.count > 7 else {
+            throw PhotomemoError(.badDefinition, "index \"\(spec)\": expected sqlite:FILE (postgres:// is not built yet)")
+        }
+        let file = String(spec.dropFirst(7))
+        return try open(path: file.hasPrefix("/") ? file : home.appendingPathComponent(file).path)
+    }
+
     init(path: String) throws {
         self.path = path
         db = try Database(path: path)
@@ -45,6 +54,7 @@ public final class RecordStore: @unchecked Sendable {
         }
     }
 
+    @discardableResult
     func locked<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
