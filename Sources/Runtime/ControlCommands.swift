@@ -113,6 +113,7 @@ final class ControlCommands {
                 "job_definition": .string(snapshot.definition),
                 "jobs": .object(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, JSONValue.int(Int64($0.value))) })),
                 "stages": .object(stages),
+                "stage_order": .array(snapshot.stageNames.map(JSONValue.string)),
                 "backlog": ["inbox_files": .int(Int64(snapshot.backlog.inboxFiles)),
                             "queue_unread_bytes": .int(snapshot.backlog.queueUnreadBytes)],
                 "dependencies": .object(deps),

@@ -68,7 +68,9 @@ func printStatus(_ s: JSONValue) {
     Output.line("throughput  \(String(format: "%.2f", s["throughput"]?["jobs_per_s"]?.doubleValue ?? 0)) jobs/s (\(s["throughput"]?["jobs_last_minute"]?.intValue ?? 0) in the last minute)")
     Output.line()
     let stages = s["stages"]?.objectValue ?? [:]
-    Output.table(["stage", "done", "failed", "retried", "skipped", "running", "p50", "p99"], stages.keys.sorted().map { name in
+    // Pipeline order when the daemon says it, else by name.
+    let order = s["stage_order"]?.arrayValue?.compactMap(\.stringValue) ?? stages.keys.sorted()
+    Output.table(["stage", "done", "failed", "retried", "skipped", "running", "p50", "p99"], order.filter { stages[$0] != nil }.map { name in
         let st = stages[name]!
         let label = st["paused"] == .bool(true) ? name + " (paused)" : name
         return [label] + ["done", "failed", "retried", "skipped", "running"].map { String(st[$0]?.intValue ?? 0) }
