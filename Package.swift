@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore", "TestSupport", "photomemo"],
+        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore", "TestSupport", "CVips", "photomemo"],
                     exclude: ["Fixtures"]),
     ]
 )

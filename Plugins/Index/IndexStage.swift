@@ -31,6 +31,8 @@ public struct IndexStage: RecordIndexStage {
         do {
             let (record, op) = try store.apply(input)
             return .continue(result: ["record": .string(record.id), "op": .string(op), "change_tag": .string(record.changeTag)])
+        } catch RecordStore.WriteError.notFound {
+            return .fail(reason: "record \(job.memo.record ?? "?") named by the job does not exist")
         } catch {
             return .retry(reason: "index: \(error)")
         }

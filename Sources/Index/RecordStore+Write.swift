@@ -47,15 +47,36 @@ extension RecordStore {
     }
 
     private func applyInTransaction(_ input: Input, now: Double) throws -> (record: Record, op: String) {
-                if let existing = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.job_key = ?", [.text(input.jobKey)]) {
-                    return (try Self.record(existing), "none")
+                // A job already applied (a re-run after a crash) changes nothing.
+                if let done = try db.queryOne("SELECT record_id FROM applied_jobs WHERE job_key = ?", [.text(input.jobKey)])?.string(0) {
+                    if let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(done)]) {
+                        return (try Self.record(row), "none")
+                    }
+                    throw WriteError.notFound
                 }
-                if let sha = input.photoSHA256,
-                   let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.photo_sha256 = ? ORDER BY r.created LIMIT 1", [.text(sha)]) {
+                // A line naming a record updates it: memo, type, the fields given, and the
+                // images when it brings a photo. A memo for an indexed photo updates that photo's record.
+                var target: Row?
+                if let id = input.memo.record {
+                    guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
+                        throw WriteError.notFound
+                    }
+                    target = row
+                } else if let sha = input.photoSHA256 {
+                    target = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.photo_sha256 = ? ORDER BY r.created LIMIT 1", [.text(sha)])
+                }
+                if let row = target {
                     var r = try Self.record(row)
                     r.type = input.memo.type
                     r.memo = input.memo.memo
-                    r.fields = input.memo.fields
+                    for (k, v) in input.memo.fields { r.fields[k] = v }
+                    if input.assets != .emptyObject { r.assets = input.assets }
+                    if input.exif != .emptyObject { r.exif = input.exif }
+                    if input.memo.record != nil, let sha = input.photoSHA256 {
+                        try db.run("UPDATE records SET photo_sha256 = ?, width = ?, height = ? WHERE id = ?",
+                                   [.text(sha), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)), .text(r.id)])
+                    }
+                    try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
                     return (try write(r, jobKey: nil, op: "update", now: now), "update")
                 }
                 let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
@@ -68,6 +89,7 @@ extension RecordStore {
                     """, [.text(r.id), .text(input.jobKey), SQLValue(input.photoSHA256), .text(r.type), .text(r.memo), SQLValue(r.owner),
                           SQLValue(taken), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
                           .double(now), .double(now)])
+                try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
                 return (try write(r, jobKey: input.jobKey, op: "create", now: now), "create")
     }
 
@@ -101,11 +123,25 @@ extension RecordStore {
             try db.run("INSERT INTO record_acl(record_id, user, can_write) VALUES (?,?,?)",
                        [.text(r.id), .text(u), .int(r.acl.writers.contains(u) ? 1 : 0)])
         }
+        let before = try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(r.id)]).compactMap { $0.string(0) }
         try db.run("DELETE FROM record_assets WHERE record_id = ?", [.text(r.id)])
         for key in Set((r.assets.objectValue ?? [:]).values.compactMap { $0["key"]?.stringValue }) {
             try db.run("INSERT INTO record_assets(record_id, key) VALUES (?,?)", [.text(r.id), .text(key)])
         }
+        try releaseUnused(before, now: now)  // a replaced image no record uses any more
         return r
+    }
+
+    /// Queues store objects that no record refers to for deletion (the daemon's collector
+    /// removes them from the asset store); returns them.
+    @discardableResult
+    func releaseUnused(_ keys: [String], now: Double) throws -> [String] {
+        var released: [String] = []
+        for key in Set(keys).sorted() where try db.queryOne("SELECT 1 FROM record_assets WHERE key = ?", [.text(key)]) == nil {
+            try db.run("INSERT OR IGNORE INTO released_assets(key, at) VALUES (?, ?)", [.text(key), .double(now)])
+            released.append(key)
+        }
+        return released
     }
 
     func appendChange(_ r: Record, op: String, now: Double) throws -> Int64 {
@@ -176,10 +212,7 @@ extension RecordStore {
                     try db.run("DELETE FROM records WHERE id = ?", [.text(next)])
                     deleted.append(next)
                 }
-                let released = try keys.sorted().filter { key in
-                    try db.queryOne("SELECT 1 FROM record_assets WHERE key = ?", [.text(key)]) == nil
-                }
-                return (deleted, released)
+                return (deleted, try releaseUnused(Array(keys), now: now))
             }
         }
     }
@@ -212,5 +245,22 @@ extension RecordStore {
                 .map { Change(seq: $0.int(0)!, recordID: $0.string(1)!, type: $0.string(2)!, op: $0.string(3)!, at: $0.double(4)!,
                               record: try JSONValue.parse($0.string(5)!)) }
         }
+    }
+}
+
+extension RecordStore {
+    /// Store objects released by updates and deletes, oldest first.
+    public func releasedAssets(limit: Int) throws -> [String] {
+        try locked { try db.query("SELECT key FROM released_assets ORDER BY at LIMIT ?", [.int(Int64(limit))]).compactMap { $0.string(0) } }
+    }
+
+    /// Done with a released object: deleted from the store, or used again meanwhile.
+    public func forgetReleased(_ key: String) throws {
+        try locked { try db.run("DELETE FROM released_assets WHERE key = ?", [.text(key)]) }
+    }
+
+    /// Whether any record refers to the object (a release may be overtaken by a new record).
+    public func isReferenced(_ key: String) throws -> Bool {
+        try locked { try db.queryOne("SELECT 1 FROM record_assets WHERE key = ?", [.text(key)]) != nil }
     }
 }

@@ -89,5 +89,12 @@ enum IndexSchema {
         CREATE INDEX deliveries_due ON deliveries(state, next_at);
         ALTER TABLE changes ADD COLUMN fanned_out INTEGER NOT NULL DEFAULT 0;
         """,
+        // 3: jobs already applied (updates are idempotent too), and store objects no record
+        // uses any more, waiting to be deleted from the asset store.
+        """
+        CREATE TABLE applied_jobs(job_key TEXT PRIMARY KEY, record_id TEXT NOT NULL);
+        INSERT INTO applied_jobs(job_key, record_id) SELECT job_key, id FROM records WHERE job_key IS NOT NULL;
+        CREATE TABLE released_assets(key TEXT PRIMARY KEY, at REAL NOT NULL);
+        """,
     ]
 }

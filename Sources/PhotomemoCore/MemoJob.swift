@@ -8,11 +8,13 @@ public struct MemoJob: Sendable, Equatable {
     public var fields: [String: JSONValue]
     public var owner: String?
     public var key: String?
+    /// An existing record this job updates (its photo, if any, replaces the record's images).
+    public var record: String?
 
     public static let defaultMemoType = "Memo"
     public static let defaultPhotoType = "Photo"
     public static let maxLineBytes = 1 << 20
-    public static let keys: Set<String> = ["photo", "memo", "type", "fields", "owner", "key"]
+    public static let keys: Set<String> = ["photo", "memo", "type", "fields", "owner", "key", "record"]
     /// Field names that would shadow a record's built-in keys in queries.
     public static let reservedFieldNames: Set<String> = [
         "id", "type", "memo", "owner", "created", "modified", "taken", "width", "height", "acl", "assets", "exif",
@@ -74,6 +76,7 @@ public struct MemoJob: Sendable, Equatable {
         type = try string("type") ?? Self.defaultMemoType
         owner = try string("owner")
         key = try string("key")
+        record = try string("record")
         if let p = photo, p.isEmpty { throw PhotomemoError(.badJob, "\"photo\" is empty") }
         guard Self.isIdentifier(type) else {
             throw PhotomemoError(.badJob, "\"type\" must be a name of letters, digits and _ (got \"\(type)\")")
@@ -127,6 +130,7 @@ public struct MemoJob: Sendable, Equatable {
         if let photo { o["photo"] = .string(photo) }
         if let owner { o["owner"] = .string(owner) }
         if let key { o["key"] = .string(key) }
+        if let record { o["record"] = .string(record) }
         return .object(o)
     }
 }

@@ -137,6 +137,8 @@ final class ControlCommands {
     }
 
     var clientCount: () -> Int = { 0 }
+    /// Runs the asset collector now (after a delete).
+    var collectAssets: () -> Void = {}
 
     /// The loop-owned state status and metrics report, copied so workers can read it.
     private func loopSnapshot() -> LoopSnapshot {

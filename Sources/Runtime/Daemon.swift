@@ -105,6 +105,8 @@ public final class Daemon {
         let deliverer = try NotificationDeliverer(loop: loop, events: events, store: { try? commands.recordStore() },
                                                   retry: { scheduler.definition.retry })
         let followTimer = try LoopTimer(loop: loop)
+        let collector = try AssetCollector(loop: loop, records: { try? commands.recordStore() }, assets: { commands.assetStore() })
+        commands.collectAssets = { collector.collect() }
 
         var signals: [SignalWatcher] = []
         let graceTimer = try LoopTimer(loop: loop)
@@ -122,6 +124,7 @@ public final class Daemon {
             control.close()
             deliverer.close()
             followTimer.close()
+            collector.close()
             graceTimer.start(afterMs: UInt64(self.options.graceSeconds * 1000)) {
                 Log.warning("grace period over with \(scheduler.runningCount) stages running; they resume at the next start")
                 exit(0)
@@ -141,6 +144,7 @@ public final class Daemon {
 
         scheduler.start()
         deliverer.start()
+        collector.start()
         followTimer.start(afterMs: 200, repeatMs: 200) { commands.pollFollowers() }
         tailer.start(pollSeconds: options.queuePollSeconds)
         inbox.start()

@@ -74,17 +74,14 @@ extension ControlCommands {
             }
         case "delete":
             let id = try req.requiredString("record")
-            let assets = assetStore()
             let publishChange = changePublisher()
-            offLoopRecords(reply) {
+            offLoopRecords({ [weak self] result in
+                reply(result)
+                self?.collectAssets()  // the released objects leave the store now, not at the next round
+            }) {
                 let (deleted, released) = try store.delete(id, viewer: viewer)
-                var releaseErrors: [JSONValue] = []
-                for key in released {
-                    do { try assets?.delete(key: key) } catch { releaseErrors.append(.string("\(key): \(error)")) }
-                }
                 for d in deleted { publishChange(d, "delete") }
-                return ["deleted": .array(deleted.map(JSONValue.string)), "released_assets": .array(released.map(JSONValue.string)),
-                        "release_errors": .array(releaseErrors)]
+                return ["deleted": .array(deleted.map(JSONValue.string)), "released_assets": .array(released.map(JSONValue.string))]
             }
         case "changes":
             let since = try req.int("since") ?? 0

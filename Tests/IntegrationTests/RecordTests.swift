@@ -52,7 +52,9 @@ import Testing
         let keys = (doomed["assets"]?.objectValue ?? [:]).values.compactMap { $0["key"]?.stringValue }
         let del = try json(d, ["delete", try #require(doomed["id"]?.stringValue)])
         #expect(Set((del["released_assets"]?.arrayValue ?? []).compactMap(\.stringValue)) == Set(keys))
-        for k in keys { #expect(!FileManager.default.fileExists(atPath: d.home + "/store/" + k)) }
+        try d.waitUntil("the released assets leave the store") {
+            keys.allSatisfy { !FileManager.default.fileExists(atPath: d.home + "/store/" + $0) }
+        }
         #expect(try json(d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue?.count == 3)
 
         let changes = try json(d, ["changes", "--since", "0"])

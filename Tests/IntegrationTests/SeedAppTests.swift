@@ -1,3 +1,4 @@
+import CVips
 import Foundation
 import PhotomemoCore
 import TestSupport
@@ -19,6 +20,49 @@ import Testing
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent(job), encoding: .utf8))
         try d.start()
         return d
+    }
+
+    /// CloudKit CKAsset sample: GoodsMaster records with images over 1 MB; a price range
+    /// sorted by price then cost rate; update by code (fields and a new image); delete by code.
+    @Test func goodsMasterWithLargeImages() throws {
+        let d = try daemon()
+        #expect(pm_vips_init("photomemo-tests") == 0)
+        let goods: [(String, Int, Double)] = [("A-001", 1200, 0.35), ("A-002", 450, 0.5), ("B-001", 450, 0.2), ("B-002", 90, 0.1)]
+        for (i, (code, price, rate)) in goods.enumerated() {
+            let file = d.root + "/\(code).jpg"
+            #expect(pm_vips_synthetic_photo(file, 2400, 1800, 1, Int32(i), 95) == 0)
+            #expect(((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0) > 1_000_000)
+            try d.append(#"{"photo":"\#(code).jpg","type":"GoodsMaster","memo":"goods \#(code)","fields":{"code":"\#(code)","name":"item \#(code)","salesPrice":\#(price),"costRate":\#(rate)}}"# + "\n")
+            try FileManager.default.copyItem(atPath: file, toPath: d.home + "/inbox/.\(code).part")
+            rename(d.home + "/inbox/.\(code).part", d.home + "/inbox/\(code).jpg")
+        }
+        try d.waitIdle(jobs: 4, timeout: 120)
+        #expect(try d.stateCounts()["done"] == 4)
+        let found = try records(d, "salesPrice >= 100 AND salesPrice <= 1500", ["--type", "GoodsMaster", "--sort", "-salesPrice,costRate"])
+        #expect(found.compactMap { $0["fields"]?["code"]?.stringValue } == ["A-001", "B-001", "A-002"])
+        #expect(found.first?["assets"]?["display"]?["width"] == 860)
+        #expect((found.first?["assets"]?["original"]?["bytes"]?.intValue ?? 0) > 1_000_000)
+
+        // Update the record whose code is A-002: name, costRate, salesPrice and a new image.
+        let target = try #require(try records(d, #"code == "A-002""#).first)
+        let id = try #require(target["id"]?.stringValue)
+        let oldDisplay = try #require(target["assets"]?["display"]?["key"]?.stringValue)
+        let newImage = d.root + "/new.jpg"
+        #expect(pm_vips_synthetic_photo(newImage, 2400, 1800, 6, 99, 95) == 0)
+        try d.append(#"{"photo":"A-002-new.jpg","record":"\#(id)","type":"GoodsMaster","memo":"goods A-002","fields":{"name":"renamed","costRate":0.45,"salesPrice":600}}"# + "\n")
+        try FileManager.default.copyItem(atPath: newImage, toPath: d.home + "/inbox/A-002-new.jpg")
+        try d.waitIdle(jobs: 5, timeout: 60)
+        let updated = try json(d, ["get", id])
+        #expect(updated["fields"]?["name"] == "renamed" && updated["fields"]?["salesPrice"] == 600 && updated["fields"]?["code"] == "A-002")
+        #expect(updated["assets"]?["display"]?["key"]?.stringValue != oldDisplay)
+        #expect(updated["assets"]?["display"]?["height"] == 1147)  // the new image is a portrait (orientation 6)
+        try d.waitUntil("the replaced image leaves the store") { !FileManager.default.fileExists(atPath: d.home + "/store/" + oldDisplay) }
+
+        // Delete by code.
+        let doomed = try #require(try records(d, #"code == "B-002""#).first?["id"]?.stringValue)
+        _ = try json(d, ["delete", doomed])
+        #expect(try records(d, "TRUEPREDICATE", ["--type", "GoodsMaster"]).count == 3)
+        #expect(d.stop().status == 0)
     }
 
     /// SwiftUI + CoreData task list: Task records sorted by date, edited, deleted; one without an image.
@@ -87,7 +131,9 @@ import Testing
         let deleted = try json(d, ["delete", restaurant])
         #expect(deleted["deleted"]?.arrayValue?.count == 3)
         #expect(try records(d, "TRUEPREDICATE").isEmpty)
-        for k in keys { #expect(!FileManager.default.fileExists(atPath: d.home + "/store/" + k)) }
+        try d.waitUntil("the photos' assets leave the store") {
+            keys.allSatisfy { !FileManager.default.fileExists(atPath: d.home + "/store/" + $0) }
+        }
         #expect(d.stop().status == 0)
     }
 }
