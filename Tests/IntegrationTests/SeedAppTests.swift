@@ -137,3 +137,66 @@ import Testing
         #expect(d.stop().status == 0)
     }
 }
+
+/// Mobile-backend camera memo per user: two Unix users drop photos and memo lines; each
+/// record is theirs alone; each lists and fetches their own and sees nothing of the other's.
+@Suite(.serialized, .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")))
+struct CameraMemoPerUserTests {
+    /// Runs a command as `user` with group nogroup (the socket's group).
+    func run(as user: String, _ argv: [String]) throws -> (Int32, String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+        p.arguments = ["-u", user, "-g", "nogroup", "--"] + argv
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func eachUserSeesAndFetchesOnlyTheirOwn() throws {
+        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+        // A shared drop box: the home is traversable, the inbox and queue file writable by both.
+        for dir in [d.root, d.home] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            chmod(dir, 0o751)
+        }
+        try FileManager.default.createDirectory(atPath: d.home + "/inbox", withIntermediateDirectories: true)
+        chmod(d.home + "/inbox", 0o1777)
+        FileManager.default.createFile(atPath: d.home + "/queue.jsonl", contents: nil)
+        chmod(d.home + "/queue.jsonl", 0o666)
+        chmod(d.root, 0o755)
+        try d.start(args: ["--socket-group", "nogroup"])
+        let cli = DaemonHarness.binary
+        for (user, photo) in [("nobody", "orientation_landscape_1.jpg"), ("nobody", "orientation_landscape_2.jpg"), ("daemon", "Nikon_D70.jpg")] {
+            let name = "\(user)-\(photo)"
+            let line = #"{"photo":"\#(name)","memo":"memo of \#(user)","owner":"\#(user)"}"#
+            #expect(try run(as: user, ["/bin/sh", "-c", "echo '\(line)' >> \(d.home)/queue.jsonl"]).0 == 0)
+            #expect(try run(as: user, ["/bin/cp", testPhotos.appendingPathComponent(photo).path, "\(d.home)/inbox/.\(name).part"]).0 == 0)
+            #expect(try run(as: user, ["/bin/mv", "\(d.home)/inbox/.\(name).part", "\(d.home)/inbox/\(name)"]).0 == 0)
+        }
+        try d.waitIdle(jobs: 3, timeout: 90)
+        #expect(try d.stateCounts()["done"] == 3)
+
+        func mine(_ user: String) throws -> [JSONValue] {
+            let (status, out) = try run(as: user, [cli, "query", "TRUEPREDICATE", "--type", "Memo", "--home", d.home, "--json"])
+            #expect(status == 0)
+            return (try JSONValue.parse(out))["records"]?.arrayValue ?? []
+        }
+        let nobodys = try mine("nobody"), daemons = try mine("daemon")
+        #expect(nobodys.count == 2 && nobodys.allSatisfy { $0["owner"] == "nobody" })
+        #expect(daemons.count == 1 && daemons.allSatisfy { $0["owner"] == "daemon" })
+        let theirs = try #require(nobodys.first?["id"]?.stringValue)
+        let out = NSTemporaryDirectory() + "pm-fetched-by-nobody-\(getpid()).jpg"  // a folder nobody may write
+        defer { unlink(out) }
+        #expect(try run(as: "nobody", [cli, "asset", theirs, "display", "-o", out, "--home", d.home]).0 == 0)
+        #expect(FileManager.default.fileExists(atPath: out))
+        #expect(try run(as: "daemon", [cli, "asset", theirs, "display", "-o", d.root + "/stolen.jpg", "--home", d.home]).0 == 1)
+        #expect(try run(as: "daemon", [cli, "get", theirs, "--home", d.home]).0 == 1)
+        #expect(try run(as: "daemon", [cli, "update", theirs, "--memo", "mine", "--home", d.home]).0 == 1)
+        #expect(try run(as: "nobody", [cli, "update", theirs, "--memo", "still mine", "--home", d.home]).0 == 0)
+        #expect(d.stop().status == 0)
+    }
+}
