@@ -100,6 +100,8 @@ extension RecordStore {
         r.modified = now
         let seq = try appendChange(r, op: op, now: now)
         r.changeTag = String(seq)
+        // The change's snapshot carries the tag the change gave the record.
+        try db.run("UPDATE changes SET record = ? WHERE seq = ?", [.text(r.json.jsonString), .int(seq)])
         if op == "update", let old = try db.queryOne("SELECT rowid, memo FROM records WHERE id = ?", [.text(r.id)]) {
             try db.run("INSERT INTO records_fts(records_fts, rowid, memo) VALUES('delete', ?, ?)", [old.values[0], old.values[1]])
         }
