@@ -1,0 +1,157 @@
+import EventLoop
+import Foundation
+import Index
+import Journal
+import PhotomemoCore
+
+/// jobs, job, watch, enqueue, retry, cancel, pause/resume.
+extension ControlCommands {
+    // MARK: jobs
+
+    func jobs(_ req: ControlRequest, _ reply: @escaping Reply) throws {
+        let state = try req.string("state").map { s in
+            guard let st = JobState(rawValue: s) else {
+                throw PhotomemoError(.badRequest, "unknown state \"\(s)\"; states: \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return st
+        }
+        let limit = Int(try req.int("limit") ?? 50)
+        guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
+        let before = try req.string("cursor").flatMap { Int64($0) }
+        let journal = p.journal
+        offLoop(reply) {
+            let page = try journal.jobsPage(state: state, before: before, limit: limit)
+            let cursor: JSONValue = page.count == limit ? .string(String(page.last!.id)) : .null
+            return ["jobs": .array(page.map(Self.json)), "cursor": cursor]
+        }
+    }
+
+    static func json(_ j: JobSummary) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "id": .int(j.id), "state": .string(j.state.rawValue), "attempts": .int(Int64(j.attempts)),
+            "type": .string(j.memo.type), "memo": .string(j.memo.memo),
+        ]
+        o["key"] = j.key.map(JSONValue.string) ?? .null
+        o["stage"] = j.stage.map(JSONValue.string) ?? .null
+        o["photo"] = j.photo.map(JSONValue.string) ?? .null
+        o["duplicate_of"] = j.duplicateOf.map(JSONValue.int) ?? .null
+        o["error"] = j.error.map(JSONValue.string) ?? .null
+        o["quarantine"] = j.quarantine.map(JSONValue.string) ?? .null
+        return .object(o)
+    }
+
+    func job(_ req: ControlRequest, _ reply: @escaping Reply) throws {
+        let id = try req.requiredInt("job")
+        let journal = p.journal
+        offLoop(reply) {
+            guard let j = try journal.job(id) else { throw PhotomemoError(.notFound, "no job \(id)") }
+            guard case .object(var o) = Self.json(j) else { return .null }
+            o["fields"] = .object(j.memo.fields)
+            o["results"] = j.results
+            o["history"] = .array(try journal.history(id).map { h in
+                var e: [String: JSONValue] = ["event": .string(h.event), "time": .string(isoTimestamp(h.at))]
+                e["stage"] = h.stage.map(JSONValue.string) ?? .null
+                e["attempt"] = h.attempt.map { .int(Int64($0)) } ?? .null
+                e["duration_ms"] = h.durationMs.map(JSONValue.double) ?? .null
+                e["message"] = h.message.map(JSONValue.string) ?? .null
+                return .object(e)
+            })
+            return .object(o)
+        }
+    }
+
+    func watch(_ conn: ControlConnection, _ reply: Reply) {
+        reply(.success(["watching": true]))
+        watchers[ObjectIdentifier(conn)] = conn
+        p.events.subscribe(conn) { [weak conn] event in conn?.push(event) }
+    }
+
+    /// Enqueues a job line; a client that is not root or the daemon's user owns its jobs.
+    func enqueue(_ req: ControlRequest, owner viewer: Viewer, _ reply: @escaping Reply) throws {
+        guard let line = req.values["job"] else { throw PhotomemoError(.badRequest, "argument \"job\" (a job line object) is required") }
+        var parsed: MemoJob
+        do { parsed = try MemoJob(json: line) } catch let e as PhotomemoError {
+            throw PhotomemoError(.badRequest, e.message)
+        }
+        if case .user(let name) = viewer { parsed.owner = name }
+        let memo = parsed
+        let reader = p.reader, journal = p.journal, events = p.events, scheduler = p.scheduler
+        let key = memo.key ?? "socket:" + UUID().uuidString.lowercased()
+        let join = reader.joinTimeoutSeconds.value
+        // Through the intake lane, so joining a photo never races the inbox scanner.
+        p.lane.enqueue({ () -> Result<IntakeOutcome, PhotomemoError> in
+            do {
+                let photo = try reader.resolvePhoto(memo.photo)
+                let queued = QueuedMemo(memo: memo, photo: photo, key: key, source: "socket", origin: "socket")
+                return .success(try journal.commitMemos([queued], position: nil, joinTimeoutSeconds: join)[0])
+            } catch let e as PhotomemoError {
+                return .failure(PhotomemoError(.badRequest, e.message))
+            } catch {
+                return .failure(PhotomemoError(.internalError, "\(error)"))
+            }
+        }) { result in
+            switch result {
+            case .success(let outcome):
+                events.publish(outcome, source: "socket")
+                scheduler.pump()
+                switch outcome {
+                case .created(let id, let state): reply(.success(["job": .int(id), "state": .string(state.rawValue)]))
+                case .joined(let id): reply(.success(["job": .int(id), "state": "joined"]))
+                case .duplicate(let id, let of): reply(.success(["job": .int(id), "state": "done", "duplicate_of": .int(of)]))
+                case .failed(let id, let reason): reply(.success(["job": .int(id), "state": "failed", "error": .string(reason)]))
+                case .alreadyTaken: reply(.failure(PhotomemoError(.internalError, "unexpected intake outcome")))
+                }
+            case .failure(let e): reply(.failure(e))
+            }
+        }
+    }
+
+    func retry(_ req: ControlRequest, _ reply: @escaping Reply) throws {
+        let id = try req.requiredInt("job")
+        let journal = p.journal, scheduler = p.scheduler, events = p.events
+        let join = p.reader.joinTimeoutSeconds.value
+        offLoop({ result in
+            if case .success = result {
+                events.publish("job_retried", job: id)
+                scheduler.pump()
+            }
+            reply(result)
+        }) {
+            let (quarantined, photoPath) = try journal.retry(job: id, joinTimeoutSeconds: join)
+            // A quarantined photo goes back where the job expects it.
+            if let q = quarantined, let photo = photoPath, !FileManager.default.fileExists(atPath: photo) {
+                try FileManager.default.moveItem(atPath: q, toPath: photo)
+                try? FileManager.default.removeItem(atPath: q + ".reason.json")
+            }
+            return ["job": .int(id), "state": .string(try journal.job(id)?.state.rawValue ?? "queued")]
+        }
+    }
+
+    func cancel(_ req: ControlRequest, _ reply: @escaping Reply) throws {
+        let id = try req.requiredInt("job")
+        let journal = p.journal, events = p.events
+        offLoop({ result in
+            if case .success = result { events.publish("job_cancelled", job: id) }
+            reply(result)
+        }) {
+            try journal.cancel(job: id)
+            return ["job": .int(id), "state": "cancelled"]
+        }
+    }
+
+    func pause(_ value: Bool, _ req: ControlRequest, _ reply: @escaping Reply) throws {
+        let stage = try req.string("stage")
+        if let stage, p.scheduler.definition.index(ofStage: stage) == nil {
+            throw PhotomemoError(.notFound, "no stage \"\(stage)\" in job \(p.scheduler.definition.name); stages: \(p.scheduler.definition.stages.map(\.name).joined(separator: ", "))")
+        }
+        let scheduler = p.scheduler
+        scheduler.setPaused(value, stage: stage) { error in
+            if let error {
+                reply(.failure(PhotomemoError(.internalError, "cannot persist the pause flag: \(error)")))
+            } else {
+                reply(.success(["paused": .bool(scheduler.paused),
+                                "paused_stages": .array(scheduler.pausedStages.sorted().map(JSONValue.string))]))
+            }
+        }
+    }
+}

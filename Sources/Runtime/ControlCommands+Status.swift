@@ -1,0 +1,77 @@
+import EventLoop
+import Foundation
+import Index
+import Journal
+import PhotomemoCore
+
+/// status and metrics: counts from the journal, live state from the loop.
+extension ControlCommands {
+    // MARK: status and metrics
+
+    func status(_ reply: @escaping Reply) {
+        let journal = p.journal
+        let snapshot = loopSnapshot()
+        offLoop(reply) {
+            let counts = try journal.counts()
+            let stats = try journal.stageStats()
+            let lastMinute = try journal.finishedCount(since: unixNow() - 60)
+            var stages: [String: JSONValue] = [:]
+            for name in snapshot.stageNames {
+                let s = stats[name] ?? Journal.StageStats()
+                stages[name] = [
+                    "done": .int(Int64(s.done)), "failed": .int(Int64(s.failed)), "retried": .int(Int64(s.retried)),
+                    "skipped": .int(Int64(s.skipped)), "unavailable": .int(Int64(s.unavailable)),
+                    "running": .int(Int64(snapshot.running[name] ?? 0)), "paused": .bool(snapshot.pausedStages.contains(name)),
+                    "p50_ms": s.percentile(0.5).map(JSONValue.double) ?? .null,
+                    "p99_ms": s.percentile(0.99).map(JSONValue.double) ?? .null,
+                ]
+            }
+            var deps: [String: JSONValue] = ["journal": "up"]
+            for (d, up) in snapshot.dependencies { deps[d] = up ? "up" : "down" }
+            return [
+                "version": .string(PhotomemoVersion.current),
+                "uptime_s": .double((unixNow() - snapshot.started).rounded()),
+                "paused": .bool(snapshot.paused),
+                "job_definition": .string(snapshot.definition),
+                "jobs": .object(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, JSONValue.int(Int64($0.value))) })),
+                "stages": .object(stages),
+                "stage_order": .array(snapshot.stageNames.map(JSONValue.string)),
+                "backlog": ["inbox_files": .int(Int64(snapshot.backlog.inboxFiles)),
+                            "queue_unread_bytes": .int(snapshot.backlog.queueUnreadBytes)],
+                "dependencies": .object(deps),
+                "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60)],
+                "clients": ["connected": .int(Int64(snapshot.clients)), "watching": .int(Int64(snapshot.watchers))],
+            ]
+        }
+    }
+
+    struct LoopSnapshot: Sendable {
+        let started: Double
+        let paused: Bool
+        let pausedStages: Set<String>
+        let definition: String
+        let stageNames: [String]
+        let running: [String: Int]
+        let dependencies: [String: Bool]
+        let backlog: (inboxFiles: Int, queueUnreadBytes: Int64)
+        let clients: Int
+        let watchers: Int
+    }
+
+    /// The loop-owned state status and metrics report, copied so workers can read it.
+    func loopSnapshot() -> LoopSnapshot {
+        let s = p.scheduler
+        let names = s.definition.stages.map(\.name)
+        return LoopSnapshot(started: started, paused: s.paused, pausedStages: s.pausedStages, definition: s.definition.name,
+                            stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
+                            dependencies: s.dependencies, backlog: p.backlog(), clients: clientCount(), watchers: watchers.count)
+    }
+
+    func metrics(_ reply: @escaping Reply) {
+        let journal = p.journal
+        let snapshot = loopSnapshot()
+        offLoop(reply) {
+            .object(["text": .string(try Metrics.render(journal: journal, snapshot: snapshot))])
+        }
+    }
+}
