@@ -29,6 +29,12 @@ struct ParsedArguments {
     func all(_ name: String) -> [String] { values[name] ?? [] }
     func has(_ name: String) -> Bool { flags.contains(name) }
 
+    func int(_ name: String) throws -> Int64? {
+        guard let v = value(name) else { return nil }
+        guard let i = Int64(v) else { throw UsageError("--\(name) needs an integer, got \"\(v)\"") }
+        return i
+    }
+
     func double(_ name: String) throws -> Double? {
         guard let v = value(name) else { return nil }
         guard let d = Double(v), d >= 0 else { throw UsageError("--\(name) needs a non-negative number, got \"\(v)\"") }

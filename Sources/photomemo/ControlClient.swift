@@ -7,14 +7,19 @@ import PhotomemoCore
 final class ControlClient {
     let socketPath: String
     let home: String
-    private let fd: Int32
+    private var fd: Int32 = -1
     private var buffer: [UInt8] = []
     private var nextID: Int64 = 1
 
     /// `--socket PATH`, else `HOME/photomemo.sock` with HOME from `--home` or `$PHOTOMEMO_HOME` (default ./var).
-    init(_ args: ParsedArguments) throws {
+    /// Connects on the first request, so a usage error is reported before the daemon is needed.
+    init(_ args: ParsedArguments) {
         home = homeFolder(args)
         socketPath = args.value("socket") ?? (home as NSString).appendingPathComponent("photomemo.sock")
+    }
+
+    private func connectIfNeeded() throws {
+        guard fd < 0 else { return }
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw PhotomemoError(.io, "socket: \(String(cString: strerror(errno)))") }
         var addr = sockaddr_un()
@@ -28,6 +33,7 @@ final class ControlClient {
         if rc != 0 {
             let e = errno
             close(fd)
+            fd = -1
             if e == ENOENT || e == ECONNREFUSED {
                 throw PhotomemoError(.notRunning,
                     "photomemo is not running on \(home) (nothing answers on \(socketPath)); start it with: photomemo serve --home \(home)")
@@ -39,10 +45,11 @@ final class ControlClient {
         }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     /// Sends a request and returns its `result`, or throws the daemon's error.
     func request(_ cmd: String, _ args: [String: JSONValue] = [:], timeoutMs: Int32 = 30_000) throws -> JSONValue {
+        try connectIfNeeded()
         let id = nextID
         nextID += 1
         var o = args

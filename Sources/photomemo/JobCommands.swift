@@ -9,10 +9,7 @@ let jobsCommand = clientCommand("jobs", "[--state S] [--limit N] [--cursor C] [-
             .value("cursor", "C", "continue after the page that returned this cursor")]) { c, args in
     var req: [String: JSONValue] = [:]
     if let s = args.value("state") { req["state"] = .string(s) }
-    if let l = args.value("limit") {
-        guard let n = Int64(l) else { throw UsageError("--limit needs an integer") }
-        req["limit"] = .int(n)
-    }
+    if let n = try args.int("limit") { req["limit"] = .int(n) }
     if let cur = args.value("cursor") { req["cursor"] = .string(cur) }
     let r = try c.request("jobs", req)
     if args.has("json") { Output.json(r); return 0 }

@@ -13,10 +13,7 @@ let queryCommand = clientCommand("query", "PREDICATE [--type T] [--sort KEYS] [-
     var req: [String: JSONValue] = ["predicate": .string(args.positionals[0])]
     if let t = args.value("type") { req["type"] = .string(t) }
     if let s = args.value("sort") { req["sort"] = .string(s) }
-    if let l = args.value("limit") {
-        guard let n = Int64(l) else { throw UsageError("--limit needs an integer") }
-        req["limit"] = .int(n)
-    }
+    if let n = try args.int("limit") { req["limit"] = .int(n) }
     if let cur = args.value("cursor") { req["cursor"] = .string(cur) }
     let r = try c.request("query", req)
     if args.has("json") { Output.json(r); return 0 }
@@ -101,9 +98,9 @@ let assetCommand = clientCommand("asset", "ID RENDITION -o FILE",
 let changesCommand = clientCommand("changes", "--since N [--limit N] [--json]",
     "Lists record changes (create, update, delete) after change number N, oldest first: catch up on what you missed.",
     extra: [.value("since", "N", "the last change number you have seen (0 for all)"), .value("limit", "N", "at most this many (default 100)")]) { c, args in
-    guard let since = args.value("since").flatMap(Int64.init) else { throw UsageError("changes needs --since N") }
+    guard let since = try args.int("since") else { throw UsageError("changes needs --since N") }
     var req: [String: JSONValue] = ["since": .int(since)]
-    if let l = args.value("limit").flatMap(Int64.init) { req["limit"] = .int(l) }
+    if let l = try args.int("limit") { req["limit"] = .int(l) }
     let r = try c.request("changes", req)
     if args.has("json") { Output.json(r); return 0 }
     Output.table(["seq", "time", "op", "type", "record"], (r["changes"]?.arrayValue ?? []).map {

@@ -33,10 +33,7 @@ let subscribeCommand = clientCommand("subscribe",
         }
         if let e = args.value("exec") { req["exec"] = ["/bin/sh", "-c", .string(e)] }
     }
-    if let s = args.value("since") {
-        guard let n = Int64(s) else { throw UsageError("--since needs a change number") }
-        req["since"] = .int(n)
-    }
+    if let n = try args.int("since") { req["since"] = .int(n) }
     let following = args.has("follow") || (req["webhook"] == nil && req["exec"] == nil)
     req["follow"] = .bool(following)
     guard following else {

@@ -9,12 +9,6 @@ import Testing
         try DaemonHarness.run(args + ["--home", d.home])
     }
 
-    func json(_ d: DaemonHarness, _ args: [String]) throws -> JSONValue {
-        let (status, out, err) = try cli(d, args + ["--json"])
-        #expect(status == 0, "\(args): \(err)")
-        return try JSONValue.parse(out)
-    }
-
     @Test func statusNumbersMatchWhatWasDropped() throws {
         let d = try DaemonHarness()
         try d.start()
@@ -221,6 +215,9 @@ import Testing
         #expect(err.contains("photomemo is not running on \(d.home)"))
         #expect(err.contains("start it with: photomemo serve --home \(d.home)"))
         #expect(try DaemonHarness.run(["jobs", "--home", d.home, "--stat", "x"]).0 == 2)
+        // A bad value is a usage error even with no daemon to ask.
+        let (bad, _, badErr) = try DaemonHarness.run(["changes", "--since", "x", "--home", d.home])
+        #expect(bad == 2 && badErr.contains("--since needs an integer"))
     }
 }
 

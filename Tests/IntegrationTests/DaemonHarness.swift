@@ -1,5 +1,6 @@
 import Foundation
 import Journal
+import PhotomemoCore
 import TestSupport
 import Testing
 
@@ -169,4 +170,12 @@ final class DaemonHarness {
             return c.values.reduce(0, +) == expected && (c["queued"] ?? 0) + (c["running"] ?? 0) + (c["waiting"] ?? 0) == 0
         }
     }
+}
+
+/// Runs `photomemo ARGS --home HOME --json` against the harness's daemon, expects exit 0
+/// and returns the parsed result.
+func json(_ d: DaemonHarness, _ args: [String]) throws -> JSONValue {
+    let (status, out, err) = try DaemonHarness.run(args + ["--home", d.home, "--json"])
+    #expect(status == 0, "\(args): \(err)")
+    return try JSONValue.parse(out)
 }

@@ -40,12 +40,6 @@ final class Receiver {
          "retry": {"max_attempts": 6, "base_ms": 50, "max_ms": 300}}
         """
 
-    func json(_ d: DaemonHarness, _ args: [String]) throws -> JSONValue {
-        let (status, out, err) = try DaemonHarness.run(args + ["--home", d.home, "--json"])
-        #expect(status == 0, "\(args): \(err)")
-        return try JSONValue.parse(out)
-    }
-
     @Test func webhookGetsMatchingChangesSignedAndRetriedAndExecGetsDeletes() throws {
         let d = try DaemonHarness(stages: Self.definition)
         try d.start()

@@ -6,12 +6,6 @@ import Testing
 /// Records end to end: the whole pipeline (validate → compress → upload → index), then the
 /// record commands through the real socket.
 @Suite(.serialized) struct RecordTests {
-    func json(_ d: DaemonHarness, _ args: [String]) throws -> JSONValue {
-        let (status, out, err) = try DaemonHarness.run(args + ["--home", d.home, "--json"])
-        #expect(status == 0, "\(args): \(err)")
-        return try JSONValue.parse(out)
-    }
-
     @Test func goodsMasterQueryUpdateDeleteAndTheChangeFeed() throws {
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/local-store.json"), encoding: .utf8))
         try d.start()

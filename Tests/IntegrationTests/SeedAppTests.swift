@@ -6,12 +6,6 @@ import Testing
 
 /// The seed apps, headless: files into the inbox, lines into queue.jsonl, the CLI for the rest.
 @Suite(.serialized) struct SeedAppTests {
-    func json(_ d: DaemonHarness, _ args: [String]) throws -> JSONValue {
-        let (status, out, err) = try DaemonHarness.run(args + ["--home", d.home, "--json"])
-        #expect(status == 0, "\(args): \(err)")
-        return try JSONValue.parse(out)
-    }
-
     func records(_ d: DaemonHarness, _ predicate: String, _ extra: [String] = []) throws -> [JSONValue] {
         try json(d, ["query", predicate] + extra)["records"]?.arrayValue ?? []
     }
