@@ -109,20 +109,18 @@ public struct CompressStage: Stage {
             } ?? 1
             if shrink > 1 { image = try Vips.jpeg(path, shrink: shrink) }
         }
+        // The resampler takes 8-bit pixels: 16-bit and float images convert before it,
+        // 8-bit ones after (on fewer pixels).
+        let wide = !image.isUchar
+        if wide { image = try Self.toSRGB8(image) }
         if image.width != storedW || image.height != storedH {
-            let hs = Double(storedW) / Double(image.width), vs = Double(storedH) / Double(image.height)
-            image = try image.then("resize") { pm_vips_resize($0, $1, hs, vs) }
+            image = try image.resampled(width: storedW, height: storedH)
         }
         if orientation != 1 {
-            // Rotation reads out of order: compute the (already small) image first.
+            // Rotation reads out of order: it needs the (already small) image in memory.
             image = try image.inMemory().then("rotate") { pm_vips_autorot($0, $1) }
         }
-        if image.has("icc-profile-data") {
-            image = try image.then("colour transform") { pm_vips_icc_to_srgb($0, $1) }
-        } else if image.interpretation != "srgb" {
-            image = try image.then("colour conversion") { pm_vips_colourspace_srgb($0, $1) }
-        }
-        if !image.isUchar { image = try image.then("8-bit conversion") { pm_vips_cast_uchar($0, $1) } }
+        if !wide { image = try Self.toSRGB8(image) }
         if image.hasAlpha { image = try image.then("flatten") { pm_vips_flatten_white($0, $1) } }
         if !keepMetadata || stripGPS { Self.removeGPS(image) }
         let base = try image.inMemory()
@@ -138,10 +136,7 @@ public struct CompressStage: Stage {
                 cw = max(ow, Int((Double(meta.width) * s).rounded()))
                 ch = max(oh, Int((Double(meta.height) * s).rounded()))
             }
-            if cw != base.width || ch != base.height {
-                let hs = Double(cw) / Double(base.width), vs = Double(ch) / Double(base.height)
-                out = try out.then("resize") { pm_vips_resize($0, $1, hs, vs) }
-            }
+            if cw != base.width || ch != base.height { out = try out.resampled(width: cw, height: ch) }
             if out.width != ow || out.height != oh {
                 let left = (out.width - ow) / 2, top = (out.height - oh) / 2
                 out = try out.then("crop") { pm_vips_extract($0, $1, Int32(left), Int32(top), Int32(ow), Int32(oh)) }
@@ -150,6 +145,18 @@ public struct CompressStage: Stage {
             outputs.append((r, data, out.width, out.height))
         }
         return (meta, outputs)
+    }
+
+    /// sRGB (through the embedded profile when there is one, PLATFORM.md), 8 bits per band.
+    static func toSRGB8(_ input: VipsImageRef) throws -> VipsImageRef {
+        var image = input
+        if image.has("icc-profile-data") {
+            image = try image.then("colour transform") { pm_vips_icc_to_srgb($0, $1) }
+        } else if image.interpretation != "srgb" {
+            image = try image.then("colour conversion") { pm_vips_colourspace_srgb($0, $1) }
+        }
+        if !image.isUchar { image = try image.then("8-bit conversion") { pm_vips_cast_uchar($0, $1) } }
+        return image
     }
 
     /// Drops the GPS IFD: libvips rebuilds the EXIF block from these fields on save.

@@ -40,6 +40,17 @@ final class VipsImageRef {
         return VipsImageRef(m)
     }
 
+    /// This image resampled to `width` x `height` by `Resampler` (8-bit images only;
+    /// the stage converts others to 8-bit first). Computes the pixels.
+    func resampled(width w: Int, height h: Int) throws -> VipsImageRef {
+        precondition(isUchar, "Resampler takes 8-bit pixels")
+        let source = try inMemory()
+        guard let out = pm_vips_new_memory_like(source.ptr, Int32(w), Int32(h)) else { throw Vips.error("resize") }
+        Resampler.resample(pm_vips_pixels(source.ptr), width: source.width, height: source.height, bands: Int(pm_vips_bands(ptr)),
+                           into: pm_vips_pixels(out), outWidth: w, outHeight: h)
+        return VipsImageRef(out)
+    }
+
     func encode(_ format: Rendition.Format, quality: Int, strip: Bool) throws -> Data {
         var buf: UnsafeMutableRawPointer?
         var len = 0

@@ -23,9 +23,23 @@ static inline int pm_vips_jpegload(const char *path, int shrink, VipsImage **out
                          "fail_on", VIPS_FAIL_ON_WARNING, NULL);
 }
 
-static inline int pm_vips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale) {
-    return vips_resize(in, out, hscale, "vscale", vscale, "kernel", VIPS_KERNEL_CUBIC, NULL);
+/* An in-memory image with `like`'s bands, format and metadata at a new size, pixels
+   allocated (not set): the resampler fills them. */
+static inline VipsImage *pm_vips_new_memory_like(VipsImage *like, int width, int height) {
+    VipsImage *out = vips_image_new_memory();
+    if (vips_image_pipelinev(out, VIPS_DEMAND_STYLE_ANY, like, NULL) == 0) {
+        out->Xsize = width;
+        out->Ysize = height;
+        if (vips_image_write_prepare(out) == 0) return out;
+    }
+    g_object_unref(out);
+    return NULL;
 }
+
+/* The pixels of an in-memory image, rows packed. */
+static inline unsigned char *pm_vips_pixels(VipsImage *image) { return VIPS_IMAGE_ADDR(image, 0, 0); }
+
+static inline int pm_vips_bands(VipsImage *image) { return vips_image_get_bands(image); }
 
 static inline int pm_vips_autorot(VipsImage *in, VipsImage **out) {
     return vips_autorot(in, out, NULL);

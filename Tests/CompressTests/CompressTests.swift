@@ -81,7 +81,7 @@ func rendition(_ r: JSONValue, _ name: String) -> (path: String, width: Int64, h
         let c = try Compressor(["renditions": [["name": "raw", "width": 860]]])
         let ref = rendition(try c.result("orientation_landscape_1.jpg"), "raw")
         let raw = try Vips.jpeg(testPhotos.appendingPathComponent("orientation_landscape_3.jpg").path, shrink: 1)
-        let scaled = try raw.then("resize") { pm_vips_resize($0, $1, 860.0 / 600, 645.0 / 450) }
+        let scaled = try raw.resampled(width: 860, height: 645)
         let file = c.home + "/unrotated.jpg"
         try scaled.encode(.jpeg, quality: 90, strip: true).write(to: URL(fileURLWithPath: file))
         #expect(try meanDifference(file, ref.path) > 20)
