@@ -47,7 +47,9 @@ let package = Package(
         .target(name: "UploadStage", dependencies: ["PhotomemoCore", "Stores"], path: "Plugins/Upload"),
         .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
 
-        .executableTarget(name: "photomemo-bench", dependencies: ["CompressStage", "Stores", "Index", "PhotomemoCore", "CVips", "CPosix"]),
+        .executableTarget(name: "photomemo-bench", dependencies: [
+            "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "CVips", "CPosix",
+        ]),
         .executableTarget(name: "photomemo", dependencies: [
             "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
         ]),

@@ -5,7 +5,7 @@ import PhotomemoCore
 /// `index`: turns a finished job into its record — type, memo and typed fields from the
 /// memo, asset keys from upload, EXIF and size from compress — or updates the record of
 /// the same photo when a later memo names it. Idempotent on the job key.
-public struct IndexStage: RecordIndexStage {
+public struct IndexStage: RecordIndexStage, BatchStage {
     public static let name = "index"
     public static let summary = "writes the job's record (typed fields, assets, EXIF) to the record index"
     public static let workload = StageWorkload.io
@@ -21,20 +21,34 @@ public struct IndexStage: RecordIndexStage {
         indexPath = store.path
     }
 
-    public func run(_ job: JobContext) -> StageOutcome {
+    /// Under load the scheduler hands over up to 64 jobs: they are written in one
+    /// transaction. If that fails, each job is written alone, so one job's error (a record
+    /// that does not exist) stays that job's.
+    public func run(batch jobs: [JobContext]) -> [StageOutcome] {
+        if jobs.count > 1, let written = try? store.apply(batch: jobs.map(Self.input)) {
+            return written.map(Self.outcome)
+        }
+        return jobs.map { job in
+            do {
+                return Self.outcome(try store.apply(Self.input(job)))
+            } catch RecordStore.WriteError.notFound {
+                return .fail(reason: "record \(job.memo.record ?? "?") named by the job does not exist")
+            } catch {
+                return .retry(reason: "index: \(error)")
+            }
+        }
+    }
+
+    static func input(_ job: JobContext) -> RecordStore.Input {
         let compress = job.results["compress"]
         let original = compress?["original"] ?? job.results["validate"]
-        let input = RecordStore.Input(
+        return RecordStore.Input(
             jobKey: job.key, photoSHA256: job.photoPath == nil ? nil : job.photoSHA256, memo: job.memo,
             assets: job.results["upload"]?["assets"] ?? .emptyObject, exif: compress?["exif"] ?? .emptyObject,
             width: original?["width"]?.intValue.map(Int.init), height: original?["height"]?.intValue.map(Int.init))
-        do {
-            let (record, op) = try store.apply(input)
-            return .continue(result: ["record": .string(record.id), "op": .string(op), "change_tag": .string(record.changeTag)])
-        } catch RecordStore.WriteError.notFound {
-            return .fail(reason: "record \(job.memo.record ?? "?") named by the job does not exist")
-        } catch {
-            return .retry(reason: "index: \(error)")
-        }
+    }
+
+    static func outcome(_ written: (record: Record, op: String)) -> StageOutcome {
+        .continue(result: ["record": .string(written.record.id), "op": .string(written.op), "change_tag": .string(written.record.changeTag)])
     }
 }

@@ -89,85 +89,103 @@ extension Journal {
     /// Applies a stage's outcome to its job in one transaction and says what happened.
     public func recordOutcome(job: ClaimedJob, stageName: String, outcome: StageOutcome, durationMs: Double,
                               stageCount: Int, retry: RetryPolicy, now: Double = unixNow()) throws -> Transition {
+        try recordOutcomes([(job, outcome)], stageName: stageName, durationMs: durationMs, stageCount: stageCount,
+                           retry: retry, now: now)[0]
+    }
+
+    /// A batch run's outcomes, one per job, in one transaction (one fsync for the batch).
+    public func recordOutcomes(_ runs: [(job: ClaimedJob, outcome: StageOutcome)], stageName: String, durationMs: Double,
+                               stageCount: Int, retry: RetryPolicy, now: Double = unixNow()) throws -> [Transition] {
+        try write { db in
+            try runs.map {
+                try self.apply($0.outcome, to: $0.job, db: db, stageName: stageName, durationMs: durationMs,
+                               batch: runs.count, stageCount: stageCount, retry: retry, now: now)
+            }
+        }
+    }
+
+    /// One job's outcome, inside the caller's transaction. A job done in a batch says so
+    /// in its event (`photomemo job ID` shows it; the duration is the batch's).
+    private func apply(_ outcome: StageOutcome, to job: ClaimedJob, db: Database, stageName: String, durationMs: Double,
+                       batch: Int, stageCount: Int, retry: RetryPolicy, now: Double) throws -> Transition {
         let id = job.context.id
         let attempt = job.context.attempt
-        return try write { db in
-            guard let row = try db.queryOne("SELECT state, photo_path, outages FROM jobs WHERE id = ?", [.int(id)]),
-                  row.string(0) == "running" else {
-                // Cancelled (or otherwise moved on) while the stage ran: keep what is there.
-                return Transition(kind: .abandoned, quarantinePhoto: nil)
+        guard let row = try db.queryOne("SELECT state, photo_path, outages FROM jobs WHERE id = ?", [.int(id)]),
+              row.string(0) == "running" else {
+            // Cancelled (or otherwise moved on) while the stage ran: keep what is there.
+            return Transition(kind: .abandoned, quarantinePhoto: nil)
+        }
+        let photo = row.string(1)
+        let outages = Int(row.int(2) ?? 0)
+
+        func fail(_ reason: String) throws -> Transition {
+            try db.run("""
+                UPDATE jobs SET state = 'failed', error = ?, quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END,
+                       updated = ?, finished = ? WHERE id = ?
+                """, [.text(reason), .double(now), .double(now), .int(id)])
+            try event(db, job: id, stage: stageName, attempt: attempt, "failed", durationMs: durationMs, message: reason, at: now)
+            return Transition(kind: .failed(reason: reason), quarantinePhoto: photo)
+        }
+
+        switch outcome {
+        case .continue, .skip:
+            var results = try JSONValue.parse(
+                try db.queryOne("SELECT results FROM jobs WHERE id = ?", [.int(id)])!.string(0)!).objectValue ?? [:]
+            let eventName: String
+            var message: String? = nil
+            if case .skip(let reason) = outcome {
+                eventName = "skipped"
+                message = reason
+                results[stageName] = ["skipped": .string(reason)]
+            } else {
+                eventName = "done"
+                if batch > 1 { message = "in a batch of \(batch)" }
+                if case .continue(let r) = outcome { results[stageName] = r }
             }
-            let photo = row.string(1)
-            let outages = Int(row.int(2) ?? 0)
-
-            func fail(_ reason: String) throws -> Transition {
+            try event(db, job: id, stage: stageName, attempt: attempt, eventName, durationMs: durationMs, message: message, at: now)
+            let next = job.stageIndex + 1
+            if next < stageCount {
                 try db.run("""
-                    UPDATE jobs SET state = 'failed', error = ?, quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END,
-                           updated = ?, finished = ? WHERE id = ?
-                    """, [.text(reason), .double(now), .double(now), .int(id)])
-                try event(db, job: id, stage: stageName, attempt: attempt, "failed", durationMs: durationMs, message: reason, at: now)
-                return Transition(kind: .failed(reason: reason), quarantinePhoto: photo)
+                    UPDATE jobs SET state = 'queued', stage_index = ?, stage = NULL, attempts = 0, outages = 0, ready_at = ?,
+                           results = ?, error = NULL, updated = ? WHERE id = ?
+                    """, [.int(Int64(next)), .double(now), .text(JSONValue.object(results).jsonString), .double(now), .int(id)])
+                return Transition(kind: .advanced(toStage: next), quarantinePhoto: nil)
             }
+            try db.run("""
+                UPDATE jobs SET state = 'done', stage = NULL, stage_index = ?, results = ?, error = NULL, updated = ?, finished = ?
+                WHERE id = ?
+                """, [.int(Int64(next)), .text(JSONValue.object(results).jsonString), .double(now), .double(now), .int(id)])
+            try event(db, job: id, stage: nil, attempt: nil, "finished", at: now)
+            return Transition(kind: .finished, quarantinePhoto: nil)
 
-            switch outcome {
-            case .continue, .skip:
-                var results = try JSONValue.parse(
-                    try db.queryOne("SELECT results FROM jobs WHERE id = ?", [.int(id)])!.string(0)!).objectValue ?? [:]
-                let eventName: String
-                var message: String? = nil
-                if case .skip(let reason) = outcome {
-                    eventName = "skipped"
-                    message = reason
-                    results[stageName] = ["skipped": .string(reason)]
-                } else {
-                    eventName = "done"
-                    if case .continue(let r) = outcome { results[stageName] = r }
-                }
-                try event(db, job: id, stage: stageName, attempt: attempt, eventName, durationMs: durationMs, message: message, at: now)
-                let next = job.stageIndex + 1
-                if next < stageCount {
-                    try db.run("""
-                        UPDATE jobs SET state = 'queued', stage_index = ?, stage = NULL, attempts = 0, outages = 0, ready_at = ?,
-                               results = ?, error = NULL, updated = ? WHERE id = ?
-                        """, [.int(Int64(next)), .double(now), .text(JSONValue.object(results).jsonString), .double(now), .int(id)])
-                    return Transition(kind: .advanced(toStage: next), quarantinePhoto: nil)
-                }
-                try db.run("""
-                    UPDATE jobs SET state = 'done', stage = NULL, stage_index = ?, results = ?, error = NULL, updated = ?, finished = ?
-                    WHERE id = ?
-                    """, [.int(Int64(next)), .text(JSONValue.object(results).jsonString), .double(now), .double(now), .int(id)])
-                try event(db, job: id, stage: nil, attempt: nil, "finished", at: now)
-                return Transition(kind: .finished, quarantinePhoto: nil)
-
-            case .retry(let reason, let after):
-                if attempt >= retry.maxAttempts {
-                    return try fail("\(reason) (gave up after \(attempt) attempts)")
-                }
-                var delay = retry.delayMs(afterFailures: attempt)
-                if let after { delay = max(delay, after.milliseconds) }
-                try db.run("""
-                    UPDATE jobs SET state = 'waiting', wait_reason = 'backoff', attempts = ?, ready_at = ?, error = ?, updated = ?
-                    WHERE id = ?
-                    """, [.int(Int64(attempt)), .double(now + Double(delay) / 1000), .text(reason), .double(now), .int(id)])
-                try event(db, job: id, stage: stageName, attempt: attempt, "retry", durationMs: durationMs,
-                          message: "\(reason); next attempt in \(delay) ms", at: now)
-                return Transition(kind: .retrying(afterMs: delay), quarantinePhoto: nil)
-
-            case .unavailable(let dependency, let reason):
-                // An outage is not the job's fault: back off (capped) without spending an attempt.
-                let delay = retry.delayMs(afterFailures: outages + 1)
-                try db.run("""
-                    UPDATE jobs SET state = 'waiting', wait_reason = 'dependency', outages = ?, ready_at = ?, error = ?, updated = ?
-                    WHERE id = ?
-                    """, [.int(Int64(outages + 1)), .double(now + Double(delay) / 1000), .text("\(dependency) unavailable: \(reason)"),
-                          .double(now), .int(id)])
-                try event(db, job: id, stage: stageName, attempt: attempt, "unavailable", durationMs: durationMs,
-                          message: "\(dependency): \(reason); next try in \(delay) ms", at: now)
-                return Transition(kind: .waitingForDependency(afterMs: delay), quarantinePhoto: nil)
-
-            case .fail(let reason):
-                return try fail(reason)
+        case .retry(let reason, let after):
+            if attempt >= retry.maxAttempts {
+                return try fail("\(reason) (gave up after \(attempt) attempts)")
             }
+            var delay = retry.delayMs(afterFailures: attempt)
+            if let after { delay = max(delay, after.milliseconds) }
+            try db.run("""
+                UPDATE jobs SET state = 'waiting', wait_reason = 'backoff', attempts = ?, ready_at = ?, error = ?, updated = ?
+                WHERE id = ?
+                """, [.int(Int64(attempt)), .double(now + Double(delay) / 1000), .text(reason), .double(now), .int(id)])
+            try event(db, job: id, stage: stageName, attempt: attempt, "retry", durationMs: durationMs,
+                      message: "\(reason); next attempt in \(delay) ms", at: now)
+            return Transition(kind: .retrying(afterMs: delay), quarantinePhoto: nil)
+
+        case .unavailable(let dependency, let reason):
+            // An outage is not the job's fault: back off (capped) without spending an attempt.
+            let delay = retry.delayMs(afterFailures: outages + 1)
+            try db.run("""
+                UPDATE jobs SET state = 'waiting', wait_reason = 'dependency', outages = ?, ready_at = ?, error = ?, updated = ?
+                WHERE id = ?
+                """, [.int(Int64(outages + 1)), .double(now + Double(delay) / 1000), .text("\(dependency) unavailable: \(reason)"),
+                      .double(now), .int(id)])
+            try event(db, job: id, stage: stageName, attempt: attempt, "unavailable", durationMs: durationMs,
+                      message: "\(dependency): \(reason); next try in \(delay) ms", at: now)
+            return Transition(kind: .waitingForDependency(afterMs: delay), quarantinePhoto: nil)
+
+        case .fail(let reason):
+            return try fail(reason)
         }
     }
 

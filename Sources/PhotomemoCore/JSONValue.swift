@@ -44,7 +44,7 @@ extension JSONValue {
         case .int(let i): out += String(i)
         case .double(let d):
             if d.isFinite {
-                out += d == d.rounded() && abs(d) < 1e15 ? String(format: "%.1f", d) : "\(d)"
+                out += d == d.rounded() && abs(d) < 1e15 ? "\(Int64(d)).0" : "\(d)"
             } else {
                 out += "null"
             }
@@ -70,6 +70,12 @@ extension JSONValue {
 
     private static func writeString(_ s: String, to out: inout String) {
         out += "\""
+        // Most strings need no escaping: append them whole.
+        guard s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            out += s
+            out += "\""
+            return
+        }
         for u in s.unicodeScalars {
             switch u {
             case "\"": out += "\\\""

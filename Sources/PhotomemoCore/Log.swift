@@ -64,8 +64,13 @@ public func isoTimestamp(_ t: Double) -> String {
     var tm = tm()
     gmtime_r(&secs, &tm)
     let ms = Int((t - t.rounded(.down)) * 1000)
-    return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms)
+    // Hand-padded: String(format:) is slow enough to show in the index's write path.
+    func pad(_ v: Int32, _ width: Int) -> String {
+        let s = String(v)
+        return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+    return pad(tm.tm_year + 1900, 4) + "-" + pad(tm.tm_mon + 1, 2) + "-" + pad(tm.tm_mday, 2) + "T" + pad(tm.tm_hour, 2) + ":"
+        + pad(tm.tm_min, 2) + ":" + pad(tm.tm_sec, 2) + "." + pad(Int32(ms), 3) + "Z"
 }
 
 /// Unix time in seconds as a Double (the journal's clock).

@@ -21,6 +21,34 @@ public protocol Stage: Sendable {
     func run(_ job: JobContext) -> StageOutcome
 }
 
+/// A stage that takes several jobs in one call, to share a cost between them (the index
+/// stage writes a batch in one transaction: one fsync instead of one per record). Under
+/// load the scheduler hands it up to `batchLimit` jobs that became runnable together,
+/// one batch per concurrency slot; a lone job comes as a batch of one. Outcomes come back
+/// in the order of `jobs`, one each, and each job's outcome is its own (one bad job
+/// must not fail its neighbours).
+public protocol BatchStage: Stage {
+    static var batchLimit: Int { get }
+    func run(batch jobs: [JobContext]) -> [StageOutcome]
+}
+
+extension BatchStage {
+    public static var batchLimit: Int { 64 }
+    public func run(_ job: JobContext) -> StageOutcome { run(batch: [job])[0] }
+}
+
+extension Stage {
+    /// How many jobs the scheduler may hand this stage at once (1 unless it is a `BatchStage`).
+    public static var jobsPerRun: Int { (Self.self as? any BatchStage.Type)?.batchLimit ?? 1 }
+
+    /// Runs `jobs` (at most `jobsPerRun`): as one batch, or the single job.
+    public func run(jobs: [JobContext]) -> [StageOutcome] {
+        if let batch = self as? any BatchStage { return batch.run(batch: jobs) }
+        precondition(jobs.count == 1, "\(Self.name) is not a batch stage")
+        return [run(jobs[0])]
+    }
+}
+
 public enum StageWorkload: Sendable {
     case cpu
     case io

@@ -7,8 +7,11 @@ import PhotomemoCore
 /// limits, retries with back-off, dependency outages, the journal and quarantine.
 ///
 ///     pump ─▶ [pool] claim runnable jobs per stage (free slots only) ─▶ dispatch
-///     dispatch ─▶ [pool] stage.run(job) ─▶ journal.recordOutcome ─▶ quarantine if failed
+///     dispatch ─▶ [pool] stage.run(jobs) ─▶ journal.recordOutcomes ─▶ quarantine if failed
 ///              ─▶ [loop] free the slot, pump again
+///
+/// A slot runs one job, or for a `BatchStage` up to `batchLimit` jobs claimed together
+/// (batches form only under load: a lone runnable job goes alone, at once).
 ///     timer ─▶ pump at the next back-off end or join deadline
 ///
 /// Job state lives in the journal, not here: memory holds only the jobs running now, so
@@ -18,7 +21,9 @@ final class Scheduler {
     private let journal: Journal
     private let quarantine: Quarantine
     private(set) var definition: JobDefinition
+    /// Jobs running per stage, and the slots (stage runs) they take.
     private var running: [String: Int] = [:]
+    private var slotsInUse: [String: Int] = [:]
     private var claiming = false
     private var pumpAgain = false
     private var stopping = false
@@ -120,7 +125,7 @@ final class Scheduler {
         guard !stopping, !paused else { return }
         guard !claiming else { pumpAgain = true; return }
         let def = definition
-        let free = def.stages.enumerated().map { i, s in (i, s.name, s.concurrency - running[s.name, default: 0]) }
+        let free = def.stages.enumerated().map { i, s in (i, s.name, s.concurrency - slotsInUse[s.name, default: 0]) }
             .filter { $0.2 > 0 && !pausedStages.contains($0.1) }
         guard !free.isEmpty else { return }
         claiming = true
@@ -131,7 +136,8 @@ final class Scheduler {
                 for id in try journal.expireJoins(now: now) { Log.warning("gave up waiting for the photo", job: id) }
                 var claimed: [ClaimedJob] = []
                 for (index, name, slots) in free {
-                    claimed += try journal.claim(stageIndex: index, stageName: name, limit: slots, now: now)
+                    let limit = slots * type(of: def.stages[index].stage).jobsPerRun
+                    claimed += try journal.claim(stageIndex: index, stageName: name, limit: limit, now: now)
                 }
                 return (claimed, try journal.nextWakeAt())
             }
@@ -139,7 +145,13 @@ final class Scheduler {
             self.claiming = false
             switch result {
             case .success(let (claimed, wake)):
-                for job in claimed { self.dispatch(job, definition: def) }
+                for index in Set(claimed.map(\.stageIndex)).sorted() {
+                    let jobs = claimed.filter { $0.stageIndex == index }
+                    let size = type(of: def.stages[index].stage).jobsPerRun
+                    for start in stride(from: 0, to: jobs.count, by: size) {
+                        self.dispatch(Array(jobs[start..<min(jobs.count, start + size)]), definition: def)
+                    }
+                }
                 self.arm(wake)
             case .failure(let error):
                 Log.error("claiming jobs: \(error); retrying in 1 s")
@@ -159,41 +171,54 @@ final class Scheduler {
         wakeTimer.start(afterMs: UInt64(ms.rounded(.up)) + 1) { [unowned self] in self.pump() }
     }
 
-    private func dispatch(_ job: ClaimedJob, definition def: JobDefinition) {
-        let entry = def.stages[job.stageIndex]
-        running[entry.name, default: 0] += 1
-        Log.debug("started (attempt \(job.context.attempt))", job: job.context.id, stage: entry.name)
-        events.publish("stage_started", job: job.context.id, ["stage": .string(entry.name), "attempt": .int(Int64(job.context.attempt))])
+    /// Runs one slot's jobs (one, or a batch) and records their outcomes in one transaction.
+    private func dispatch(_ jobs: [ClaimedJob], definition def: JobDefinition) {
+        let entry = def.stages[jobs[0].stageIndex]
+        running[entry.name, default: 0] += jobs.count
+        slotsInUse[entry.name, default: 0] += 1
+        let contexts = jobs.map { job in
+            Log.debug("started (attempt \(job.context.attempt))", job: job.context.id, stage: entry.name)
+            events.publish("stage_started", job: job.context.id, ["stage": .string(entry.name), "attempt": .int(Int64(job.context.attempt))])
+            var context = job.context
+            context.progress = Self.progressReporter(job: job.context.id, stage: entry.name, wakeup: wakeup, events: events)
+            return context
+        }
         let journal = self.journal, quarantine = self.quarantine
         let stageCount = def.stages.count, retry = def.retry
-        var context = job.context
-        context.progress = Self.progressReporter(job: job.context.id, stage: entry.name, wakeup: wakeup, events: events)
-        let runContext = context
-        loop.submit({ () -> Result<(Transition, StageOutcome, Double), Error> in
+        loop.submit({ () -> Result<([(Transition, StageOutcome)], Double, [String]), Error> in
             let clock = ContinuousClock()
             let started = clock.now
-            let outcome = entry.stage.run(runContext)
+            let outcomes = entry.stage.run(jobs: contexts)
+            precondition(outcomes.count == jobs.count, "\(entry.name) returned \(outcomes.count) outcomes for \(jobs.count) jobs")
             let elapsed = (clock.now - started).components
             let ms = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
             Failpoint.hit("stage.before_journal")
-            return Result { () -> (Transition, StageOutcome, Double) in
-                let t = try journal.recordOutcome(job: job, stageName: entry.name, outcome: outcome, durationMs: ms,
-                                                  stageCount: stageCount, retry: retry)
-                if let photo = t.quarantinePhoto, case .failed(let reason) = t.kind {
-                    try Self.quarantinePhoto(PendingQuarantine(job: job.context.id, photoPath: photo, stage: entry.name, reason: reason),
-                                             journal: journal, quarantine: quarantine)
+            return Result { () -> ([(Transition, StageOutcome)], Double, [String]) in
+                let transitions = try journal.recordOutcomes(Array(zip(jobs, outcomes)).map { ($0, $1) }, stageName: entry.name,
+                                                             durationMs: ms, stageCount: stageCount, retry: retry)
+                // Recorded: a photo that fails to move now is moved at the next start.
+                var errors: [String] = []
+                for (job, t) in zip(jobs, transitions) {
+                    guard let photo = t.quarantinePhoto, case .failed(let reason) = t.kind else { continue }
+                    do {
+                        try Self.quarantinePhoto(PendingQuarantine(job: job.context.id, photoPath: photo, stage: entry.name, reason: reason),
+                                                 journal: journal, quarantine: quarantine)
+                    } catch { errors.append("job \(job.context.id): cannot quarantine \(photo): \(error)") }
                 }
-                return (t, outcome, ms)
+                return (Array(zip(transitions, outcomes)), ms, errors)
             }
         }) { [unowned self] result in
-            self.running[entry.name, default: 1] -= 1
-            let id = job.context.id
+            self.running[entry.name, default: jobs.count] -= jobs.count
+            self.slotsInUse[entry.name, default: 1] -= 1
             switch result {
-            case .success(let (t, outcome, ms)):
-                self.report(job: id, stage: entry.name, transition: t, outcome: outcome, ms: ms)
+            case .success(let (done, ms, errors)):
+                for (job, (t, outcome)) in zip(jobs, done) {
+                    self.report(job: job.context.id, stage: entry.name, transition: t, outcome: outcome, ms: ms)
+                }
+                for e in errors { Log.error(e, stage: entry.name) }
             case .failure(let error):
-                // The journal could not record it: the job stays `running` and resumes at restart.
-                Log.error("cannot record the outcome: \(error)", job: id, stage: entry.name)
+                // The journal could not record it: the jobs stay `running` and resume at restart.
+                for job in jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: entry.name) }
             }
             self.pump()
             self.checkIdle()

@@ -1,4 +1,5 @@
 import Foundation
+import Journal
 import PhotomemoCore
 import TestSupport
 import Testing
@@ -57,6 +58,28 @@ import Testing
         let (bad, _, badErr) = try DaemonHarness.run(["query", "salesPrice >= ", "--home", d.home])
         #expect(bad == 1 && badErr.contains("column 15"))
         #expect(try json(d, ["query", "noSuchField == 3"])["records"] == [])
+        #expect(d.stop().status == 0)
+    }
+
+    @Test func aBacklogAtTheIndexStageIsWrittenInBatchesAndABadJobFailsAlone() throws {
+        let d = try DaemonHarness(stages: #"{"name": "index-only", "stages": [{"use": "index", "concurrency": 1}]}"#)
+        try d.start()
+        #expect(try json(d, ["pause", "index"])["paused_stages"] == ["index"])
+        // 150 memos pile up at the paused stage; one names a record that does not exist.
+        var lines = (0..<150).map { #"{"key":"m\#($0)","type":"Note","memo":"note \#($0)","fields":{"n":\#($0)}}"# }
+        lines[70] = #"{"key":"bad","record":"rnosuchrecord","memo":"x"}"#
+        try d.append(lines.joined(separator: "\n") + "\n")
+        try d.waitUntil("150 jobs queued") { try d.stateCounts()["queued"] == 150 }
+        #expect(try json(d, ["resume", "index"])["paused_stages"] == [])
+        try d.waitIdle(jobs: 150)
+        #expect(try d.stateCounts() == ["done": 149, "failed": 1])
+        #expect(try d.jobs("state = 'failed'").first?.error?.contains("record rnosuchrecord named by the job does not exist") == true)
+        #expect(try json(d, ["query", "n >= 0", "--type", "Note", "--limit", "500"])["records"]?.arrayValue?.count == 149)
+        // The index stage took them in batches (at most 64 each), not one run per job.
+        let db = try Database(path: d.home + "/photomemo.sqlite", readOnly: true)
+        let batched = try db.query("SELECT message FROM job_events WHERE stage = 'index' AND event = 'done'").compactMap { $0.string(0) }
+        #expect(batched.count >= 100, "\(batched.count) jobs done in batches")
+        #expect(batched.allSatisfy { $0.hasPrefix("in a batch of ") && Int($0.dropFirst(14))! <= 64 })
         #expect(d.stop().status == 0)
     }
 }
