@@ -12,7 +12,7 @@ enum Resampler {
     /// For each output position: the first input index and its weights (summing to 1).
     struct Taps {
         var start: [Int32] = []
-        var count: [Int32] = []
+        var lengths: [Int32] = []
         var weights: [Float] = []  // `width` per output position, zero-padded
         var width = 0
 
@@ -33,12 +33,14 @@ enum Resampler {
                 while raw.count > 1, raw.first == 0 { raw.removeFirst(); first += 1 }
                 let total = raw.reduce(0, +)
                 start.append(Int32(first))
-                count.append(Int32(raw.count))
+                lengths.append(Int32(raw.count))
                 for (k, w) in raw.enumerated() { weights[o * width + k] = Float(w / total) }
             }
         }
 
-        subscript(_ o: Int) -> ArraySlice<Float> { weights[(o * width)..<(o * width + Int(count[o]))] }
+        var outputs: Int { start.count }
+
+        subscript(_ o: Int) -> ArraySlice<Float> { weights[(o * width)..<(o * width + Int(lengths[o]))] }
     }
 
     /// Catmull-Rom (cubic B=0, C=0.5), libvips' and Pillow's "bicubic".
@@ -100,11 +102,11 @@ enum Resampler {
     static func horizontal4Lanes(_ line: UnsafeMutablePointer<Float>, stride: Int, columns: Taps, into out: UnsafeMutablePointer<Float>) {
         let step = stride * MemoryLayout<Float>.stride
         columns.weights.withUnsafeBufferPointer { weights in
-            for o in 0..<columns.count.count {
+            for o in 0..<columns.outputs {
                 var acc = SIMD4<Float>(repeating: 0)
                 var p = UnsafeRawPointer(line + Int(columns.start[o]) * stride)
                 let w = weights.baseAddress! + o * columns.width
-                for k in 0..<Int(columns.count[o]) {
+                for k in 0..<Int(columns.lengths[o]) {
                     acc += p.loadUnaligned(as: SIMD4<Float>.self) * w[k]
                     p += step
                 }
@@ -114,7 +116,7 @@ enum Resampler {
     }
 
     static func horizontal(_ line: UnsafeMutablePointer<Float>, bands: Int, columns: Taps, into out: UnsafeMutablePointer<Float>) {
-        for o in 0..<columns.count.count {
+        for o in 0..<columns.outputs {
             let first = Int(columns.start[o])
             for b in 0..<bands {
                 var acc: Float = 0
