@@ -86,14 +86,8 @@ extension Journal {
         }
     }
 
-    /// Applies a stage's outcome to its job in one transaction and says what happened.
-    public func recordOutcome(job: ClaimedJob, stageName: String, outcome: StageOutcome, durationMs: Double,
-                              stageCount: Int, retry: RetryPolicy, now: Double = unixNow()) throws -> Transition {
-        try recordOutcomes([(job, outcome)], stageName: stageName, durationMs: durationMs, stageCount: stageCount,
-                           retry: retry, now: now)[0]
-    }
-
-    /// A batch run's outcomes, one per job, in one transaction (one fsync for the batch).
+    /// A stage run's outcomes, one per job (one, or a batch), in one transaction (one
+    /// fsync for the batch); says what happened to each job.
     public func recordOutcomes(_ runs: [(job: ClaimedJob, outcome: StageOutcome)], stageName: String, durationMs: Double,
                                stageCount: Int, retry: RetryPolicy, now: Double = unixNow()) throws -> [Transition] {
         try write { db in

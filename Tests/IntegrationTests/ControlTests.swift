@@ -225,16 +225,7 @@ import Testing
 @Suite(.serialized, .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")))
 struct SocketPermissionTests {
     func asNobody(_ d: DaemonHarness) throws -> (Int32, String, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-        p.arguments = ["-u", "nobody", "--", DaemonHarness.binary, "status", "--json", "--home", d.home]
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-                String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        try DaemonHarness.run(as: "nobody", [DaemonHarness.binary, "status", "--json", "--home", d.home])
     }
 
     @Test func anotherUserIsRefusedByDefaultAndAdmittedThroughTheSocketGroup() throws {

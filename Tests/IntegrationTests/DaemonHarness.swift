@@ -41,10 +41,17 @@ final class DaemonHarness {
     }
 
     /// Runs `photomemo ARGS` to completion: (exit status, stdout, stderr).
-    static func run(_ args: [String]) throws -> (Int32, String, String) {
+    static func run(_ args: [String]) throws -> (Int32, String, String) { try spawn([binary] + args) }
+
+    /// Runs `argv` as another Unix user (and group) through runuser: (exit status, stdout, stderr).
+    static func run(as user: String, group: String? = nil, _ argv: [String]) throws -> (Int32, String, String) {
+        try spawn(["/usr/sbin/runuser", "-u", user] + (group.map { ["-g", $0] } ?? []) + ["--"] + argv)
+    }
+
+    static func spawn(_ argv: [String]) throws -> (Int32, String, String) {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = args
+        p.executableURL = URL(fileURLWithPath: argv[0])
+        p.arguments = Array(argv.dropFirst())
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err

@@ -88,17 +88,9 @@ import Testing
 @Suite(.serialized, .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")))
 struct RecordACLTests {
     func run(as user: String, _ d: DaemonHarness, _ args: [String]) throws -> (Int32, JSONValue?) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
         // The socket is 0660 group nogroup: both users run with that group.
-        p.arguments = ["-u", user, "-g", "nogroup", "--", DaemonHarness.binary] + args + ["--home", d.home, "--json"]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, try? JSONValue.parse(data))
+        let (status, out, _) = try DaemonHarness.run(as: user, group: "nogroup", [DaemonHarness.binary] + args + ["--home", d.home, "--json"])
+        return (status, try? JSONValue.parse(out))
     }
 
     @Test func eachUserSeesOnlyTheirOwnAndPublicRecords() throws {

@@ -138,16 +138,8 @@ import Testing
 struct CameraMemoPerUserTests {
     /// Runs a command as `user` with group nogroup (the socket's group).
     func run(as user: String, _ argv: [String]) throws -> (Int32, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-        p.arguments = ["-u", user, "-g", "nogroup", "--"] + argv
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        let (status, out, _) = try DaemonHarness.run(as: user, group: "nogroup", argv)
+        return (status, out)
     }
 
     @Test func eachUserSeesAndFetchesOnlyTheirOwn() throws {

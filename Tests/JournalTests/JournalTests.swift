@@ -25,6 +25,12 @@ import PhotomemoCore
 
     func summary(_ id: Int64) throws -> JobSummary { try #require(try journal.job(id)) }
 
+    /// One job's outcome, recorded as a run of one.
+    func record(_ job: ClaimedJob, stageName: String, outcome: StageOutcome, durationMs: Double, stageCount: Int,
+                retry: RetryPolicy) throws -> Transition {
+        try journal.recordOutcomes([(job, outcome)], stageName: stageName, durationMs: durationMs, stageCount: stageCount, retry: retry)[0]
+    }
+
     @Test func queuePositionIsCommittedWithTheJobs() throws {
         #expect(try journal.queuePosition() == .start)
         let pos = QueuePosition(inode: 42, offset: 100, line: 2)
@@ -100,26 +106,26 @@ import PhotomemoCore
         let policy = RetryPolicy.exponentialJitter(maxAttempts: 2, baseMs: 1, maxMs: 2)
         _ = try journal.commitPhotos([photo("a.jpg", sha: "x1")])
         var job = try journal.claim(stageIndex: 0, stageName: "one", limit: 1)[0]
-        #expect(try journal.recordOutcome(job: job, stageName: "one", outcome: .continue(result: ["w": 3]), durationMs: 1,
+        #expect(try record(job, stageName: "one", outcome: .continue(result: ["w": 3]), durationMs: 1,
                                           stageCount: 2, retry: policy).kind == .advanced(toStage: 1))
         #expect(try journal.claim(stageIndex: 0, stageName: "one", limit: 1).isEmpty)
         job = try journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
         #expect(job.context.results["one"] == ["w": 3])
         #expect(job.context.attempt == 1)
         // A dependency outage does not spend the attempt.
-        guard case .waitingForDependency = try journal.recordOutcome(job: job, stageName: "two",
+        guard case .waitingForDependency = try record(job, stageName: "two",
             outcome: .unavailable(dependency: "store", reason: "refused"), durationMs: 1, stageCount: 2, retry: policy).kind
         else { Issue.record("not waiting"); return }
         Thread.sleep(forTimeInterval: 0.01)
         job = try journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
         #expect(job.context.attempt == 1)
-        guard case .retrying = try journal.recordOutcome(job: job, stageName: "two", outcome: .retry(reason: "flaky"),
+        guard case .retrying = try record(job, stageName: "two", outcome: .retry(reason: "flaky"),
                                                          durationMs: 1, stageCount: 2, retry: policy).kind
         else { Issue.record("not retrying"); return }
         Thread.sleep(forTimeInterval: 0.01)
         job = try journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
         #expect(job.context.attempt == 2)
-        let t = try journal.recordOutcome(job: job, stageName: "two", outcome: .retry(reason: "flaky"), durationMs: 1,
+        let t = try record(job, stageName: "two", outcome: .retry(reason: "flaky"), durationMs: 1,
                                           stageCount: 2, retry: policy)
         #expect(t.kind == .failed(reason: "flaky (gave up after 2 attempts)"))
         #expect(t.quarantinePhoto == dir + "/inbox/a.jpg")
@@ -131,11 +137,27 @@ import PhotomemoCore
         #expect(events == ["accepted", "started", "done", "started", "unavailable", "started", "retry", "started", "failed", "quarantined"])
     }
 
+    @Test func aBatchsOutcomesAreEachTheirJobsInOneRecording() throws {
+        _ = try journal.commitMemos([memo("b1"), memo("b2"), memo("b3")], position: nil, joinTimeoutSeconds: 60)
+        let jobs = try journal.claim(stageIndex: 0, stageName: "index", limit: 10)
+        #expect(jobs.count == 3)
+        let t = try journal.recordOutcomes([(jobs[0], .continue(result: ["r": 1])), (jobs[1], .fail(reason: "no such record")),
+                                            (jobs[2], .retry(reason: "busy"))],
+                                           stageName: "index", durationMs: 4, stageCount: 2, retry: .default)
+        #expect(t.map(\.kind) == [.advanced(toStage: 1), .failed(reason: "no such record"), t[2].kind])
+        guard case .retrying = t[2].kind else { Issue.record("\(t[2])"); return }
+        #expect(try summary(jobs[1].context.id).state == .failed)
+        // A job done in a batch says so in its history.
+        let done = try journal.history(jobs[0].context.id).first { $0.event == "done" }
+        #expect(done?.message == "in a batch of 3")
+        #expect(done?.durationMs == 4)
+    }
+
     @Test func permanentFailureSkipsRetriesAndMemoOnlyJobsFinish() throws {
         _ = try journal.commitMemos([memo("n")], position: nil, joinTimeoutSeconds: 60)
         let job = try journal.claim(stageIndex: 0, stageName: "one", limit: 1)[0]
         #expect(job.context.photoPath == nil)
-        let t = try journal.recordOutcome(job: job, stageName: "one", outcome: .fail(reason: "bad"), durationMs: 1,
+        let t = try record(job, stageName: "one", outcome: .fail(reason: "bad"), durationMs: 1,
                                           stageCount: 3, retry: .default)
         #expect(t == Transition(kind: .failed(reason: "bad"), quarantinePhoto: nil))
         #expect(try summary(job.context.id).attempts == 0)
