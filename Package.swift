@@ -62,7 +62,7 @@ let package = Package(
         .testTarget(name: "IndexTests", dependencies: ["Index", "Journal", "PhotomemoCore"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal", "Index"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore", "TestSupport", "CVips", "photomemo"],
                     exclude: ["Fixtures"]),
     ]

@@ -32,7 +32,9 @@ public struct IndexStage: RecordIndexStage, BatchStage {
             do {
                 return Self.outcome(try store.apply(Self.input(job)))
             } catch RecordStore.WriteError.notFound {
-                return .fail(reason: "record \(job.memo.record ?? "?") named by the job does not exist")
+                return .fail(reason: "record \(job.memo.record ?? "?") named by the job does not exist (or is not visible to \(job.memo.owner ?? "its owner"))")
+            } catch RecordStore.WriteError.forbidden {
+                return .fail(reason: "record \(job.memo.record ?? "?") named by the job may not be changed by \(job.memo.owner ?? "its owner")")
             } catch {
                 return .retry(reason: "index: \(error)")
             }

@@ -54,16 +54,23 @@ extension RecordStore {
                     }
                     throw WriteError.notFound
                 }
-                // A line naming a record updates it: memo, type, the fields given, and the
-                // images when it brings a photo. A memo for an indexed photo updates that photo's record.
+                // A line naming a record updates it — if the job's owner may write it: memo,
+                // type, the fields given, and the images when it brings a photo. A memo for an
+                // indexed photo updates that photo's record (of the same owner: the same bytes
+                // are one record per owner).
                 var target: Row?
+                let viewer = Viewer(owner: input.memo.owner)
                 if let id = input.memo.record {
-                    guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
+                    var vis: [SQLValue] = [.text(id)]
+                    guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) else {
                         throw WriteError.notFound
                     }
+                    guard Self.canWrite(try Self.record(row), viewer) else { throw WriteError.forbidden }
                     target = row
                 } else if let sha = input.photoSHA256 {
-                    target = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.photo_sha256 = ? ORDER BY r.created LIMIT 1", [.text(sha)])
+                    target = try db.queryOne("""
+                        SELECT \(Self.columns) FROM records r WHERE r.photo_sha256 = ? AND r.owner IS ? ORDER BY r.created LIMIT 1
+                        """, [.text(sha), SQLValue(input.memo.owner)])
                 }
                 if let row = target {
                     var r = try Self.record(row)

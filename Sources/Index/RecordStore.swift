@@ -7,6 +7,11 @@ import PhotomemoCore
 public enum Viewer: Sendable, Equatable {
     case admin
     case user(String)
+
+    /// A job's owner as a viewer: an admin's jobs (or the daemon's own) may touch any record.
+    public init(owner: String?) {
+        self = UnixUser.isAdmin(name: owner) ? .admin : .user(owner!)
+    }
 }
 
 /// The record index on SQLite (WAL): records, typed field rows, ACL rows, asset keys,

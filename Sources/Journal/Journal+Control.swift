@@ -66,10 +66,12 @@ extension Journal {
     }
 
     /// A page of jobs, newest first, optionally in one state, with ids below `before`.
-    public func jobsPage(state: JobState?, before: Int64?, limit: Int) throws -> [JobSummary] {
+    /// With `owner`, only that owner's jobs.
+    public func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String? = nil) throws -> [JobSummary] {
         try read { db in
             var sql = "SELECT \(Self.summaryColumns) FROM jobs WHERE id < ?"
             var params: [SQLValue] = [.int(before ?? Int64.max)]
+            if let owner { sql += " AND owner = ?"; params.append(.text(owner)) }
             if let state { sql += " AND state = ?"; params.append(.text(state.rawValue)) }
             sql += " ORDER BY id DESC LIMIT ?"
             params.append(.int(Int64(limit)))

@@ -2,16 +2,19 @@ import PhotomemoCore
 
 /// Intake: memo lines and inbox photos become jobs. Each batch is one transaction.
 extension Journal {
-    public func queuePosition() throws -> QueuePosition {
+    /// The read position of a queue file (`queue.jsonl`, `queue.d/NAME.jsonl`).
+    public func queuePosition(file: String = "queue.jsonl") throws -> QueuePosition {
         try read { db in
-            guard let r = try db.queryOne("SELECT inode, offset, line FROM queue_position WHERE id = 1") else { return .start }
-            return QueuePosition(inode: UInt64(bitPattern: r.int(0)!), offset: r.int(1)!, line: r.int(2)!)
+            guard let r = try db.queryOne("SELECT inode, generation, offset, line, tail FROM queue_files WHERE name = ?",
+                                          [.text(file)]) else { return .start }
+            return QueuePosition(inode: UInt64(bitPattern: r.int(0)!), generation: r.int(1)!, offset: r.int(2)!, line: r.int(3)!,
+                                 tail: r.string(4))
         }
     }
 
-    /// Commits the jobs of a batch of queue lines together with the new read position.
-    /// With `position` nil (socket `enqueue`) only the jobs are committed.
-    public func commitMemos(_ memos: [QueuedMemo], position: QueuePosition?, joinTimeoutSeconds: Int,
+    /// Commits the jobs of a batch of queue lines together with the file's new read
+    /// position. With `position` nil (socket `enqueue`) only the jobs are committed.
+    public func commitMemos(_ memos: [QueuedMemo], position: QueuePosition?, file: String = "queue.jsonl", joinTimeoutSeconds: Int,
                             now: Double = unixNow()) throws -> [IntakeOutcome] {
         try write { db in
             var out: [IntakeOutcome] = []
@@ -20,9 +23,11 @@ extension Journal {
             }
             if let position {
                 try db.run("""
-                    INSERT INTO queue_position(id, inode, offset, line) VALUES (1, ?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET inode = excluded.inode, offset = excluded.offset, line = excluded.line
-                    """, [.int(Int64(bitPattern: position.inode)), .int(position.offset), .int(position.line)])
+                    INSERT INTO queue_files(name, inode, generation, offset, line, tail) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(name) DO UPDATE SET inode = excluded.inode, generation = excluded.generation,
+                        offset = excluded.offset, line = excluded.line, tail = excluded.tail
+                    """, [.text(file), .int(Int64(bitPattern: position.inode)), .int(position.generation), .int(position.offset),
+                          .int(position.line), SQLValue(position.tail)])
             }
             return out
         }
@@ -55,10 +60,12 @@ extension Journal {
     /// A memo naming an inbox photo: join the photo's job if it was taken and has not
     /// finished; fail at once if the photo was rejected; otherwise wait for it.
     private func addInboxMemo(_ db: Database, _ m: QueuedMemo, name: String, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
+        // Only a photo of the memo's own owner: another user's photo of that name is as
+        // good as absent (nothing of it is revealed), and the memo waits for its own.
         let photoJob = try db.queryOne("""
             SELECT j.id, j.state, j.error, j.origin, j.photo_path, j.photo_sha256 FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
-            WHERE t.name = ?
-            """, [.text(name)])
+            WHERE t.name = ? AND j.owner IS ?
+            """, [.text(name), SQLValue(m.memo.owner)])
         if let r = photoJob {
             let id = r.int(0)!
             let state = JobState(rawValue: r.string(1)!) ?? .failed
@@ -115,11 +122,11 @@ extension Journal {
         let outcome: IntakeOutcome
         let jobID: Int64
         if let row = try db.queryOne("""
-            SELECT id, memo FROM jobs WHERE photo = ? AND state = 'waiting' AND wait_reason = 'photo' ORDER BY id LIMIT 1
-            """, [.text(p.name)]) {
+            SELECT id, memo FROM jobs WHERE photo = ? AND state = 'waiting' AND wait_reason = 'photo' AND owner IS ?
+            ORDER BY id LIMIT 1
+            """, [.text(p.name), SQLValue(p.owner)]) {
             let waiting = row.int(0)!
-            var memo = try MemoJob(json: JSONValue.parse(row.string(1)!))
-            if memo.owner == nil { memo.owner = p.owner }
+            let memo = try MemoJob(json: JSONValue.parse(row.string(1)!))
             try db.run("""
                 UPDATE jobs SET photo_path = ?, photo_sha256 = ?, memo = ?, state = 'queued', wait_reason = NULL, deadline = NULL,
                        ready_at = ?, updated = ? WHERE id = ?
@@ -128,15 +135,15 @@ extension Journal {
             jobID = waiting
             outcome = .joined(job: waiting)
         } else if let original = try db.queryOne("""
-            SELECT id FROM jobs WHERE photo_sha256 = ? AND duplicate_of IS NULL AND state NOT IN ('failed','cancelled')
+            SELECT id FROM jobs WHERE photo_sha256 = ? AND owner IS ? AND duplicate_of IS NULL AND state NOT IN ('failed','cancelled')
             ORDER BY id LIMIT 1
-            """, [.text(p.sha256)])?.int(0) {
+            """, [.text(p.sha256), SQLValue(p.owner)])?.int(0) {
             jobID = try insertJob(db, key: nil, origin: "inbox", photo: p.name, photoPath: p.path, sha256: p.sha256,
                                   memo: .photoOnly(p.name, owner: p.owner), state: .done, readyAt: nil, duplicateOf: original,
                                   source: "inbox", now: now)
             outcome = .duplicate(job: jobID, of: original)
         } else {
-            jobID = try insertJob(db, key: "sha256:" + p.sha256, origin: "inbox", photo: p.name, photoPath: p.path,
+            jobID = try insertJob(db, key: JobKey.scoped("sha256:" + p.sha256, owner: p.owner), origin: "inbox", photo: p.name, photoPath: p.path,
                                   sha256: p.sha256, memo: .photoOnly(p.name, owner: p.owner), state: .queued, readyAt: now,
                                   source: "inbox", now: now)
             outcome = .created(job: jobID, state: .queued)
@@ -150,11 +157,11 @@ extension Journal {
 
     /// Records an inbox entry that can never be a photo (FIFO, device, symlink out of the
     /// inbox...): a failed job, already quarantined at `quarantinePath`.
-    public func recordRejectedEntry(name: String, identity: String, reason: String, quarantinePath: String,
+    public func recordRejectedEntry(name: String, identity: String, owner: String?, reason: String, quarantinePath: String,
                                     now: Double = unixNow()) throws -> Int64 {
         try write { db in
             let id = try insertJob(db, key: nil, origin: "inbox", photo: name, photoPath: nil, sha256: nil,
-                                   memo: .photoOnly(name), state: .failed, readyAt: nil, error: reason, source: "inbox", now: now)
+                                   memo: .photoOnly(name, owner: owner), state: .failed, readyAt: nil, error: reason, source: "inbox", now: now)
             try db.run("UPDATE jobs SET quarantine = ? WHERE id = ?", [.text(quarantinePath), .int(id)])
             try db.run("""
                 INSERT INTO inbox_taken(name, identity, job_id) VALUES (?, ?, ?)

@@ -83,12 +83,12 @@ public final class Journal: @unchecked Sendable {
         let finished = (state == .done || state == .failed) ? now : nil
         try db.run("""
             INSERT INTO jobs(key, origin, photo, photo_path, photo_sha256, memo, state, wait_reason, ready_at, deadline,
-                             duplicate_of, error, source, created, updated, finished)
-            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                             duplicate_of, error, source, created, updated, finished, owner)
+            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
             """, [SQLValue(key), .text(origin), SQLValue(photo), SQLValue(photoPath), SQLValue(sha256),
                   .text(memo.json.jsonString), .text(state.rawValue), SQLValue(waitReason), SQLValue(readyAt),
                   SQLValue(deadline), SQLValue(duplicateOf), SQLValue(error), SQLValue(source), .double(now), .double(now),
-                  SQLValue(finished)])
+                  SQLValue(finished), SQLValue(memo.owner)])
         let id = db.lastInsertRowID
         var message = source.map { "from \($0)" }
         if let duplicateOf { message = "duplicate of job \(duplicateOf)" }

@@ -5,20 +5,33 @@ public enum JobState: String, Sendable, CaseIterable {
     case queued, running, waiting, done, failed, cancelled
 }
 
-/// Where `queue.jsonl` has been read up to, committed with the jobs its lines produced.
+/// Where one queue file has been read up to, committed with the jobs its lines produced.
 public struct QueuePosition: Sendable, Equatable {
     public var inode: UInt64
+    /// Grows each time the file is read again from the start (truncated, replaced, or
+    /// rewritten under the offset): part of every line's key, so keys never repeat.
+    public var generation: Int64
     public var offset: Int64
-    /// Lines consumed so far in this inode (for "line N" in quarantine reasons).
+    /// Lines consumed so far in this generation (for "line N" in quarantine reasons).
     public var line: Int64
+    /// "LENGTH:SHA256" of the bytes just before `offset`: a file whose bytes there changed
+    /// was rewritten, even at the same inode and a larger size.
+    public var tail: String?
 
-    public init(inode: UInt64, offset: Int64, line: Int64) {
+    public init(inode: UInt64, generation: Int64 = 0, offset: Int64, line: Int64, tail: String? = nil) {
         self.inode = inode
+        self.generation = generation
         self.offset = offset
         self.line = line
+        self.tail = tail
     }
 
     public static let start = QueuePosition(inode: 0, offset: 0, line: 0)
+
+    /// The same file (or a new one) read again from its first byte.
+    public func restarted(inode: UInt64) -> QueuePosition {
+        QueuePosition(inode: inode, generation: generation + 1, offset: 0, line: 0)
+    }
 }
 
 /// A memo line ready to become a job.

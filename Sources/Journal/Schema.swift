@@ -61,5 +61,25 @@ enum Schema {
             job_id INTEGER NOT NULL REFERENCES jobs(id)
         );
         """,
+        // 2: jobs know their owner (a user sees and acts on their own jobs only); one read
+        // position per queue file (queue.jsonl and queue.d/*.jsonl), with a generation
+        // that grows at every truncation or replacement and a fingerprint of the bytes
+        // before the offset, so a file rewritten to the same size is noticed.
+        """
+        ALTER TABLE jobs ADD COLUMN owner TEXT;
+        UPDATE jobs SET owner = json_extract(memo, '$.owner');
+        CREATE INDEX jobs_owner ON jobs(owner, id);
+        CREATE TABLE queue_files(
+            name TEXT PRIMARY KEY,
+            inode INTEGER NOT NULL,
+            generation INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            line INTEGER NOT NULL,
+            tail TEXT
+        );
+        INSERT INTO queue_files(name, inode, generation, offset, line)
+            SELECT 'queue.jsonl', inode, 0, offset, line FROM queue_position;
+        DROP TABLE queue_position;
+        """,
     ]
 }

@@ -5,11 +5,16 @@ import Glibc
 /// one, never a torn mix (temp file in the same folder, fsync, rename, fsync the folder).
 public enum DurableFile {
     public static func write(_ data: Data, to path: String, mode: mode_t = 0o640) throws {
+        try write(to: path, mode: mode) { fd in try writeAll(fd, data, path: path) }
+    }
+
+    /// The same, with the content written by `body` to the temp file's descriptor.
+    public static func write(to path: String, mode: mode_t = 0o640, _ body: (Int32) throws -> Void) throws {
         let dir = (path as NSString).deletingLastPathComponent
         let tmp = dir + "/." + (path as NSString).lastPathComponent + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = try syscall("open \(tmp)", blocking: { open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) })
         do {
-            try writeAll(fd, data, path: tmp)
+            try body(fd)
             try syscall("fsync \(tmp)", blocking: { fsync(fd) })
             close(fd)
         } catch {

@@ -1,6 +1,9 @@
 import Glibc
 
-/// User names for uids (file owners, socket peers), through the reentrant getpwuid_r.
+/// User names for uids (file owners, socket peers), through the reentrant getpwuid_r,
+/// and who counts as an admin (DESIGN.md, "Who may do what"): root and the daemon's own
+/// uid. Identity always comes from the kernel — a peer's SO_PEERCRED, a file's owner —
+/// never from what a client writes.
 public enum UnixUser {
     public static func name(_ uid: UInt32) -> String? {
         var pwd = passwd()
@@ -12,15 +15,21 @@ public enum UnixUser {
 
     /// The name, or the number when the uid has no passwd entry.
     public static func nameOrNumber(_ uid: UInt32) -> String { name(uid) ?? String(uid) }
+
+    public static func isAdmin(uid: UInt32) -> Bool { uid == 0 || uid == getuid() }
+
+    /// The owner names that are admins': root's and the daemon user's.
+    public static let adminNames: Set<String> = [nameOrNumber(0), nameOrNumber(getuid())]
+
+    /// Whether a job's or record's owner is an admin (nil: made by the daemon itself).
+    public static func isAdmin(name: String?) -> Bool { name.map(adminNames.contains) ?? true }
 }
 
-/// Stages that hold something the control socket needs too (found in the job
-/// definition, so the socket uses the very store or index the pipeline writes).
-public protocol RecordIndexStage: Stage {
-    /// The SQLite file of the record index.
-    var indexPath: String { get }
-}
-
-public protocol AssetStoreStage: Stage {
-    var assetStore: any AssetStore { get }
+/// Job keys are per owner: a user's client-chosen key (or the same photo bytes) never
+/// collides with another user's, so no one learns of, or is shadowed by, another's jobs.
+public enum JobKey {
+    /// An admin's keys stand as written; a user's are prefixed with their name.
+    public static func scoped(_ key: String, owner: String?) -> String {
+        UnixUser.isAdmin(name: owner) ? key : "\(owner!)/\(key)"
+    }
 }

@@ -8,7 +8,7 @@ import PhotomemoCore
 extension ControlCommands {
     // MARK: jobs
 
-    func jobs(_ req: ControlRequest, _ reply: @escaping Reply) throws {
+    func jobs(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         let state = try req.string("state").map { s in
             guard let st = JobState(rawValue: s) else {
                 throw PhotomemoError(.badRequest, "unknown state \"\(s)\"; states: \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -18,9 +18,9 @@ extension ControlCommands {
         let limit = Int(try req.int("limit") ?? 50)
         guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
         let before = try req.string("cursor").flatMap { Int64($0) }
-        let journal = p.journal
+        let journal = p.journal, owner = caller.ownScope
         offLoop(reply) {
-            let page = try journal.jobsPage(state: state, before: before, limit: limit)
+            let page = try journal.jobsPage(state: state, before: before, limit: limit, owner: owner)
             let cursor: JSONValue = page.count == limit ? .string(String(page.last!.id)) : .null
             return ["jobs": .array(page.map(Self.json)), "cursor": cursor]
         }
@@ -32,6 +32,7 @@ extension ControlCommands {
             "type": .string(j.memo.type), "memo": .string(j.memo.memo),
         ]
         o["key"] = j.key.map(JSONValue.string) ?? .null
+        o["owner"] = j.memo.owner.map(JSONValue.string) ?? .null
         o["stage"] = j.stage.map(JSONValue.string) ?? .null
         o["photo"] = j.photo.map(JSONValue.string) ?? .null
         o["duplicate_of"] = j.duplicateOf.map(JSONValue.int) ?? .null
@@ -40,11 +41,12 @@ extension ControlCommands {
         return .object(o)
     }
 
-    func job(_ req: ControlRequest, _ reply: @escaping Reply) throws {
+    func job(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         let id = try req.requiredInt("job")
         let journal = p.journal
         offLoop(reply) {
             guard let j = try journal.job(id) else { throw PhotomemoError(.notFound, "no job \(id)") }
+            try AccessPolicy.checkJob(id, owner: j.memo.owner, by: caller)
             guard case .object(var o) = Self.json(j) else { return .null }
             o["fields"] = .object(j.memo.fields)
             o["results"] = j.results
@@ -60,39 +62,39 @@ extension ControlCommands {
         }
     }
 
-    func watch(_ conn: ControlConnection, _ reply: Reply) {
+    func watch(_ conn: ControlConnection, _ caller: Caller, _ reply: Reply) {
         reply(.success(["watching": true]))
         watchers[ObjectIdentifier(conn)] = conn
-        p.events.subscribe(conn) { [weak conn] event in conn?.push(event) }
+        p.events.subscribe(conn, viewer: caller.ownScope) { [weak conn] event in conn?.push(event) }
     }
 
-    /// Enqueues a job line; a client that is not root or the daemon's user owns its jobs.
-    func enqueue(_ req: ControlRequest, owner viewer: Viewer, _ reply: @escaping Reply) throws {
+    /// Enqueues a job line as the caller (an admin may name another owner).
+    func enqueue(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         guard let line = req.values["job"] else { throw PhotomemoError(.badRequest, "argument \"job\" (a job line object) is required") }
         var parsed: MemoJob
         do { parsed = try MemoJob(json: line) } catch let e as PhotomemoError {
             throw PhotomemoError(.badRequest, e.message)
         }
-        if case .user(let name) = viewer { parsed.owner = name }
+        if parsed.owner == nil || !caller.isAdmin { parsed.owner = caller.name }
         let memo = parsed
-        let reader = p.reader, journal = p.journal, events = p.events, scheduler = p.scheduler
-        let key = memo.key ?? "socket:" + UUID().uuidString.lowercased()
-        let join = reader.joinTimeoutSeconds.value
+        let intake = p.intake, journal = p.journal, events = p.events, scheduler = p.scheduler
+        let key = memo.key.map { JobKey.scoped($0, owner: memo.owner) } ?? "socket:" + UUID().uuidString.lowercased()
+        let join = intake.joinTimeoutSeconds.value
         // Through the intake lane, so joining a photo never races the inbox scanner.
         p.lane.enqueue({ () -> Result<IntakeOutcome, PhotomemoError> in
             do {
-                let photo = try reader.resolvePhoto(memo.photo)
+                let photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
                 let queued = QueuedMemo(memo: memo, photo: photo, key: key, source: "socket", origin: "socket")
                 return .success(try journal.commitMemos([queued], position: nil, joinTimeoutSeconds: join)[0])
             } catch let e as PhotomemoError {
-                return .failure(PhotomemoError(.badRequest, e.message))
+                return .failure(e.code == .forbidden ? e : PhotomemoError(.badRequest, e.message))
             } catch {
                 return .failure(PhotomemoError(.internalError, "\(error)"))
             }
         }) { result in
             switch result {
             case .success(let outcome):
-                events.publish(outcome, source: "socket")
+                events.publish(outcome, source: "socket", owner: memo.owner)
                 scheduler.pump()
                 switch outcome {
                 case .created(let id, let state): reply(.success(["job": .int(id), "state": .string(state.rawValue)]))
@@ -106,36 +108,40 @@ extension ControlCommands {
         }
     }
 
-    func retry(_ req: ControlRequest, _ reply: @escaping Reply) throws {
+    func retry(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         let id = try req.requiredInt("job")
         let journal = p.journal, scheduler = p.scheduler, events = p.events
-        let join = p.reader.joinTimeoutSeconds.value
+        let join = p.intake.joinTimeoutSeconds.value
         offLoop({ result in
-            if case .success = result {
-                events.publish("job_retried", job: id)
+            if case .success(let r) = result {
+                events.publish("job_retried", job: id, to: .owner(r["owner"]?.stringValue))
                 scheduler.pump()
             }
             reply(result)
         }) {
+            let owner = try journal.job(id)?.memo.owner
+            try AccessPolicy.checkJob(id, owner: owner, by: caller)
             let (quarantined, photoPath) = try journal.retry(job: id, joinTimeoutSeconds: join)
             // A quarantined photo goes back where the job expects it.
             if let q = quarantined, let photo = photoPath, !FileManager.default.fileExists(atPath: photo) {
                 try FileManager.default.moveItem(atPath: q, toPath: photo)
                 try? FileManager.default.removeItem(atPath: q + ".reason.json")
             }
-            return ["job": .int(id), "state": .string(try journal.job(id)?.state.rawValue ?? "queued")]
+            return ["job": .int(id), "state": .string(try journal.job(id)?.state.rawValue ?? "queued"), "owner": owner.map(JSONValue.string) ?? .null]
         }
     }
 
-    func cancel(_ req: ControlRequest, _ reply: @escaping Reply) throws {
+    func cancel(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         let id = try req.requiredInt("job")
         let journal = p.journal, events = p.events
         offLoop({ result in
-            if case .success = result { events.publish("job_cancelled", job: id) }
+            if case .success(let r) = result { events.publish("job_cancelled", job: id, to: .owner(r["owner"]?.stringValue)) }
             reply(result)
         }) {
+            let owner = try journal.job(id)?.memo.owner
+            try AccessPolicy.checkJob(id, owner: owner, by: caller)
             try journal.cancel(job: id)
-            return ["job": .int(id), "state": "cancelled"]
+            return ["job": .int(id), "state": "cancelled", "owner": owner.map(JSONValue.string) ?? .null]
         }
     }
 

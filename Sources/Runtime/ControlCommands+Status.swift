@@ -8,9 +8,14 @@ import PhotomemoCore
 extension ControlCommands {
     // MARK: status and metrics
 
-    func status(_ reply: @escaping Reply) {
+    /// Counts for everyone; the queue files' state only for their owners (and admins).
+    func status(_ caller: Caller, _ reply: @escaping Reply) {
         let journal = p.journal
         let snapshot = loopSnapshot()
+        let queueFiles = p.queueFiles().filter { caller.isAdmin || $0.owner == caller.uid }.sorted { $0.name < $1.name }.map { f in
+            JSONValue.object(["name": .string(f.name), "owner": f.owner.map { .string(UnixUser.nameOrNumber($0)) } ?? .null,
+                              "unread_bytes": .int(f.unreadBytes), "error": f.refused.map(JSONValue.string) ?? .null])
+        }
         offLoop(reply) {
             let counts = try journal.counts()
             let stats = try journal.stageStats()
@@ -39,6 +44,7 @@ extension ControlCommands {
                 "backlog": ["inbox_files": .int(Int64(snapshot.backlog.inboxFiles)),
                             "queue_unread_bytes": .int(snapshot.backlog.queueUnreadBytes)],
                 "dependencies": .object(deps),
+                "queue_files": .array(queueFiles),
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60)],
                 "clients": ["connected": .int(Int64(snapshot.clients)), "watching": .int(Int64(snapshot.watchers))],
             ]

@@ -15,10 +15,12 @@ final class ControlCommands {
         let scheduler: Scheduler
         let events: EventBus
         let lane: SerialLane
-        let reader: QueueReader
+        let intake: MemoIntake
         let quarantine: Quarantine
         let wakeup: LoopWakeup.Sender
         let backlog: () -> (inboxFiles: Int, queueUnreadBytes: Int64)
+        /// The queue files' state (queue.jsonl and queue.d/*), for status.
+        let queueFiles: () -> [QueueTailer.FileState]
         let reload: () -> Result<JobDefinition, PhotomemoError>
     }
 
@@ -45,14 +47,20 @@ final class ControlCommands {
 
     func run(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, reply: @escaping Reply) {
         do {
+            let caller = Caller(uid: conn.peer.uid)
+            if AccessPolicy.rules[cmd] == nil {
+                let hint = didYouMean(cmd, Self.available).map { " (did you mean \"\($0)\"?)" } ?? ""
+                throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"\(hint); commands: \(Self.available.joined(separator: ", "))")
+            }
+            try AccessPolicy.check(cmd, req.values, by: caller)
             switch cmd {
-            case "status": status(reply)
-            case "jobs": try jobs(req, reply)
-            case "job": try job(req, reply)
-            case "watch": watch(conn, reply)
-            case "enqueue": try enqueue(req, owner: Self.viewer(conn), reply)
-            case "retry": try retry(req, reply)
-            case "cancel": try cancel(req, reply)
+            case "status": status(caller, reply)
+            case "jobs": try jobs(req, caller, reply)
+            case "job": try job(req, caller, reply)
+            case "watch": watch(conn, caller, reply)
+            case "enqueue": try enqueue(req, caller, reply)
+            case "retry": try retry(req, caller, reply)
+            case "cancel": try cancel(req, caller, reply)
             case "pause", "resume": try pause(cmd == "pause", req, reply)
             case "reload":
                 switch p.reload() {
@@ -61,11 +69,9 @@ final class ControlCommands {
                 case .failure(let e): reply(.failure(e))
                 }
             case "metrics": metrics(reply)
-            case _ where Self.records.contains(cmd): try runRecord(cmd, req, from: conn, reply: reply)
-            case _ where Self.subscriptionCommands.contains(cmd): try runSubscription(cmd, req, from: conn, reply: reply)
-            default:
-                let hint = didYouMean(cmd, Self.available).map { " (did you mean \"\($0)\"?)" } ?? ""
-                throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"\(hint); commands: \(Self.available.joined(separator: ", "))")
+            case _ where Self.records.contains(cmd): try runRecord(cmd, req, caller, from: conn, reply: reply)
+            case _ where Self.subscriptionCommands.contains(cmd): try runSubscription(cmd, req, caller, from: conn, reply: reply)
+            default: throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"")
             }
         } catch let e as PhotomemoError {
             reply(.failure(e))

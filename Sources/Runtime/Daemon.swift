@@ -73,9 +73,16 @@ public final class Daemon {
         let wakeup = try LoopWakeup(loop: loop)
         let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, definition: definition, events: events,
                                       wakeup: wakeup.sender)
-        let reader = QueueReader(path: home.queueFile, journal: journal, quarantine: quarantine, photos: photos,
-                                 joinTimeoutSeconds: definition.joinTimeoutSeconds)
-        let tailer = try QueueTailer(loop: loop, lane: lane, reader: reader, events: events) { scheduler.pump() }
+        let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds)
+        let makeReader = { (path: String, name: String) in
+            QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
+        }
+        // queue.jsonl in the home, and one file per other user in queue.d/.
+        let tailers = try [
+            QueueFolder(path: home.root, prefix: "", isQueueFile: { $0 == "queue.jsonl" }, makeReader: makeReader),
+            QueueFolder(path: home.queueFolder, prefix: "queue.d/",
+                        isQueueFile: { $0.hasSuffix(".jsonl") && !PhotoPolicy.isIgnoredInboxName($0) }, makeReader: makeReader),
+        ].map { folder in try QueueTailer(loop: loop, lane: lane, folder: folder, events: events) { scheduler.pump() } }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine, photos: photos,
                                    settleSeconds: options.settleSeconds)
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
@@ -86,7 +93,7 @@ public final class Daemon {
         func reload() -> Result<JobDefinition, PhotomemoError> {
             do {
                 let next = try Self.loadDefinition(file: self.options.jobFile, registry: self.registry, home: self.home)
-                reader.joinTimeoutSeconds.value = next.joinTimeoutSeconds
+                intake.joinTimeoutSeconds.value = next.joinTimeoutSeconds
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)
@@ -97,9 +104,9 @@ public final class Daemon {
             }
         }
         let commands = ControlCommands(.init(
-            loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, reader: reader, quarantine: quarantine,
-            wakeup: wakeup.sender,
-            backlog: { (inbox.backlog, tailer.unreadBytes) }, reload: reload))
+            loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake, quarantine: quarantine,
+            wakeup: wakeup.sender, backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) },
+            queueFiles: { tailers.flatMap { $0.files.values } }, reload: reload))
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: commands)
         commands.clientCount = { control.clientCount }
         let deliverer = try NotificationDeliverer(loop: loop, events: events, store: { try? commands.recordStore() },
@@ -120,7 +127,7 @@ public final class Daemon {
             notify.send("STOPPING=1")
             Log.notice("signal \(signum): stopping intake, letting \(scheduler.runningCount) running stages finish")
             inbox.close()
-            tailer.close()
+            for t in tailers { t.close() }
             control.close()
             deliverer.close()
             followTimer.close()
@@ -146,7 +153,7 @@ public final class Daemon {
         deliverer.start()
         collector.start()
         followTimer.start(afterMs: 200, repeatMs: 200) { commands.pollFollowers() }
-        tailer.start(pollSeconds: options.queuePollSeconds)
+        for t in tailers { t.start(pollSeconds: options.queuePollSeconds) }
         inbox.start()
         Log.notice("photomemo serving \(home.root) with job \(definition.name) (\(definition.stages.map(\.name).joined(separator: " → ")))")
         notify.send("READY=1\nSTATUS=serving \(home.root) with job \(definition.name)\nMAINPID=\(getpid())")

@@ -15,20 +15,27 @@ public struct Home: Sendable {
 
     public var inbox: String { root + "/inbox" }
     public var queueFile: String { root + "/queue.jsonl" }
+    /// One queue file per other user, `queue.d/NAME.jsonl`, owned by them.
+    public var queueFolder: String { root + "/queue.d" }
     public var socket: String { root + "/photomemo.sock" }
     public var journal: String { root + "/photomemo.sqlite" }
     public var store: String { root + "/store" }
     public var quarantine: String { root + "/quarantine" }
     public var lockFile: String { root + "/photomemo.lock" }
 
-    /// Creates the layout and refuses a home that other users can write (they could swap
-    /// the journal or plant symlinks).
+    /// Refuses a home that other users can write (they could swap the journal or plant
+    /// symlinks) before touching anything in it, then creates the layout.
     public func prepare() throws {
-        for dir in [root, inbox, store, quarantine] {
-            if !Files.exists(dir) {
-                try syscall("mkdir \(dir)", blocking: { mkdir(dir, 0o750) })
-            }
+        if !Files.exists(root) {
+            try syscall("mkdir \(root)", blocking: { mkdir(root, 0o750) })
         }
+        try checkRoot()
+        for dir in [inbox, store, quarantine, queueFolder] where !Files.exists(dir) {
+            try syscall("mkdir \(dir)", blocking: { mkdir(dir, 0o750) })
+        }
+    }
+
+    private func checkRoot() throws {
         let st = try Files.lstatEntry(root)
         guard st.st_mode & S_IFMT == S_IFDIR else {
             throw PhotomemoError(.unsafeHome, "\(root) is not a directory")

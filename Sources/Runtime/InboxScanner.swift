@@ -19,7 +19,7 @@ final class InboxScanner: @unchecked Sendable {
     static let batchSize = 64
 
     struct Report: Sendable {
-        var outcomes: [(name: String, outcome: IntakeOutcome)] = []
+        var outcomes: [(name: String, outcome: IntakeOutcome, owner: String?)] = []
         var rejected: [String] = []
         /// Files seen but not yet settled: scan again after the settle time.
         var unsettled = 0
@@ -102,7 +102,7 @@ final class InboxScanner: @unchecked Sendable {
         do {
             Failpoint.hit("inbox.before_commit")
             let outcomes = try journal.commitPhotos(batch)
-            report.outcomes += zip(batch, outcomes).map { ($0.name, $1) }
+            report.outcomes += zip(batch, outcomes).map { ($0.name, $1, $0.owner) }
         } catch {
             report.errors.append("cannot record \(batch.count) inbox files: \(error)")
         }
@@ -119,41 +119,35 @@ final class InboxScanner: @unchecked Sendable {
                 let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
                 if unixNow() - mtime < settleSeconds { report.unsettled += 1; return nil }
             }
-            var target = path
+            let owner = UnixUser.nameOrNumber(st.st_uid)
             switch st.st_mode & S_IFMT {
             case S_IFREG: break
             case S_IFLNK:
-                guard let real = realpath(path, nil) else {
-                    return reject(name, identity, "dangling symlink", &report)
+                // A photo belongs to the owner of the file, so a link (whose owner need not
+                // own what it points to) is never followed.
+                let target = realpath(path, nil).map { p in defer { free(p) }; return String(cString: p) }
+                if let target, !target.hasPrefix(realInbox + "/") {
+                    return reject(name, identity, owner, "symlink escapes the inbox (points to \(target))", &report)
                 }
-                target = String(cString: real)
-                free(real)
-                // Inside the inbox, or under an --allow-root (resolve throws for anything else).
-                guard target.hasPrefix(realInbox + "/") || (try? photos.resolve(target)) != nil else {
-                    return reject(name, identity, "symlink escapes the inbox (points to \(target))", &report)
-                }
-                let tst = try Files.lstatEntry(target)
-                guard tst.st_mode & S_IFMT == S_IFREG else {
-                    return reject(name, identity, "symlink to a \(Files.kind(tst)), not a photo", &report)
-                }
+                return reject(name, identity, owner, "a symlink is not taken (a photo belongs to its file's owner): move or copy the file in", &report)
             default:
-                return reject(name, identity, "a \(Files.kind(st)) is not a photo", &report)
+                return reject(name, identity, owner, "a \(Files.kind(st)) is not a photo", &report)
             }
-            let sha = try SHA256.hexOfFile(atPath: target).hex
+            let sha = try SHA256.hexOfFile(atPath: path).hex
             // Still being written (a rescan raced a writer): its close event brings it back.
             guard let after = try? Files.lstatEntry(path), Files.identity(after) == identity else { return nil }
-            return TakenPhoto(name: name, path: path, identity: identity, sha256: sha, owner: UnixUser.nameOrNumber(st.st_uid))
+            return TakenPhoto(name: name, path: path, identity: identity, sha256: sha, owner: owner)
         } catch {
             report.errors.append("\(name): \(error)")
             return nil
         }
     }
 
-    private func reject(_ name: String, _ identity: String, _ reason: String, _ report: inout Report) -> TakenPhoto? {
+    private func reject(_ name: String, _ identity: String, _ owner: String, _ reason: String, _ report: inout Report) -> TakenPhoto? {
         do {
             let why = Quarantine.reason(reason, extra: ["source": "inbox", "name": .string(name)])
             let moved = try quarantine.moveFile(at: inbox + "/" + name, name: name, reason: why, job: nil)
-            _ = try journal.recordRejectedEntry(name: name, identity: identity, reason: reason, quarantinePath: moved)
+            _ = try journal.recordRejectedEntry(name: name, identity: identity, owner: owner, reason: reason, quarantinePath: moved)
             report.rejected.append("\(name): \(reason)")
         } catch {
             report.errors.append("cannot quarantine \(name) (\(reason)): \(error)")

@@ -143,7 +143,7 @@ final class InboxWatcher {
     }
 
     private func log(_ report: InboxScanner.Report) {
-        for (name, outcome) in report.outcomes {
+        for (name, outcome, owner) in report.outcomes {
             switch outcome {
             case .created(let job, _): Log.info("took \(name)", job: job)
             case .joined(let job): Log.info("took \(name): joined its memo", job: job)
@@ -151,7 +151,7 @@ final class InboxWatcher {
             case .failed(let job, let reason): Log.warning("\(name): \(reason)", job: job)
             case .alreadyTaken: break
             }
-            events.publish(outcome, source: "inbox/\(name)")
+            events.publish(outcome, source: "inbox/\(name)", owner: owner)
         }
         for r in report.rejected { Log.warning("quarantined inbox entry \(r)") }
         for n in report.removedDuplicates { Log.info("removed \(n) from the inbox: a copy of a finished job's photo") }

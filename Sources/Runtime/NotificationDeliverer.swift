@@ -57,6 +57,9 @@ final class NotificationDeliverer {
             switch d.subscription.sink {
             case .webhook: result = Sink.post(url: d.subscription.target ?? "", body: body, secret: d.subscription.secret,
                                               eventID: d.event["event_id"]?.stringValue ?? "")
+            case .exec where !UnixUser.isAdmin(name: d.subscription.owner):
+                // Made before exec sinks were admins' only: never run a user's command as the daemon.
+                result = .failed("exec sinks are for admins; \(d.subscription.owner ?? "?")'s subscription cannot run a command")
             case .exec:
                 let argv = (try? JSONValue.parse(d.subscription.target ?? "[]"))?.arrayValue?.compactMap(\.stringValue) ?? []
                 result = Sink.exec(command: argv, body: body)
@@ -80,11 +83,11 @@ final class NotificationDeliverer {
             self.inFlight.remove(d.subscription.id)
             let fields: [String: JSONValue] = ["subscription": .string(d.subscription.id), "seq": .int(d.seq)]
             switch result {
-            case .delivered: self.events.publish("notification_delivered", job: nil, fields)
+            case .delivered: self.events.publish("notification_delivered", job: nil, fields, to: .owner(d.subscription.owner))
             case .failed(let why):
                 Log.warning("notification \(d.subscription.id)-\(d.seq): \(why)\(parked ? "; parked as failed" : "; will retry")")
                 self.events.publish(parked ? "notification_failed" : "notification_retry", job: nil,
-                                    fields.merging(["reason": .string(why)]) { a, _ in a })
+                                    fields.merging(["reason": .string(why)]) { a, _ in a }, to: .owner(d.subscription.owner))
             }
         }
     }

@@ -28,11 +28,32 @@ struct Quarantine: Sendable {
         return target
     }
 
-    /// Writes a bad queue line as a file of its own (the first 64 KiB of it) with its reason.
+    /// Writes a bad queue line as a file of its own with its reason.
     func writeLine(_ bytes: ArraySlice<UInt8>, name: String, reason: JSONValue) throws -> String {
         let target = folder + "/" + name
         try DurableFile.write(reason.jsonData, to: target + ".reason.json")
-        try DurableFile.write(Data(bytes.prefix(64 * 1024)), to: target)
+        try DurableFile.write(Data(bytes), to: target)
+        return target
+    }
+
+    /// Copies a line too long to hold in memory (`length` bytes at `offset` of `fd`),
+    /// a megabyte at a time, as a file of its own with its reason.
+    func copyLine(from fd: Int32, offset: Int64, length: Int64, name: String, reason: JSONValue) throws -> String {
+        let target = folder + "/" + name
+        try DurableFile.write(reason.jsonData, to: target + ".reason.json")
+        try DurableFile.write(to: target) { out in
+            var buf = [UInt8](repeating: 0, count: 1 << 20)
+            var done: Int64 = 0
+            while done < length {
+                let want = Int(min(Int64(buf.count), length - done))
+                let n = try buf.withUnsafeMutableBytes { raw in
+                    try syscall("pread queue line", blocking: { pread(fd, raw.baseAddress, want, off_t(offset + done)) })
+                }
+                if n == 0 { break }
+                try DurableFile.writeAll(out, Data(buf[0..<n]), path: target)
+                done += Int64(n)
+            }
+        }
         return target
     }
 

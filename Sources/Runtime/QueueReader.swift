@@ -4,52 +4,79 @@ import Glibc
 import Journal
 import PhotomemoCore
 
-/// Reads `queue.jsonl` from the committed position to its end, turning complete lines
-/// into jobs. Runs on the intake lane (one call at a time, off the loop).
+/// Reads one queue file (`queue.jsonl`, or a user's `queue.d/NAME.jsonl`) from its
+/// committed position to its end, turning complete lines into jobs. Runs on the intake
+/// lane (one call at a time, off the loop).
 ///
-/// - The position (inode, offset, line) is committed in the same transaction as the jobs
-///   of the lines before it, never earlier: a crash re-reads, it never skips.
+/// - The position (inode, generation, offset, line) is committed in the same transaction
+///   as the jobs of the lines before it, never earlier: a crash re-reads, it never skips.
 /// - A partial last line waits for its newline.
 /// - Replacement (new inode) drains the old file through the fd held open, then starts
-///   the new one at 0; truncation (size below the offset) starts over at 0.
-/// - A bad line is written to quarantine with its line number, offset and reason, and
-///   reading goes on.
+///   the new one at 0; truncation (size below the offset) or a rewrite (the bytes before
+///   the offset changed) starts over at 0. Each start-over is a new generation, and the
+///   generation is part of every derived job key, so a new line never repeats an old key.
+/// - Lines belong to the file's owner (fstat). An `"owner"` in a line counts only in a
+///   file owned by an admin. Like sshd's StrictModes, a file that anyone but its owner may
+///   write (group/other write bits, a second hard link) or that is a symlink is not read.
+/// - A bad line is written to quarantine, whole, with its line number, offset and reason,
+///   and reading goes on.
 final class QueueReader: @unchecked Sendable {
     // Safe: used only from the serial intake lane.
+    /// The file relative to the home: its key in the journal and in derived job keys.
+    let name: String
     let path: String
     let journal: Journal
     let quarantine: Quarantine
-    let photos: PhotoPolicy
-    /// Set from the loop thread on reload, read on the lane.
-    let joinTimeoutSeconds: LockedValue<Int>
+    let intake: MemoIntake
     private var held: (fd: Int32, inode: UInt64)?
     /// The uid owning the queue file being read.
     private var queueOwner: UInt32 = 0
 
     static let chunkBytes = 4 << 20
+    /// How many bytes before the offset are fingerprinted.
+    static let tailBytes = 256
 
     struct Report: Sendable {
         var lines = 0
-        var outcomes: [IntakeOutcome] = []
+        var outcomes: [(outcome: IntakeOutcome, owner: String?)] = []
         var quarantined: [String] = []
         var unreadBytes: Int64 = 0
         var notes: [String] = []
+        /// Why the file is not read (StrictModes), if it is not.
+        var refused: String?
+        /// The file's owner, when the file exists.
+        var owner: UInt32?
     }
 
-    init(path: String, journal: Journal, quarantine: Quarantine, photos: PhotoPolicy, joinTimeoutSeconds: Int) {
+    init(path: String, name: String, journal: Journal, quarantine: Quarantine, intake: MemoIntake) {
         self.path = path
+        self.name = name
         self.journal = journal
         self.quarantine = quarantine
-        self.photos = photos
-        self.joinTimeoutSeconds = LockedValue(joinTimeoutSeconds)
+        self.intake = intake
     }
 
     deinit { if let held { close(held.fd) } }
 
+    /// Why a queue file may not be read, or nil.
+    static func refusal(_ st: stat, path: String) -> String? {
+        if st.st_mode & S_IFMT != S_IFREG { return "\(path) is a \(Files.kind(st)), not a queue file" }
+        if st.st_mode & 0o022 != 0 {
+            return "\(path) is writable by users other than its owner (mode \(String(st.st_mode & 0o7777, radix: 8))), so its lines "
+                + "could be anyone's; it is not read until: chmod go-w \(path)"
+        }
+        if st.st_nlink > 1 { return "\(path) has \(st.st_nlink) hard links; a queue file is read only with one" }
+        return nil
+    }
+
     func catchUp() throws -> Report {
         var report = Report()
-        var pos = try journal.queuePosition()
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        var pos = try journal.queuePosition(file: name)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        if fd < 0 && errno == ELOOP {
+            report.refused = "\(path) is a symlink; a queue file is read only as a file of its own"
+            report.owner = (try? Files.lstatEntry(path))?.st_uid
+        }
         var pathInode: UInt64?
         if fd >= 0 {
             var st = stat()
@@ -58,29 +85,48 @@ final class QueueReader: @unchecked Sendable {
         }
         if let h = held, h.inode != pathInode {
             // Replaced (or removed): finish the old file first, through the fd we hold.
-            if pos.inode == h.inode { try drain(h.fd, inode: h.inode, &pos, &report) }
+            if pos.inode == h.inode { try drain(h.fd, &pos, &report) }
             close(h.fd)
             held = nil
-            report.notes.append("queue file replaced")
+            report.notes.append("\(name) replaced")
         }
-        if let ino = pathInode {
-            if held == nil { held = (fd, ino) } else { close(fd) }
-            if pos.inode != ino { pos = QueuePosition(inode: ino, offset: 0, line: 0) }
-            var st = stat()
-            fstat(held!.fd, &st)
-            queueOwner = st.st_uid
-            if Int64(st.st_size) < pos.offset {
-                report.notes.append("queue file truncated to \(st.st_size) bytes (was read to \(pos.offset)): reading from the start")
-                pos = QueuePosition(inode: ino, offset: 0, line: 0)
-            }
-            try drain(held!.fd, inode: ino, &pos, &report)
-            fstat(held!.fd, &st)
-            report.unreadBytes = max(0, Int64(st.st_size) - pos.offset)
+        guard let ino = pathInode else { return report }
+        if held == nil { held = (fd, ino) } else { close(fd) }
+        var st = stat()
+        fstat(held!.fd, &st)
+        queueOwner = st.st_uid
+        report.owner = st.st_uid
+        if let refused = Self.refusal(st, path: path) {
+            report.refused = refused
+            report.unreadBytes = max(0, Int64(st.st_size) - (pos.inode == ino ? pos.offset : 0))
+            return report
         }
+        if pos.inode != ino {
+            pos = pos == .start ? QueuePosition(inode: ino, offset: 0, line: 0) : pos.restarted(inode: ino)
+        } else if Int64(st.st_size) < pos.offset {
+            report.notes.append("\(name) truncated to \(st.st_size) bytes (was read to \(pos.offset)): reading from the start")
+            pos = pos.restarted(inode: ino)
+        } else if let tail = pos.tail, try fingerprint(held!.fd, before: pos.offset) != tail {
+            report.notes.append("\(name) was rewritten before byte \(pos.offset): reading from the start")
+            pos = pos.restarted(inode: ino)
+        }
+        try drain(held!.fd, &pos, &report)
+        fstat(held!.fd, &st)
+        report.unreadBytes = max(0, Int64(st.st_size) - pos.offset)
         return report
     }
 
-    private func drain(_ fd: Int32, inode: UInt64, _ pos: inout QueuePosition, _ report: inout Report) throws {
+    /// "LENGTH:SHA256" of the (up to) `tailBytes` bytes before `offset`.
+    private func fingerprint(_ fd: Int32, before offset: Int64) throws -> String {
+        let length = Int(min(offset, Int64(Self.tailBytes)))
+        var buf = [UInt8](repeating: 0, count: length)
+        let n = try buf.withUnsafeMutableBytes { raw in
+            try syscall("pread \(path)", blocking: { pread(fd, raw.baseAddress, length, off_t(offset - Int64(length))) })
+        }
+        return "\(n):" + SHA256.hex(Data(buf[0..<n]))
+    }
+
+    private func drain(_ fd: Int32, _ pos: inout QueuePosition, _ report: inout Report) throws {
         var buf = [UInt8](repeating: 0, count: Self.chunkBytes)
         while true {
             let n = try buf.withUnsafeMutableBytes { raw in
@@ -92,22 +138,24 @@ final class QueueReader: @unchecked Sendable {
             var start = 0
             while let nl = buf[start..<n].firstIndex(of: 0x0A) {
                 next.line += 1
-                try handle(buf[start..<nl], at: next.offset, line: next.line, inode: inode, into: &memos, &report)
+                try handle(buf[start..<nl], at: next, into: &memos, &report)
                 next.offset += Int64(nl + 1 - start)
                 start = nl + 1
             }
             if start == 0 && n - start > MemoJob.maxLineBytes {
-                // One line longer than the limit: find its end, quarantine its head, skip it.
+                // One line longer than the limit: find its end, quarantine all of it, skip it.
                 guard let end = try findNewline(fd, from: pos.offset + Int64(n)) else { return }
                 next.line += 1
-                let length = end + 1 - pos.offset
-                try quarantineLine(buf[0..<min(n, 64 * 1024)], at: pos.offset, line: next.line, inode: inode,
-                               reason: "line is \(length - 1) bytes, longer than the 1 MiB limit", &report)
+                let length = end - pos.offset
+                try quarantineLongLine(fd, at: next, length: length,
+                                       reason: "line is \(length) bytes, longer than the 1 MiB limit", &report)
                 next.offset = end + 1
             }
-            if next == pos { return }
+            if next.offset == pos.offset { return }
+            next.tail = try fingerprint(fd, before: next.offset)
             Failpoint.hit("queue.before_commit")
-            report.outcomes += try journal.commitMemos(memos, position: next, joinTimeoutSeconds: joinTimeoutSeconds.value)
+            let outcomes = try journal.commitMemos(memos, position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value)
+            report.outcomes += zip(outcomes, memos).map { ($0, $1.memo.owner) }
             report.lines += Int(next.line - pos.line)
             pos = next
             if n < buf.count { return }
@@ -127,8 +175,7 @@ final class QueueReader: @unchecked Sendable {
         }
     }
 
-    private func handle(_ raw: ArraySlice<UInt8>, at offset: Int64, line: Int64, inode: UInt64,
-                        into memos: inout [QueuedMemo], _ report: inout Report) throws {
+    private func handle(_ raw: ArraySlice<UInt8>, at pos: QueuePosition, into memos: inout [QueuedMemo], _ report: inout Report) throws {
         var bytes = raw
         if bytes.last == 0x0D { bytes = bytes.dropLast() }
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
@@ -136,47 +183,36 @@ final class QueueReader: @unchecked Sendable {
         let photo: QueuedMemo.Photo
         do {
             memo = try MemoJob.parse(line: Array(bytes))
-            photo = try resolvePhoto(memo.photo)
+            // The lines are the file owner's; only an admin's file may name another owner.
+            if memo.owner == nil || !UnixUser.isAdmin(uid: queueOwner) { memo.owner = UnixUser.nameOrNumber(queueOwner) }
+            photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
         } catch {
             let reason = (error as? PhotomemoError)?.message ?? "\(error)"
             // If even quarantine fails, this throws: the position is not committed past the line.
-            try quarantineLine(bytes, at: offset, line: line, inode: inode, reason: reason, &report)
+            try quarantineLine(bytes, at: pos, reason: reason, &report)
             return
         }
-        let source = "queue.jsonl line \(line) (byte \(offset))"
-        // A line may name its owner only when the queue file belongs to root or that user.
-        let fileOwner = UnixUser.nameOrNumber(queueOwner)
-        if memo.owner == nil || (queueOwner != 0 && memo.owner != fileOwner) { memo.owner = fileOwner }
-        memos.append(QueuedMemo(memo: memo, photo: photo, key: memo.key ?? "queue:\(inode):\(offset)", source: source))
+        let source = "\(name) line \(pos.line) (byte \(pos.offset))"
+        let key = memo.key.map { JobKey.scoped($0, owner: memo.owner) } ?? "queue:\(name):g\(pos.generation):\(pos.offset)"
+        memos.append(QueuedMemo(memo: memo, photo: photo, key: key, source: source))
     }
 
-    func resolvePhoto(_ photo: String?) throws -> QueuedMemo.Photo {
-        guard let photo else { return .none }
-        switch try photos.resolve(photo) {
-        case .inbox(let name):
-            guard !PhotoPolicy.isIgnoredInboxName(name) else {
-                throw PhotomemoError(.badPath, "photo \"\(name)\" is a name the inbox ignores (starts with '.' or ends in .part/.tmp)")
-            }
-            return .inbox(name: name)
-        case .absolute(let path):
-            guard let real = realpath(path, nil) else { return .unusable(path: path, reason: "photo \(path) not found") }
-            let resolved = String(cString: real)
-            free(real)
-            guard case .absolute = try photos.resolve(resolved) else {
-                throw PhotomemoError(.badPath, "photo \(path) resolves to \(resolved), outside every --allow-root")
-            }
-            let st = try Files.lstatEntry(resolved)
-            guard st.st_mode & S_IFMT == S_IFREG else {
-                return .unusable(path: path, reason: "photo \(path) is a \(Files.kind(st)), not a regular file")
-            }
-            return .file(path: resolved, sha256: try SHA256.hexOfFile(atPath: resolved).hex)
-        }
+    private func quarantineName(_ pos: QueuePosition) -> String {
+        "queue-line-\(name.replacingOccurrences(of: "/", with: "_"))-g\(pos.generation)-\(pos.offset).jsonl"
     }
 
-    private func quarantineLine(_ bytes: ArraySlice<UInt8>, at offset: Int64, line: Int64, inode: UInt64,
-                                reason: String, _ report: inout Report) throws {
-        let name = "queue-line-\(inode)-\(offset).jsonl"
-        let why = Quarantine.reason(reason, extra: ["source": "queue.jsonl", "line": .int(line), "offset": .int(offset)])
-        report.quarantined.append(try quarantine.writeLine(bytes, name: name, reason: why) + ": line \(line): " + reason)
+    private func quarantineReason(_ reason: String, _ pos: QueuePosition) -> JSONValue {
+        Quarantine.reason(reason, extra: ["source": .string(name), "line": .int(pos.line), "offset": .int(pos.offset)])
+    }
+
+    private func quarantineLine(_ bytes: ArraySlice<UInt8>, at pos: QueuePosition, reason: String, _ report: inout Report) throws {
+        let saved = try quarantine.writeLine(bytes, name: quarantineName(pos), reason: quarantineReason(reason, pos))
+        report.quarantined.append(saved + ": line \(pos.line): " + reason)
+    }
+
+    private func quarantineLongLine(_ fd: Int32, at pos: QueuePosition, length: Int64, reason: String, _ report: inout Report) throws {
+        let saved = try quarantine.copyLine(from: fd, offset: pos.offset, length: length, name: quarantineName(pos),
+                                            reason: quarantineReason(reason, pos))
+        report.quarantined.append(saved + ": line \(pos.line): " + reason)
     }
 }

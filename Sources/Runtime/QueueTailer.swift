@@ -1,57 +1,65 @@
 import EventLoop
 import Foundation
+import Journal
 import PhotomemoCore
 
-/// Tails `HOME/queue.jsonl` by watching its folder, filtered by name: works before the
-/// file exists and survives replacement. Every event means "read to the end now"; reads
-/// run on the intake lane and coalesce (one in flight, at most one more queued).
+/// Tails the queue files of one folder — `HOME/queue.jsonl`, or every
+/// `HOME/queue.d/*.jsonl` — by watching the folder: works before a file exists and
+/// survives replacement. Every event means "read the files to their end now"; reads run on
+/// the intake lane and coalesce (one in flight, at most one more queued).
 final class QueueTailer {
+    /// What `status` shows of one queue file.
+    struct FileState: Sendable {
+        let name: String
+        let owner: UInt32?
+        let unreadBytes: Int64
+        /// Why the file is not read (StrictModes), if it is not.
+        let refused: String?
+    }
+
     private let loop: EventLoop
     private let lane: SerialLane
-    private let reader: QueueReader
+    private let folder: QueueFolder
     private let onJobs: () -> Void
     private let events: EventBus
     private var watcher: FolderWatcher?
     private let pollTimer: LoopTimer
     private var reading = false
     private var again = false
-    private let fileName: String
-    /// Bytes of the queue file not yet read, as of the last read.
-    private(set) var unreadBytes: Int64 = 0
+    /// After close, a read in flight finishes but schedules no other.
+    private var closed = false
+    private(set) var files: [String: FileState] = [:]
 
-    init(loop: EventLoop, lane: SerialLane, reader: QueueReader, events: EventBus, onJobs: @escaping () -> Void) throws {
-        self.events = events
+    var unreadBytes: Int64 { files.values.reduce(0) { $0 + $1.unreadBytes } }
+
+    init(loop: EventLoop, lane: SerialLane, folder: QueueFolder, events: EventBus, onJobs: @escaping () -> Void) throws {
         self.loop = loop
         self.lane = lane
-        self.reader = reader
+        self.folder = folder
+        self.events = events
         self.onJobs = onJobs
-        fileName = (reader.path as NSString).lastPathComponent
         pollTimer = try LoopTimer(loop: loop)
     }
 
     func start(pollSeconds: Double) {
-        let folder = (reader.path as NSString).deletingLastPathComponent
         do {
-            watcher = try FolderWatcher(loop: loop, path: folder, modifications: true) { [unowned self] events in
+            watcher = try FolderWatcher(loop: loop, path: folder.path, modifications: true) { [unowned self] events in
                 let relevant = events.contains {
                     switch $0 {
-                    case .closedAfterWrite(let n), .movedIn(let n), .created(let n), .modified(let n): n == self.fileName
+                    case .closedAfterWrite(let n), .movedIn(let n), .created(let n), .modified(let n): self.folder.isQueueFile(n)
                     case .overflow, .folderGone: true
                     }
                 }
                 if relevant { self.read() }
             }
         } catch {
-            Log.warning("cannot watch \(folder) with inotify (\(error)); polling \(fileName)")
+            Log.warning("cannot watch \(folder.path) with inotify (\(error)); polling its queue files")
         }
         read()
         // A safety net for missed events (and the only trigger without inotify).
         let every = UInt64((watcher == nil ? min(pollSeconds, 1) : pollSeconds) * 1000)
         pollTimer.start(afterMs: every, repeatMs: every) { [unowned self] in self.read() }
     }
-
-    /// After close, a read in flight finishes but schedules no other.
-    private var closed = false
 
     func close() {
         closed = true
@@ -63,32 +71,83 @@ final class QueueTailer {
         guard !closed else { return }
         guard !reading else { again = true; return }
         reading = true
-        let reader = self.reader
-        lane.enqueue({ Result { try reader.catchUp() } }) { [unowned self] result in
+        let folder = self.folder
+        lane.enqueue({ folder.catchUp() }) { [unowned self] results in
             self.reading = false
-            switch result {
-            case .success(let report):
-                self.unreadBytes = report.unreadBytes
-                for n in report.notes { Log.notice(n) }
-                for q in report.quarantined { Log.warning("quarantined \(q)") }
-                for o in report.outcomes {
-                    switch o {
-                    case .created(let job, let state): Log.info("memo accepted (\(state.rawValue))", job: job)
-                    case .joined(let job): Log.info("memo joined its photo's job", job: job)
-                    case .duplicate(let job, let of): Log.info("memo key already used by job \(of)", job: job)
-                    case .failed(let job, let reason): Log.warning(reason, job: job)
-                    case .alreadyTaken: break
+            var next: [String: FileState] = [:]
+            var jobs = false
+            for (name, result) in results {
+                switch result {
+                case .success(let report):
+                    if report.owner != nil || report.refused != nil {
+                        next[name] = FileState(name: name, owner: report.owner, unreadBytes: report.unreadBytes, refused: report.refused)
                     }
-                    self.events.publish(o, source: "queue.jsonl")
+                    if let refused = report.refused, self.files[name]?.refused != refused { Log.error(refused) }
+                    self.log(report, source: name)
+                    jobs = jobs || !report.outcomes.isEmpty
+                case .failure(let error):
+                    Log.error("reading \(name): \(error); will retry")
+                    if let old = self.files[name] { next[name] = old }
                 }
-                if !report.outcomes.isEmpty { self.onJobs() }
-            case .failure(let error):
-                Log.error("reading \(self.reader.path): \(error); will retry")
             }
+            self.files = next
+            if jobs { self.onJobs() }
             if self.again {
                 self.again = false
                 self.read()
             }
         }
+    }
+
+    private func log(_ report: QueueReader.Report, source: String) {
+        for n in report.notes { Log.notice(n) }
+        for q in report.quarantined { Log.warning("quarantined \(q)") }
+        for (o, owner) in report.outcomes {
+            switch o {
+            case .created(let job, let state): Log.info("memo accepted (\(state.rawValue))", job: job)
+            case .joined(let job): Log.info("memo joined its photo's job", job: job)
+            case .duplicate(let job, let of): Log.info("memo key already used by job \(of)", job: job)
+            case .failed(let job, let reason): Log.warning(reason, job: job)
+            case .alreadyTaken: break
+            }
+            events.publish(o, source: source, owner: owner)
+        }
+    }
+}
+
+/// The queue files of one folder and a reader for each, used only on the intake lane.
+final class QueueFolder: @unchecked Sendable {
+    // Safe: `readers` is touched only on the serial intake lane.
+    let path: String
+    /// The folder relative to the home ("" for the home itself), for the files' names.
+    private let prefix: String
+    let isQueueFile: @Sendable (String) -> Bool
+    private let makeReader: (_ path: String, _ name: String) -> QueueReader
+    private var readers: [String: QueueReader] = [:]
+
+    init(path: String, prefix: String, isQueueFile: @escaping @Sendable (String) -> Bool,
+         makeReader: @escaping (_ path: String, _ name: String) -> QueueReader) {
+        self.path = path
+        self.prefix = prefix
+        self.isQueueFile = isQueueFile
+        self.makeReader = makeReader
+    }
+
+    /// Reads every queue file in the folder (and any replaced one still held) to its end.
+    func catchUp() -> [String: Result<QueueReader.Report, Error>] {
+        let present = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter(isQueueFile)
+        for file in present where readers[prefix + file] == nil {
+            readers[prefix + file] = makeReader(path + "/" + file, prefix + file)
+        }
+        var out: [String: Result<QueueReader.Report, Error>] = [:]
+        for (name, reader) in readers {
+            let result = Result { try reader.catchUp() }
+            out[name] = result
+            // Gone and drained: forget the reader (its position stays in the journal).
+            if case .success(let r) = result, r.owner == nil, r.refused == nil, !present.contains(String(name.dropFirst(prefix.count))) {
+                readers.removeValue(forKey: name)
+            }
+        }
+        return out
     }
 }

@@ -3,15 +3,9 @@ import Index
 import PhotomemoCore
 
 /// The record commands of the control socket: query, get, update, delete, asset, changes.
-/// The peer's uid (SO_PEERCRED) decides what they see: root and the daemon's own user see
-/// everything, anyone else what the records' ACL grants their user name.
+/// The caller (SO_PEERCRED) decides what they see: admins see everything, anyone else what
+/// the records' ACL grants their user name (`AccessPolicy`).
 extension ControlCommands {
-    static func viewer(_ conn: ControlConnection) -> Viewer {
-        let uid = conn.peer.uid
-        if uid == 0 || uid == getuid() { return .admin }
-        return .user(UnixUser.nameOrNumber(uid))
-    }
-
     /// The index the job definition writes to, or an error saying there is none.
     func recordStore() throws -> RecordStore {
         guard let stage = p.scheduler.definition.stages.lazy.compactMap({ $0.stage as? any RecordIndexStage }).first else {
@@ -35,9 +29,9 @@ extension ControlCommands {
         }
     }
 
-    func runRecord(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, reply: @escaping Reply) throws {
+    func runRecord(_ cmd: String, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection, reply: @escaping Reply) throws {
         let store = try recordStore()
-        let viewer = Self.viewer(conn)
+        let viewer = caller.viewer
         switch cmd {
         case "query":
             let predicate = try req.string("predicate") ?? "TRUEPREDICATE"
@@ -69,7 +63,7 @@ extension ControlCommands {
             let publishChange = changePublisher()
             offLoopRecords(reply) {
                 let r = try store.update(id, memo: memo, fields: fields, acl: acl, ifTag: ifTag, viewer: viewer)
-                publishChange(r.id, "update")
+                publishChange(r.id, "update", r.owner)
                 return r.json
             }
         case "delete":
@@ -80,7 +74,7 @@ extension ControlCommands {
                 self?.collectAssets()  // the released objects leave the store now, not at the next round
             }) {
                 let (deleted, released) = try store.delete(id, viewer: viewer)
-                for d in deleted { publishChange(d, "delete") }
+                for d in deleted { publishChange(d, "delete", caller.ownScope) }
                 return ["deleted": .array(deleted.map(JSONValue.string)), "released_assets": .array(released.map(JSONValue.string))]
             }
         case "changes":
@@ -123,10 +117,11 @@ extension ControlCommands {
     }
 
     /// Record changes made over the socket show in `watch` like the pipeline's.
-    private func changePublisher() -> @Sendable (String, String) -> Void {
+    /// Each goes to the record's owner (and admins).
+    private func changePublisher() -> @Sendable (_ id: String, _ op: String, _ owner: String?) -> Void {
         nonisolated(unsafe) let events = p.events  // used only in closures run on the loop
         let loop = p.wakeup
-        return { id, op in loop.execute { events.publish("record_\(op)", job: nil, ["record": .string(id)]) } }
+        return { id, op, owner in loop.execute { events.publish("record_\(op)", job: nil, ["record": .string(id)], to: .owner(owner)) } }
     }
 
     private func offLoopRecords(_ reply: @escaping Reply, _ work: @escaping @Sendable () throws -> JSONValue) {

@@ -81,7 +81,7 @@ final class Scheduler {
         }) { [unowned self] error in
             if error == nil {
                 if stage != nil { self.pausedStages = nextStages } else { self.paused = value }
-                self.events.publish(value ? "paused" : "resumed", job: nil, stage.map { ["stage": .string($0)] } ?? [:])
+                self.events.publish(value ? "paused" : "resumed", job: nil, stage.map { ["stage": .string($0)] } ?? [:], to: .everyone)
                 if !value { self.pump() }
             }
             done(error)
@@ -178,9 +178,11 @@ final class Scheduler {
         slotsInUse[entry.name, default: 0] += 1
         let contexts = jobs.map { job in
             Log.debug("started (attempt \(job.context.attempt))", job: job.context.id, stage: entry.name)
-            events.publish("stage_started", job: job.context.id, ["stage": .string(entry.name), "attempt": .int(Int64(job.context.attempt))])
+            let owner = EventBus.Audience.owner(job.context.memo.owner)
+            events.publish("stage_started", job: job.context.id, ["stage": .string(entry.name), "attempt": .int(Int64(job.context.attempt))],
+                           to: owner)
             var context = job.context
-            context.progress = Self.progressReporter(job: job.context.id, stage: entry.name, wakeup: wakeup, events: events)
+            context.progress = Self.progressReporter(job: job.context.id, stage: entry.name, to: owner, wakeup: wakeup, events: events)
             return context
         }
         let journal = self.journal, quarantine = self.quarantine
@@ -213,7 +215,7 @@ final class Scheduler {
             switch result {
             case .success(let (done, ms, errors)):
                 for (job, (t, outcome)) in zip(jobs, done) {
-                    self.report(job: job.context.id, stage: entry.name, transition: t, outcome: outcome, ms: ms)
+                    self.report(job: job.context.id, owner: job.context.memo.owner, stage: entry.name, transition: t, outcome: outcome, ms: ms)
                 }
                 for e in errors { Log.error(e, stage: entry.name) }
             case .failure(let error):
@@ -227,7 +229,7 @@ final class Scheduler {
 
     /// A progress callback for one stage run: at most one event per 100 ms (and always
     /// the last), published on the loop through the wake-up handle.
-    static func progressReporter(job: Int64, stage: String, wakeup: LoopWakeup.Sender, events: EventBus)
+    static func progressReporter(job: Int64, stage: String, to audience: EventBus.Audience, wakeup: LoopWakeup.Sender, events: EventBus)
         -> @Sendable (Double, String?) -> Void {
         let last = LockedValue(0.0)
         nonisolated(unsafe) let bus = events  // only touched in closures run on the loop thread
@@ -242,13 +244,14 @@ final class Scheduler {
             var fields: [String: JSONValue] = ["stage": .string(stage), "fraction": .double(min(1, max(0, fraction)))]
             if let note { fields["note"] = .string(note) }
             let event = fields
-            wakeup.execute { bus.publish("stage_progress", job: job, event) }
+            wakeup.execute { bus.publish("stage_progress", job: job, event, to: audience) }
         }
     }
 
     /// Logs and publishes what a stage run did, and tracks dependency health.
-    private func report(job id: Int64, stage: String, transition t: Transition, outcome: StageOutcome, ms: Double) {
+    private func report(job id: Int64, owner: String?, stage: String, transition t: Transition, outcome: StageOutcome, ms: Double) {
         let base: [String: JSONValue] = ["stage": .string(stage), "ms": .double(ms)]
+        let to = EventBus.Audience.owner(owner)
         switch outcome {
         case .continue, .skip:
             for dep in stageDependencies[stage] ?? [] where dependencies[dep] == false {
@@ -256,9 +259,9 @@ final class Scheduler {
                 Log.notice("\(dep) is reachable again", stage: stage)
             }
             if case .skip(let reason) = outcome {
-                events.publish("stage_skipped", job: id, base.merging(["reason": .string(reason)]) { a, _ in a })
+                events.publish("stage_skipped", job: id, base.merging(["reason": .string(reason)]) { a, _ in a }, to: to)
             } else {
-                events.publish("stage_done", job: id, base)
+                events.publish("stage_done", job: id, base, to: to)
             }
         case .unavailable(let dep, _):
             stageDependencies[stage, default: []].insert(dep)
@@ -270,17 +273,17 @@ final class Scheduler {
             Log.debug("done", job: id, stage: stage)
         case .finished:
             Log.info("job done", job: id, stage: stage)
-            events.publish("job_done", job: id)
+            events.publish("job_done", job: id, to: to)
         case .retrying(let delay):
             Log.notice("retrying in \(delay) ms", job: id, stage: stage)
-            events.publish("stage_retry", job: id, base.merging(["delay_ms": .int(Int64(delay)), "reason": .string(reasonOf(outcome))]) { a, _ in a })
+            events.publish("stage_retry", job: id, base.merging(["delay_ms": .int(Int64(delay)), "reason": .string(reasonOf(outcome))]) { a, _ in a }, to: to)
         case .waitingForDependency(let delay):
             Log.warning("dependency down; next try in \(delay) ms", job: id, stage: stage)
-            events.publish("stage_unavailable", job: id, base.merging(["delay_ms": .int(Int64(delay)), "reason": .string(reasonOf(outcome))]) { a, _ in a })
+            events.publish("stage_unavailable", job: id, base.merging(["delay_ms": .int(Int64(delay)), "reason": .string(reasonOf(outcome))]) { a, _ in a }, to: to)
         case .failed(let reason):
             Log.warning("failed: \(reason)", job: id, stage: stage)
-            events.publish("stage_failed", job: id, base.merging(["reason": .string(reason)]) { a, _ in a })
-            events.publish("job_failed", job: id, ["stage": .string(stage), "reason": .string(reason)])
+            events.publish("stage_failed", job: id, base.merging(["reason": .string(reason)]) { a, _ in a }, to: to)
+            events.publish("job_failed", job: id, ["stage": .string(stage), "reason": .string(reason)], to: to)
         case .abandoned:
             Log.info("outcome dropped: the job left running state meanwhile", job: id, stage: stage)
         }

@@ -19,10 +19,11 @@ extension ControlCommands {
         }
     }
 
-    func runSubscription(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, reply: @escaping Reply) throws {
+    func runSubscription(_ cmd: String, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection, reply: @escaping Reply) throws {
         let store = try recordStore()
-        let viewer = Self.viewer(conn)
-        let owner: String? = if case .user(let name) = viewer { name } else { nil }
+        let viewer = caller.viewer
+        // An admin's subscriptions hear of every record; a user's only of what they may read.
+        let owner = caller.ownScope
         switch cmd {
         case "subscribe":
             let since = try req.int("since")

@@ -144,22 +144,23 @@ struct CameraMemoPerUserTests {
 
     @Test func eachUserSeesAndFetchesOnlyTheirOwn() throws {
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
-        // A shared drop box: the home is traversable, the inbox and queue file writable by both.
+        // Shared drop boxes: the home is traversable; the inbox and queue.d are sticky and
+        // writable by both, and each user appends to a queue file of their own.
         for dir in [d.root, d.home] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             chmod(dir, 0o751)
         }
-        try FileManager.default.createDirectory(atPath: d.home + "/inbox", withIntermediateDirectories: true)
-        chmod(d.home + "/inbox", 0o1777)
-        FileManager.default.createFile(atPath: d.home + "/queue.jsonl", contents: nil)
-        chmod(d.home + "/queue.jsonl", 0o666)
+        for dir in [d.home + "/inbox", d.home + "/queue.d"] {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            chmod(dir, 0o1777)
+        }
         chmod(d.root, 0o755)
         try d.start(args: ["--socket-group", "nogroup"])
         let cli = DaemonHarness.binary
         for (user, photo) in [("nobody", "orientation_landscape_1.jpg"), ("nobody", "orientation_landscape_2.jpg"), ("daemon", "Nikon_D70.jpg")] {
             let name = "\(user)-\(photo)"
-            let line = #"{"photo":"\#(name)","memo":"memo of \#(user)","owner":"\#(user)"}"#
-            #expect(try run(as: user, ["/bin/sh", "-c", "echo '\(line)' >> \(d.home)/queue.jsonl"]).0 == 0)
+            let line = #"{"photo":"\#(name)","memo":"memo of \#(user)"}"#
+            #expect(try run(as: user, ["/bin/sh", "-c", "umask 022; echo '\(line)' >> \(d.home)/queue.d/\(user).jsonl"]).0 == 0)
             #expect(try run(as: user, ["/bin/cp", testPhotos.appendingPathComponent(photo).path, "\(d.home)/inbox/.\(name).part"]).0 == 0)
             #expect(try run(as: user, ["/bin/mv", "\(d.home)/inbox/.\(name).part", "\(d.home)/inbox/\(name)"]).0 == 0)
         }

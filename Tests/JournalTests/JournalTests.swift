@@ -85,7 +85,7 @@ import PhotomemoCore
     }
 
     @Test func memoForARejectedPhotoFailsAtOnceWithThePhotosReason() throws {
-        let id = try journal.recordRejectedEntry(name: "fifo.jpg", identity: "x", reason: "a FIFO is not a photo", quarantinePath: "/q")
+        let id = try journal.recordRejectedEntry(name: "fifo.jpg", identity: "x", owner: nil, reason: "a FIFO is not a photo", quarantinePath: "/q")
         #expect(try summary(id).state == .failed)
         let out = try journal.commitMemos([memo("m", photo: .inbox(name: "fifo.jpg"))], position: nil, joinTimeoutSeconds: 60)
         guard case .failed(_, let reason) = out[0] else { Issue.record("\(out)"); return }

@@ -87,7 +87,7 @@ import Testing
         try t.append(#"{"memo":"five"}"# + "\n", to: next)
         rename(next, t.home.queueFile)
         report = try r.catchUp()
-        #expect(report.notes.contains("queue file replaced"))
+        #expect(report.notes.contains("queue.jsonl replaced"))
         #expect(try t.jobs().map(\.memo.memo) == ["one", "two", "three", "four", "five"])
     }
 
@@ -109,5 +109,72 @@ import Testing
         let jobs = try t.jobs()
         #expect(jobs.map(\.state) == [.waiting, .queued, .failed])
         #expect(jobs[2].error == "photo \(allowed)/missing.jpg not found")
+    }
+
+    /// Truncated and regrown, to a shorter or a longer line, or rewritten to the same size:
+    /// each new line is read from the start of the file, as a new job with a key of its own.
+    @Test func aTruncatedOrRewrittenFileIsReadAgainAndNoNewLineIsTakenForAnOldOne() throws {
+        let t = try TestHome()
+        let r = t.queueReader()
+        let truncate = { (text: String) in try Data(text.utf8).write(to: URL(fileURLWithPath: t.home.queueFile)) }
+        try t.append(#"{"memo":"first line, quite long"}"# + "\n")
+        _ = try r.catchUp()
+        try truncate(#"{"memo":"short"}"# + "\n")        // shorter than what was read
+        _ = try r.catchUp()
+        try truncate(#"{"memo":"a much longer line than the first one was"}"# + "\n")  // longer
+        _ = try r.catchUp()
+        try truncate(#"{"memo":"SHORT"}"# + "\n")        // same size as an earlier one
+        var report = try r.catchUp()
+        #expect(report.notes.contains { $0.contains("rewritten") || $0.contains("truncated") })
+        // A restart reads nothing again.
+        report = try t.queueReader().catchUp()
+        #expect(report.lines == 0)
+        let jobs = try t.jobs()
+        #expect(jobs.map(\.memo.memo) == ["first line, quite long", "short", "a much longer line than the first one was", "SHORT"])
+        #expect(jobs.allSatisfy { $0.duplicateOf == nil && $0.state == .queued })
+        #expect(Set(jobs.compactMap(\.key)).count == 4)
+        #expect(t.quarantinedCount == 0)
+    }
+
+    /// StrictModes: a file others may write is not read (its lines could be anyone's) until
+    /// its mode is fixed; then nothing in it is lost.
+    @Test func aQueueFileOthersMayWriteIsNotReadUntilItsModeIsFixed() throws {
+        let t = try TestHome()
+        try t.append(#"{"memo":"held back"}"# + "\n")
+        chmod(t.home.queueFile, 0o666)
+        var report = try t.queueReader().catchUp()
+        #expect(report.refused?.contains("writable by users other than its owner (mode 666)") == true)
+        #expect(report.unreadBytes > 0)
+        #expect(try t.jobs().isEmpty)
+        chmod(t.home.queueFile, 0o644)
+        report = try t.queueReader().catchUp()
+        #expect(report.refused == nil)
+        #expect(try t.jobs().map(\.memo.memo) == ["held back"])
+        // A symlink in its place is not followed.
+        let real = t.home.root + "/elsewhere.jsonl"
+        try t.append(#"{"memo":"via a link"}"# + "\n", to: real)
+        unlink(t.home.queueFile)
+        symlink(real, t.home.queueFile)
+        report = try t.queueReader().catchUp()
+        #expect(report.refused?.contains("is a symlink") == true)
+        #expect(try t.jobs().count == 1)
+    }
+
+    /// A queue file's lines are its owner's; "owner" in a line counts only in an admin's file.
+    @Test func linesBelongToTheFilesOwnerAndOnlyAnAdminsFileNamesAnother() throws {
+        guard getuid() == 0, let nobody = getpwnam("nobody")?.pointee.pw_uid else { return }
+        let t = try TestHome()
+        let file = t.home.queueFolder + "/nobody.jsonl"
+        try t.append(#"{"memo":"mine","key":"k"}"# + "\n" + #"{"memo":"posing","owner":"root"}"# + "\n", to: file)
+        chown(file, nobody, UInt32.max)
+        try t.append(#"{"memo":"for nobody","owner":"nobody","key":"k"}"# + "\n")
+        let users = QueueReader(path: file, name: "queue.d/nobody.jsonl", journal: t.journal, quarantine: t.quarantine,
+                                intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 60))
+        _ = try users.catchUp()
+        _ = try t.queueReader().catchUp()
+        let jobs = try t.jobs()
+        #expect(jobs.map(\.memo.owner) == ["nobody", "nobody", "nobody"])
+        // The same client key from nobody's file and from root's file (on nobody's behalf) is one job.
+        #expect(jobs[0].key == "nobody/k" && jobs[2].duplicateOf == jobs[0].id)
     }
 }

@@ -23,7 +23,8 @@ final class TestHome {
     deinit { try? FileManager.default.removeItem(atPath: home.root) }
 
     func queueReader(joinTimeout: Int = 600) -> QueueReader {
-        QueueReader(path: home.queueFile, journal: journal, quarantine: quarantine, photos: photos, joinTimeoutSeconds: joinTimeout)
+        QueueReader(path: home.queueFile, name: "queue.jsonl", journal: journal, quarantine: quarantine,
+                    intake: MemoIntake(photos: photos, joinTimeoutSeconds: joinTimeout))
     }
 
     func scanner(settle: Double = 0) -> InboxScanner {
@@ -44,6 +45,8 @@ final class TestHome {
     func quarantined() throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: home.quarantine).filter { !$0.hasSuffix(".reason.json") }.sorted()
     }
+
+    var quarantinedCount: Int { (try? quarantined().count) ?? 0 }
 
     func reason(_ name: String) throws -> JSONValue {
         try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: home.quarantine + "/" + name + ".reason.json")))
