@@ -166,6 +166,9 @@ struct WhoMayDoWhatTests {
     @Test func watchAndFollowersHearOnlyOfWhatTheUserMaySee() throws {
         let d = try start()
         // Bob watches and follows a socket subscription for 8 s while alice and bob both add memos.
+        // and has a webhook subscription of his own on every Memo.
+        let receiver = try Receiver(dir: d.root, secret: "bobs", failFirst: 0)
+        #expect(try cli(bob, d, ["subscribe", "--type", "Memo", "--fires-on", "create", "--webhook", receiver.url, "--secret", "bobs"]).0 == 0)
         let listen = try rawInBackground(bob, d, [["id": 1, "cmd": "watch"],
                                                   ["id": 2, "cmd": "subscribe", "type": "Memo", "fires_on": "create"]], seconds: 8)
         Thread.sleep(forTimeInterval: 1.5)
@@ -181,6 +184,8 @@ struct WhoMayDoWhatTests {
         let creates = heard.filter { $0["op"] == "create" }
         #expect(creates.count == 1 && creates[0]["record"]?["memo"] == "bob public", "\(heard)")
         #expect(!heard.contains { $0.jsonString.contains("alice private") })
+        try d.waitUntil("bob's webhook hears of his memo") { receiver.requests.contains { $0["body"]?["record"]?["memo"] == "bob public" } }
+        #expect(receiver.requests.allSatisfy { $0["body"]?["record"]?["owner"] == .string(bob) && $0["signature_ok"] == true })
         #expect(d.stop().status == 0)
     }
 
