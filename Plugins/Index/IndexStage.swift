@@ -45,7 +45,7 @@ public struct IndexStage: RecordIndexStage, BatchStage {
         let compress = job.results["compress"]
         let original = compress?["original"] ?? job.results["validate"]
         return RecordStore.Input(
-            jobKey: job.key, photoSHA256: job.photoPath == nil ? nil : job.photoSHA256, memo: job.memo,
+            jobKey: job.key, photoSHA256: job.photoSHA256, memo: job.memo,
             assets: job.results["upload"]?["assets"] ?? .emptyObject, exif: compress?["exif"] ?? .emptyObject,
             width: original?["width"]?.intValue.map(Int.init), height: original?["height"]?.intValue.map(Int.init))
     }

@@ -193,8 +193,10 @@ extension RecordStore {
     }
 
     /// Deletes a record and, through `deleteSelf` references, the records that refer to
-    /// it. Returns the deleted ids and the asset keys no remaining record uses.
-    public func delete(_ id: String, viewer: Viewer, now: Double = unixNow()) throws -> (deleted: [String], releasedAssets: [String]) {
+    /// it. Returns the deleted ids, the asset keys no remaining record uses, and the photos
+    /// (bytes, owner) whose records are gone.
+    public func delete(_ id: String, viewer: Viewer, now: Double = unixNow()) throws
+        -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
         try locked {
             try db.transaction {
                 guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
@@ -206,12 +208,16 @@ extension RecordStore {
                 }
                 guard Self.canWrite(try Self.record(row), viewer) else { throw WriteError.forbidden }
                 var deleted: [String] = []
+                var photos: [(sha256: String, owner: String?)] = []
                 var keys = Set<String>()
                 var pending = [id]
                 while let next = pending.popLast() {
                     guard !deleted.contains(next),
                           let r = try db.queryOne("SELECT \(Self.columns), r.rowid FROM records r WHERE r.id = ?", [.text(next)]) else { continue }
                     let rec = try Self.record(r)
+                    if let sha = try db.queryOne("SELECT photo_sha256 FROM records WHERE id = ?", [.text(next)])?.string(0) {
+                        photos.append((sha, rec.owner))
+                    }
                     keys.formUnion(try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(next)]).compactMap { $0.string(0) })
                     pending += try db.query("SELECT record_id FROM record_fields WHERE kind = 'r' AND text_value = ? AND delete_self = 1",
                                             [.text(next)]).compactMap { $0.string(0) }
@@ -221,7 +227,7 @@ extension RecordStore {
                     try db.run("DELETE FROM records WHERE id = ?", [.text(next)])
                     deleted.append(next)
                 }
-                return (deleted, try releaseUnused(Array(keys), now: now))
+                return (deleted, try releaseUnused(Array(keys), now: now), photos)
             }
         }
     }

@@ -84,8 +84,9 @@ extension Journal {
                 return .failed(job: fid, reason: reason)
             }
             // The photo already went through (or already has its memo): this memo is a job
-            // of its own on the same photo, which the index stage applies as an update.
-            let nid = try insertJob(db, key: m.key, origin: m.origin, photo: name, photoPath: r.string(4), sha256: r.string(5),
+            // of its own that the index stage applies as an update of the record with the
+            // photo's bytes. The photo stages have nothing to do (the file may be gone).
+            let nid = try insertJob(db, key: m.key, origin: m.origin, photo: nil, photoPath: nil, sha256: r.string(5),
                                     memo: m.memo, state: .queued, readyAt: now, source: m.source, now: now)
             try event(db, job: nid, stage: nil, attempt: nil, "updates", message: "job \(id)", at: now)
             return .created(job: nid, state: .queued)
@@ -136,6 +137,7 @@ extension Journal {
             outcome = .joined(job: waiting)
         } else if let original = try db.queryOne("""
             SELECT id FROM jobs WHERE photo_sha256 = ? AND owner IS ? AND duplicate_of IS NULL AND state NOT IN ('failed','cancelled')
+                AND record_deleted IS NULL
             ORDER BY id LIMIT 1
             """, [.text(p.sha256), SQLValue(p.owner)])?.int(0) {
             jobID = try insertJob(db, key: nil, origin: "inbox", photo: p.name, photoPath: p.path, sha256: p.sha256,
@@ -143,7 +145,9 @@ extension Journal {
                                   source: "inbox", now: now)
             outcome = .duplicate(job: jobID, of: original)
         } else {
-            jobID = try insertJob(db, key: JobKey.scoped("sha256:" + p.sha256, owner: p.owner), origin: "inbox", photo: p.name, photoPath: p.path,
+            // The same bytes again after a failure or a deleted record: a job of its own.
+            let key = try unusedKey(db, JobKey.scoped("sha256:" + p.sha256, owner: p.owner))
+            jobID = try insertJob(db, key: key, origin: "inbox", photo: p.name, photoPath: p.path,
                                   sha256: p.sha256, memo: .photoOnly(p.name, owner: p.owner), state: .queued, readyAt: now,
                                   source: "inbox", now: now)
             outcome = .created(job: jobID, state: .queued)
@@ -153,6 +157,29 @@ extension Journal {
             ON CONFLICT(name) DO UPDATE SET identity = excluded.identity, job_id = excluded.job_id
             """, [.text(p.name), .text(p.identity), .int(jobID)])
         return outcome
+    }
+
+    /// `key`, or `key#2`, `key#3`... the first no job has.
+    private func unusedKey(_ db: Database, _ key: String) throws -> String {
+        var candidate = key
+        var n = 1
+        while try db.queryOne("SELECT 1 FROM jobs WHERE key = ?", [.text(candidate)]) != nil {
+            n += 1
+            candidate = "\(key)#\(n)"
+        }
+        return candidate
+    }
+
+    /// Records of these photos were deleted: the same bytes dropped again make a new record
+    /// instead of being a duplicate of a job whose record is gone.
+    public func recordsDeleted(photos: [(sha256: String, owner: String?)], now: Double = unixNow()) throws {
+        guard !photos.isEmpty else { return }
+        try write { db in
+            for p in photos {
+                try db.run("UPDATE jobs SET record_deleted = ? WHERE photo_sha256 = ? AND owner IS ? AND record_deleted IS NULL",
+                           [.double(now), .text(p.sha256), SQLValue(p.owner)])
+            }
+        }
     }
 
     /// Records an inbox entry that can never be a photo (FIFO, device, symlink out of the

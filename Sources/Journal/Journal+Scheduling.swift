@@ -115,8 +115,8 @@ extension Journal {
         func fail(_ reason: String) throws -> Transition {
             try db.run("""
                 UPDATE jobs SET state = 'failed', error = ?, quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END,
-                       updated = ?, finished = ? WHERE id = ?
-                """, [.text(reason), .double(now), .double(now), .int(id)])
+                       attempts = ?, updated = ?, finished = ? WHERE id = ?
+                """, [.text(reason), .int(Int64(attempt)), .double(now), .double(now), .int(id)])
             try event(db, job: id, stage: stageName, attempt: attempt, "failed", durationMs: durationMs, message: reason, at: now)
             return Transition(kind: .failed(reason: reason), quarantinePhoto: photo)
         }

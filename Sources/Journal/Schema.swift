@@ -61,12 +61,14 @@ enum Schema {
             job_id INTEGER NOT NULL REFERENCES jobs(id)
         );
         """,
-        // 2: jobs know their owner (a user sees and acts on their own jobs only); one read
+        // 2: jobs know their owner (a user sees and acts on their own jobs only) and when
+        // their photo's record was deleted (the same bytes dropped again are new); one read
         // position per queue file (queue.jsonl and queue.d/*.jsonl), with a generation
         // that grows at every truncation or replacement and a fingerprint of the bytes
         // before the offset, so a file rewritten to the same size is noticed.
         """
         ALTER TABLE jobs ADD COLUMN owner TEXT;
+        ALTER TABLE jobs ADD COLUMN record_deleted REAL;
         UPDATE jobs SET owner = json_extract(memo, '$.owner');
         CREATE INDEX jobs_owner ON jobs(owner, id);
         CREATE TABLE queue_files(

@@ -26,7 +26,7 @@ public enum Failpoint {
             return h[name]!
         }
         if count == n {
-            FileHandle.standardError.write(Data("failpoint \(name) hit: killing the process\n".utf8))
+            StandardStream.err("failpoint \(name) hit: killing the process\n")
             kill(getpid(), SIGKILL)
         }
     }

@@ -43,7 +43,7 @@ public enum Log {
             if let stage { line += " stage=\(stage)" }
             line += " " + message() + "\n"
         }
-        FileHandle.standardError.write(Data(line.utf8))
+        StandardStream.err(line)
     }
 
     public static func debug(_ m: @autoclosure () -> String, job: Int64? = nil, stage: String? = nil) { log(.debug, m(), job: job, stage: stage) }

@@ -64,8 +64,10 @@ final class InboxScanner: @unchecked Sendable {
         defer { closedir(dir) }
         var batch: [TakenPhoto] = []
         while let ent = readdir(dir) {
-            let name = withUnsafeBytes(of: ent.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            let bytes = withUnsafeBytes(of: ent.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            guard let name = String(validating: bytes, as: UTF8.self) else {
+                rejectBadName(bytes, &report)
+                continue
             }
             if name == "." || name == ".." || PhotoPolicy.isIgnoredInboxName(name) { continue }
             if let p = examine(name, requireSettled: true, &report) { batch.append(p) }
@@ -97,14 +99,18 @@ final class InboxScanner: @unchecked Sendable {
         }
     }
 
+    /// One transaction for the batch; if it fails, each file alone, so one file the
+    /// journal cannot take never holds back the others.
     private func commit(_ batch: [TakenPhoto], _ report: inout Report) {
         guard !batch.isEmpty else { return }
         do {
             Failpoint.hit("inbox.before_commit")
             let outcomes = try journal.commitPhotos(batch)
             report.outcomes += zip(batch, outcomes).map { ($0.name, $1, $0.owner) }
+        } catch where batch.count > 1 {
+            for photo in batch { commit([photo], &report) }
         } catch {
-            report.errors.append("cannot record \(batch.count) inbox files: \(error)")
+            report.errors.append("cannot record inbox file \(batch[0].name): \(error)")
         }
     }
 
@@ -140,6 +146,32 @@ final class InboxScanner: @unchecked Sendable {
         } catch {
             report.errors.append("\(name): \(error)")
             return nil
+        }
+    }
+
+    /// A name that is not UTF-8 can be no record's photo name: the file goes to quarantine
+    /// under its bytes in hex, with the name shown escaped (`\xFF`) in the reason.
+    private func rejectBadName(_ bytes: [UInt8], _ report: inout Report) {
+        let digits = Array("0123456789abcdef".utf8)
+        let hex = String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+        let shown = bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
+        let path = Array(inbox.utf8) + [0x2F] + bytes + [0]
+        var st = stat()
+        guard path.withUnsafeBufferPointer({ lstat(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), &st) }) == 0 else { return }
+        let name = "inbox-name-" + hex
+        let reason = "the file name \"\(shown)\" is not valid UTF-8; rename it and drop it again"
+        do {
+            let target = quarantine.folder + "/" + name
+            try DurableFile.write(Quarantine.reason(reason, extra: ["source": "inbox", "name": .string(shown)]).jsonData, to: target + ".reason.json")
+            try path.withUnsafeBufferPointer { p in
+                try syscall("rename \(shown)", blocking: { rename(UnsafeRawPointer(p.baseAddress!).assumingMemoryBound(to: CChar.self), target) })
+            }
+            try DurableFile.fsyncFolder(inbox)
+            _ = try journal.recordRejectedEntry(name: shown, identity: Files.identity(st), owner: UnixUser.nameOrNumber(st.st_uid),
+                                                reason: reason, quarantinePath: target)
+            report.rejected.append("\(shown): \(reason)")
+        } catch {
+            report.errors.append("cannot quarantine \(shown): \(error)")
         }
     }
 

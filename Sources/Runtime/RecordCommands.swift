@@ -1,5 +1,6 @@
 import Foundation
 import Index
+import Journal
 import PhotomemoCore
 
 /// The record commands of the control socket: query, get, update, delete, asset, changes.
@@ -69,11 +70,13 @@ extension ControlCommands {
         case "delete":
             let id = try req.requiredString("record")
             let publishChange = changePublisher()
+            let journal = p.journal
             offLoopRecords({ [weak self] result in
                 reply(result)
                 self?.collectAssets()  // the released objects leave the store now, not at the next round
             }) {
-                let (deleted, released) = try store.delete(id, viewer: viewer)
+                let (deleted, released, photos) = try store.delete(id, viewer: viewer)
+                try journal.recordsDeleted(photos: photos)
                 for d in deleted { publishChange(d, "delete", caller.ownScope) }
                 return ["deleted": .array(deleted.map(JSONValue.string)), "released_assets": .array(released.map(JSONValue.string))]
             }

@@ -13,7 +13,7 @@ enum Corpus {
         for i in 0..<count {
             let path = dir + String(format: "/photo-%03d.jpg", i)
             if !FileManager.default.fileExists(atPath: path) {
-                FileHandle.standardError.write(Data("generating \(path)\r".utf8))
+                StandardStream.err("generating \(path)\r")
                 guard pm_vips_synthetic_photo(path, 4032, 3024, orientations[i % orientations.count], Int32(i), 92) == 0 else {
                     throw Failure("cannot generate \(path): \(String(cString: vips_error_buffer()))")
                 }

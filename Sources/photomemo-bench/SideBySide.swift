@@ -81,7 +81,7 @@ enum SideBySide {
         var best: [Measurement?] = Array(repeating: nil, count: tools.count)
         var fastest: [Measurement?] = [nil, nil]
         for round in 1...rounds {
-            FileHandle.standardError.write(Data("round \(round)/\(rounds)\r".utf8))
+            StandardStream.err("round \(round)/\(rounds)\r")
             for (i, t) in tools.enumerated() {
                 guard let run = t.run else { continue }
                 var m = Measurement()

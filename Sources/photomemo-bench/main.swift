@@ -82,7 +82,7 @@ if let dir = args.value("--photos") {
     files = try Corpus.make(in: corpusDir, count: count)
 }
 guard args.rest.isEmpty, !files.isEmpty else {
-    FileHandle.standardError.write(Data((usage + "\n").utf8))
+    StandardStream.err((usage + "\n"))
     exit(2)
 }
 
@@ -93,7 +93,7 @@ if let uploadPhotos {
     let stage = try CompressStage(options: StageOptions(validating: [:], against: CompressStage.options, place: "bench"),
                                   environment: StageEnvironment(home: URL(fileURLWithPath: out)))
     guard case .continue(let r) = stage.run(JobContext(id: 0, key: "sizes", photoPath: files[0], memo: .photoOnly("p"), results: [:], attempt: 1)) else {
-        FileHandle.standardError.write(Data("cannot compress \(files[0])\n".utf8))
+        StandardStream.err("cannot compress \(files[0])\n")
         exit(1)
     }
     let size = { (name: String) in Int(r["renditions"]?[name]?["bytes"]?.intValue ?? 100_000) }

@@ -10,7 +10,7 @@ enum Output {
 
     static func line(_ s: String = "") { write(s + "\n") }
 
-    static func write(_ s: String) { FileHandle.standardOutput.write(Data(s.utf8)) }
+    static func write(_ s: String) { StandardStream.out(s) }
 
     static func json(_ v: JSONValue) { line(v.jsonString) }
 

@@ -18,7 +18,7 @@ func firstSentence(_ s: String) -> String {
 func main() -> Int32 {
     var argv = CommandLine.arguments.dropFirst()
     guard let name = argv.first else {
-        FileHandle.standardError.write(Data((usage + "\n").utf8))
+        StandardStream.err((usage + "\n"))
         return 2
     }
     argv = argv.dropFirst()
@@ -26,7 +26,7 @@ func main() -> Int32 {
     if name == "--version" || name == "version" { print("photomemo \(PhotomemoVersion.current)"); return 0 }
     guard let command = commands.first(where: { $0.name == name }) else {
         let hint = didYouMean(name, commands.map(\.name)).map { " (did you mean \($0)?)" } ?? ""
-        FileHandle.standardError.write(Data("photomemo: unknown command \"\(name)\"\(hint)\n\n\(usage)\n".utf8))
+        StandardStream.err("photomemo: unknown command \"\(name)\"\(hint)\n\n\(usage)\n")
         return 2
     }
     do {
@@ -34,13 +34,13 @@ func main() -> Int32 {
         if args.has("help") { print(command.help, terminator: ""); return 0 }
         return try command.run(args)
     } catch let e as UsageError {
-        FileHandle.standardError.write(Data("photomemo \(name): \(e)\n\n\(command.help)".utf8))
+        StandardStream.err("photomemo \(name): \(e)\n\n\(command.help)")
         return 2
     } catch let e as PhotomemoError {
-        FileHandle.standardError.write(Data("photomemo \(name): \(e.message)\n".utf8))
+        StandardStream.err("photomemo \(name): \(e.message)\n")
         return 1
     } catch {
-        FileHandle.standardError.write(Data("photomemo \(name): \(error)\n".utf8))
+        StandardStream.err("photomemo \(name): \(error)\n")
         return 1
     }
 }

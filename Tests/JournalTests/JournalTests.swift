@@ -128,6 +128,7 @@ import PhotomemoCore
         let t = try record(job, stageName: "two", outcome: .retry(reason: "flaky"), durationMs: 1,
                                           stageCount: 2, retry: policy)
         #expect(t.kind == .failed(reason: "flaky (gave up after 2 attempts)"))
+        #expect(try summary(job.context.id).attempts == 2)  // as many as the history shows
         #expect(t.quarantinePhoto == dir + "/inbox/a.jpg")
         #expect(try journal.pendingQuarantines().map(\.job) == [job.context.id])
         try journal.markQuarantined(job: job.context.id, at: "/q/a.jpg")
@@ -160,7 +161,7 @@ import PhotomemoCore
         let t = try record(job, stageName: "one", outcome: .fail(reason: "bad"), durationMs: 1,
                                           stageCount: 3, retry: .default)
         #expect(t == Transition(kind: .failed(reason: "bad"), quarantinePhoto: nil))
-        #expect(try summary(job.context.id).attempts == 0)
+        #expect(try summary(job.context.id).attempts == 1)  // the run that failed, as its history says
     }
 
     @Test func interruptedJobsResumeAndCrashLoopersFail() throws {

@@ -1,0 +1,120 @@
+import Foundation
+import PhotomemoCore
+import TestSupport
+import Testing
+
+/// Nothing handed over is lost (issue #13, "Lost input"): each way a photo or a line used
+/// to be dropped, misread or held back, against the real daemon and the default job.
+@Suite(.serialized) struct IntakeNeverLosesTests {
+    func start() throws -> DaemonHarness {
+        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+        try d.start()
+        return d
+    }
+
+    func records(_ d: DaemonHarness) throws -> [JSONValue] {
+        try json(d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue ?? []
+    }
+
+    func truncate(_ d: DaemonHarness, to text: String) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: d.home + "/queue.jsonl"))
+    }
+
+    @Test func aTruncatedQueueFileRegrownShorterOrLongerLosesNoLine() throws {
+        let d = try start()
+        try d.append(#"{"memo":"the first line, rather long"}"# + "\n")
+        try d.waitIdle(jobs: 1)
+        try truncate(d, to: #"{"memo":"short"}"# + "\n")
+        try d.waitIdle(jobs: 2)
+        try truncate(d, to: #"{"memo":"a line much longer than anything read before it"}"# + "\n")
+        try d.waitIdle(jobs: 3)
+        #expect(Set(try records(d).compactMap { $0["memo"]?.stringValue })
+                == ["the first line, rather long", "short", "a line much longer than anything read before it"])
+        #expect(try d.jobs("duplicate_of IS NOT NULL").isEmpty)
+        #expect(d.quarantined().isEmpty)
+        #expect(d.stop().status == 0)
+    }
+
+    @Test func aPhotoDroppedAgainAfterItsRecordWasDeletedIsANewRecord() throws {
+        let d = try start()
+        try d.drop("Nikon_D70.jpg", as: "a.jpg")
+        try d.waitIdle(jobs: 1)
+        let first = try #require(try records(d).first?["id"]?.stringValue)
+        #expect(try DaemonHarness.run(["delete", first, "--home", d.home]).0 == 0)
+        try d.drop("Nikon_D70.jpg", as: "b.jpg")
+        try d.waitIdle(jobs: 2)
+        let again = try records(d)
+        #expect(again.count == 1 && again[0]["id"]?.stringValue != first)
+        #expect(again.first?["assets"]?["original"]?["key"] != nil)
+        #expect(FileManager.default.fileExists(atPath: d.home + "/inbox/b.jpg") == false)
+        #expect(d.stop().status == 0)
+    }
+
+    @Test func aFailedPhotosBytesDroppedAgainNeverHoldBackAGoodPhotoBesideIt() throws {
+        let d = try start()
+        try d.drop("corrupted.jpg", as: "bad.jpg")
+        try d.waitIdle(jobs: 1)
+        #expect(d.stop().status == 0)
+        // While it is stopped: the same bad bytes again, and a good photo, in one rescan batch.
+        try d.drop("corrupted.jpg", as: "bad-again.jpg")
+        try d.drop("Pentax_K10D.jpg", as: "good.jpg")
+        try d.start()
+        try d.waitIdle(jobs: 3, timeout: 90)
+        let jobs = try d.jobs()
+        #expect(jobs.first { $0.photo == "good.jpg" }?.state == "done")
+        let again = try #require(jobs.first { $0.photo == "bad-again.jpg" })
+        #expect(again.state == "failed" && again.error?.contains("damaged") == true, "\(again)")
+        #expect(!d.log.contains("UNIQUE constraint failed"))
+        #expect(d.stop().status == 0)
+    }
+
+    @Test func aNameThatIsNotUTF8IsQuarantinedWithItsReason() throws {
+        let d = try start()
+        let path = Array((d.home + "/inbox/").utf8) + [0x66, 0xFF, 0xFE, 0x2E, 0x6A, 0x70, 0x67, 0]  // "f\xFF\xFE.jpg"
+        let fd = path.withUnsafeBufferPointer { open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_WRONLY | O_CREAT, 0o644) }
+        #expect(fd >= 0)
+        close(fd)
+        try d.waitUntil("the file is quarantined") { d.quarantined().contains("inbox-name-66fffe2e6a7067") }
+        let reason = try String(contentsOfFile: d.home + "/quarantine/inbox-name-66fffe2e6a7067.reason.json", encoding: .utf8)
+        #expect(reason.contains(#"is not valid UTF-8"#) && reason.contains(#"f\\xFF\\xFE.jpg"#), "\(reason)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: d.home + "/inbox").isEmpty)
+        #expect(try d.jobs("state = 'failed'").count == 1)
+        #expect(d.stop().status == 0)
+    }
+
+    @Test func anOverLongLineIsQuarantinedWhole() throws {
+        let d = try start()
+        let long = #"{"memo":""# + String(repeating: "x", count: 1_500_000) + #""}"#
+        try d.append(long + "\n" + #"{"memo":"after it"}"# + "\n")
+        try d.waitIdle(jobs: 1)
+        let q = try #require(d.quarantined().first { $0.hasPrefix("queue-line-") })
+        let size = try FileManager.default.attributesOfItem(atPath: d.home + "/quarantine/" + q)[.size] as? Int
+        #expect(size == long.utf8.count)
+        #expect(try records(d).map { $0["memo"] } == ["after it"])
+        #expect(d.stop().status == 0)
+    }
+
+    @Test func aMemoForAPhotoAlreadyIndexedUpdatesItsRecord() throws {
+        let d = try start()
+        try d.drop("Nikon_D70.jpg", as: "pic.jpg")
+        try d.waitIdle(jobs: 1)
+        try d.append(#"{"photo":"pic.jpg","type":"Memo","memo":"described later","fields":{"n":2}}"# + "\n")
+        try d.waitIdle(jobs: 2)
+        let all = try records(d)
+        #expect(all.count == 1, "\(all)")
+        #expect(all.first?["memo"] == "described later" && all.first?["fields"]?["n"] == 2 && all.first?["type"] == "Memo")
+        #expect(all.first?["assets"]?["display"]?["key"] != nil)
+        #expect(try d.jobs("state = 'failed'").isEmpty)
+        #expect(d.stop().status == 0)
+    }
+
+    @Test func aHomeOthersMayWriteIsRefusedAndLeftUntouched() throws {
+        let home = NSTemporaryDirectory() + "pm-open-home-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        chmod(home, 0o1777)
+        let (status, _, err) = try DaemonHarness.run(["serve", "--home", home])
+        #expect(status != 0 && err.contains("writable by other users"), "\(err)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: home).isEmpty)
+    }
+}
