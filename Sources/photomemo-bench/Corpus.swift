@@ -1,5 +1,6 @@
 import CVips
 import Foundation
+import PhotomemoCore
 
 /// Realistic 12 MP JPEGs (4032x3024, smooth colour plus sensor-like noise, ~3-5 MB at
 /// Q92) in mixed EXIF orientations, generated once and reused from the same folder.
