@@ -28,6 +28,9 @@ final class Scheduler {
     private var pumpAgain = false
     private var stopping = false
     private let wakeTimer: LoopTimer
+    /// Stage runs whose outcomes the journal could not write yet, and when to try again.
+    private var unrecorded: [() -> Void] = []
+    private let recordTimer: LoopTimer
     private var onIdle: (() -> Void)?
     private let events: EventBus
     /// Carries progress reports from stage threads to the loop.
@@ -48,6 +51,7 @@ final class Scheduler {
         self.definition = definition
         self.events = events
         wakeTimer = try LoopTimer(loop: loop)
+        recordTimer = try LoopTimer(loop: loop)
         paused = try journal.setting("paused") == "true"
         pausedStages = Set((try journal.setting("paused_stages") ?? "").split(separator: ",").map(String.init))
     }
@@ -110,10 +114,21 @@ final class Scheduler {
         stopping = true
         wakeTimer.stop()
         onIdle = done
+        retryUnrecorded()  // once more now; what still fails resumes at the next start
         checkIdle()
     }
 
-    func close() { wakeTimer.close() }
+    func close() {
+        wakeTimer.close()
+        recordTimer.close()
+    }
+
+    private func retryUnrecorded() {
+        recordTimer.stop()
+        let pending = unrecorded
+        unrecorded.removeAll()
+        for retry in pending { retry() }
+    }
 
     private func checkIdle() {
         guard stopping, runningCount == 0, !claiming, let done = onIdle else { return }
@@ -185,17 +200,29 @@ final class Scheduler {
             context.progress = Self.progressReporter(job: job.context.id, stage: entry.name, to: owner, wakeup: wakeup, events: events)
             return context
         }
-        let journal = self.journal, quarantine = self.quarantine
-        let stageCount = def.stages.count, retry = def.retry
-        loop.submit({ () -> Result<([(Transition, StageOutcome)], Double, [String]), Error> in
+        let disk = quarantine.folder  // on the home's filesystem
+        loop.submit({ () -> (outcomes: [StageOutcome], ms: Double) in
             let clock = ContinuousClock()
             let started = clock.now
-            let outcomes = entry.stage.run(jobs: contexts)
+            let outcomes = entry.stage.run(jobs: contexts).map { DiskSpace.classify($0, home: disk) }
             precondition(outcomes.count == jobs.count, "\(entry.name) returned \(outcomes.count) outcomes for \(jobs.count) jobs")
             let elapsed = (clock.now - started).components
-            let ms = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
+            return (outcomes, Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
+        }) { [unowned self] run in
+            self.record(jobs, run.outcomes, ms: run.ms, entry: entry, definition: def)
+        }
+    }
+
+    /// Writes a stage run's outcomes to the journal (and quarantines failed photos), then
+    /// frees the slot. While the journal cannot write (a full disk), the jobs stay running
+    /// and the write is tried again with back-off; the journal shows down in `status`.
+    private func record(_ jobs: [ClaimedJob], _ outcomes: [StageOutcome], ms: Double, entry: JobDefinition.StageEntry,
+                        definition def: JobDefinition, failures: Int = 0) {
+        let journal = self.journal, quarantine = self.quarantine
+        let stageCount = def.stages.count, retry = def.retry
+        loop.submit({ () -> Result<([Transition], [String]), Error> in
             Failpoint.hit("stage.before_journal")
-            return Result { () -> ([(Transition, StageOutcome)], Double, [String]) in
+            return Result {
                 let transitions = try journal.recordOutcomes(Array(zip(jobs, outcomes)).map { ($0, $1) }, stageName: entry.name,
                                                              durationMs: ms, stageCount: stageCount, retry: retry)
                 // Recorded: a photo that fails to move now is moved at the next start.
@@ -207,19 +234,34 @@ final class Scheduler {
                                                  journal: journal, quarantine: quarantine)
                     } catch { errors.append("job \(job.context.id): cannot quarantine \(photo): \(error)") }
                 }
-                return (Array(zip(transitions, outcomes)), ms, errors)
+                return (transitions, errors)
             }
         }) { [unowned self] result in
-            self.running[entry.name, default: jobs.count] -= jobs.count
-            self.slotsInUse[entry.name, default: 1] -= 1
             switch result {
-            case .success(let (done, ms, errors)):
-                for (job, (t, outcome)) in zip(jobs, done) {
+            case .success(let (transitions, errors)):
+                if self.dependencies["journal"] == false {
+                    self.dependencies["journal"] = true
+                    Log.notice("the journal records again")
+                }
+                self.running[entry.name, default: jobs.count] -= jobs.count
+                self.slotsInUse[entry.name, default: 1] -= 1
+                for (job, (t, outcome)) in zip(jobs, zip(transitions, outcomes)) {
                     self.report(job: job.context.id, owner: job.context.memo.owner, stage: entry.name, transition: t, outcome: outcome, ms: ms)
                 }
                 for e in errors { Log.error(e, stage: entry.name) }
+            case .failure(let error) where !self.stopping:
+                self.dependencies["journal"] = false
+                let delay = retry.delayMs(afterFailures: failures + 1)
+                for job in jobs { Log.error("cannot record the outcome: \(error); trying again in \(delay) ms", job: job.context.id, stage: entry.name) }
+                self.unrecorded.append { [unowned self] in
+                    self.record(jobs, outcomes, ms: ms, entry: entry, definition: def, failures: failures + 1)
+                }
+                self.recordTimer.start(afterMs: UInt64(delay)) { [unowned self] in self.retryUnrecorded() }
+                return
             case .failure(let error):
-                // The journal could not record it: the jobs stay `running` and resume at restart.
+                // Stopping: the jobs stay `running` and resume at the next start (stages are idempotent).
+                self.running[entry.name, default: jobs.count] -= jobs.count
+                self.slotsInUse[entry.name, default: 1] -= 1
                 for job in jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: entry.name) }
             }
             self.pump()

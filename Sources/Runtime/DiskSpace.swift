@@ -1,0 +1,35 @@
+import Glibc
+import PhotomemoCore
+
+/// A full disk (ENOSPC, or EDQUOT for a quota) is an outage, not the job's fault
+/// (DESIGN.md: outages wait without spending attempts). A stage run that failed or asked
+/// for a retry because it could not write — its reason says so, or the home's filesystem
+/// has no room left — waits for the `disk` dependency, shown down in `status`, and goes
+/// on when space returns.
+enum DiskSpace {
+    static let dependency = "disk"
+    /// Below this many free bytes, the filesystem counts as full.
+    static let reserveBytes: UInt64 = 1 << 20
+
+    /// strerror(ENOSPC), strerror(EDQUOT), SQLite's SQLITE_FULL.
+    static let fullDiskReasons = ["No space left on device", "Disk quota exceeded", "database or disk is full"]
+
+    static func isFull(_ path: String) -> Bool {
+        var st = statvfs()
+        guard statvfs(path, &st) == 0 else { return false }
+        return UInt64(st.f_bavail) * UInt64(st.f_frsize) < reserveBytes
+    }
+
+    static func isFullDisk(_ reason: String) -> Bool { fullDiskReasons.contains { reason.contains($0) } }
+
+    /// The outcome as the scheduler treats it: a failure of the disk's becomes an outage.
+    static func classify(_ outcome: StageOutcome, home: String) -> StageOutcome {
+        let reason: String
+        switch outcome {
+        case .retry(let r, _), .fail(let r): reason = r
+        default: return outcome
+        }
+        guard isFullDisk(reason) || isFull(home) else { return outcome }
+        return .unavailable(dependency: dependency, reason: "no space left to write (\(reason))")
+    }
+}
