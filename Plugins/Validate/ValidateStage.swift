@@ -1,9 +1,9 @@
 import PhotomemoCore
 
 /// `validate`: the photo is an image of an allowed format, within the byte and pixel
-/// limits, structurally whole. Reads the photo once, through one descriptor, and checks
-/// its bytes against the hash intake recorded (`PhotoBytes`); then headers only (plus one linear pass over a JPEG's
-/// data); decoding is compress's job. Every problem is permanent: the photo goes to
+/// limits, structurally whole. Reads the photo once, through one descriptor, checks its
+/// bytes against the hash intake recorded (`PhotoBytes`), then reads headers only (plus
+/// one linear pass over a JPEG's data); decoding is compress's job. Every problem is permanent: the photo goes to
 /// quarantine with the reason.
 public struct ValidateStage: Stage {
     public static let name = "validate"
