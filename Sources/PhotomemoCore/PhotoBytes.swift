@@ -7,6 +7,9 @@ import Glibc
 /// decoding, so a writer could change it after any check (size, mtime, inode, even a hash
 /// made through the same descriptor). A buffer hashed and then decoded cannot change in
 /// between. And libvips never sees a file name, so `t.jpg[n=-1]` is a name, not options.
+/// Measured on a 12 MP JPEG (4.5 MB, debug build, shrink-on-load 4): decode from this
+/// buffer 77-87 ms CPU, from a descriptor 69-78 ms; the difference is the read + SHA-256
+/// (~5 ms), which a descriptor would need as well to tie the pixels to intake's hash.
 public final class PhotoBytes: @unchecked Sendable {  // immutable after init
     public let bytes: UnsafeRawBufferPointer
 
