@@ -5,27 +5,6 @@ import TestSupport
 import Testing
 @testable import CompressStage
 
-/// Writes a PNG with Python's zlib (no image library): `mode` is "rgba", "grey16" or "grey".
-func makePNG(_ path: String, mode: String, width: Int = 120, height: Int = 90) throws {
-    let script = """
-    import struct, sys, zlib
-    path, mode, w, h = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    def chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
-    if mode == 'rgba':   depth, ctype, px = 8, 6, bytes([255, 0, 0, 0])            # red, fully transparent
-    elif mode == 'grey16': depth, ctype, px = 16, 0, struct.pack('>H', 32768)      # mid grey, 16-bit
-    else:                depth, ctype, px = 8, 0, bytes([200])
-    raw = b''.join(b'\\x00' + px * w for _ in range(h))
-    open(path, 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, depth, ctype, 0, 0, 0))
-                           + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
-    """
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = ["python3", "-c", script, path, mode, String(width), String(height)]
-    try p.run()
-    p.waitUntilExit()
-    #expect(p.terminationStatus == 0)
-}
-
 /// The average of each band of an image file.
 func bandMeans(_ path: String) throws -> [Double] {
     let img = try Vips.open(load(path)).inMemory()
