@@ -24,13 +24,18 @@ public struct CompressStage: Stage {
         ], "list of {name, width | height | width+height (fit) | fill: [w, h], format: jpeg|webp, quality, enlarge}"),
         StageOption("strip_gps", .bool, default: true, "drop GPS from renditions and from the record's exif"),
         StageOption("keep_metadata", .bool, default: false, "keep EXIF/XMP (minus GPS unless strip_gps is false) in renditions"),
+        StageOption("max_pixels", .integer, default: 100_000_000,
+                    "largest width x height compress decodes or makes (the photo, each rendition, a fill's uncropped scale); over it the job fails"),
+        StageOption("max_bytes", .integer, default: 52_428_800, "largest photo file read, in bytes (as validate's)"),
     ]
 
-    static let loaders = ["jpegload": "jpeg", "pngload": "png", "webpload": "webp", "heifload": "heic"]
+    static let loaders = ["jpegload_buffer": "jpeg", "pngload_buffer": "png", "webpload_buffer": "webp", "heifload_buffer": "heic"]
 
     let renditions: [Rendition]
     let stripGPS: Bool
     let keepMetadata: Bool
+    let maxPixels: Int64
+    let maxBytes: Int64
     let outputRoot: String
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
@@ -43,6 +48,9 @@ public struct CompressStage: Stage {
         }
         stripGPS = options["strip_gps"]?.boolValue ?? true
         keepMetadata = options["keep_metadata"]?.boolValue ?? false
+        maxPixels = options.int("max_pixels") ?? 100_000_000
+        maxBytes = options.int("max_bytes") ?? 52_428_800
+        guard maxPixels > 0, maxBytes > 0 else { throw PhotomemoError(.badDefinition, "limits must be positive") }
         outputRoot = environment.home.appendingPathComponent("renditions").path
         try Vips.start()
     }
@@ -51,10 +59,16 @@ public struct CompressStage: Stage {
         guard let path = job.photoPath else { return .skip(reason: "no photo") }
         let made: (PhotoMetadata, [(Rendition, Data, Int, Int)])
         do {
-            made = try make(path)
+            // Decoded from the bytes intake hashed, read once: never reopened by name.
+            let photo = try PhotoBytes.read(path, sha256: job.photoSHA256, maxBytes: maxBytes)
+            made = try make(photo)
             job.progress(0.9, "encoded")
         } catch let f as Vips.Failure {
             return .fail(reason: "cannot decode the photo: \(f.description)")
+        } catch let e as PhotomemoError where e.code == .io {
+            return .retry(reason: e.message)
+        } catch let e as PhotomemoError {
+            return .fail(reason: e.message)
         } catch {
             return .fail(reason: "\(error)")
         }
@@ -83,22 +97,21 @@ public struct CompressStage: Stage {
     }
 
     /// Decodes once and produces every rendition in memory.
-    func make(_ path: String) throws -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
-        guard let loader = Vips.loader(for: path) else { throw Vips.Failure(description: "not an image libvips can read") }
+    func make(_ photo: PhotoBytes) throws -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
+        guard let loader = Vips.loader(for: photo) else { throw Vips.Failure(description: "not an image libvips can read") }
         guard let format = Self.loaders[loader] else {
-            throw Vips.Failure(description: "format \(loader.replacingOccurrences(of: "load", with: "")) is not accepted")
+            throw Vips.Failure(description: "format \(loader.replacingOccurrences(of: "load_buffer", with: "")) is not accepted")
         }
-        let header = try Vips.open(path)
+        let header = try Vips.open(photo)
         // libheif applies HEIF rotations itself; EXIF orientation matters for the rest.
         let orientation = format == "heic" ? 1 : header.orientation
         let meta = PhotoMetadata(image: header, format: format, orientation: orientation)
         let swapped = (5...8).contains(orientation)
 
-        // The base: the largest rendition's scale (never enlarged; renditions enlarge from it).
-        let scales: [Double] = renditions.map { $0.scale(width: meta.width, height: meta.height) }
-        let baseScale: Double = min(1, scales.max()!)
-        let bw: Int = max(1, Int((Double(meta.width) * baseScale).rounded()))
-        let bh: Int = max(1, Int((Double(meta.height) * baseScale).rounded()))
+        // Every size, checked before decoding. The base: the largest rendition's scale
+        // (never enlarged; renditions enlarge from it).
+        let plan = try RenditionPlan(renditions, width: meta.width, height: meta.height, maxPixels: maxPixels)
+        let (bw, bh) = plan.base
         let (storedW, storedH) = swapped ? (bh, bw) : (bw, bh)
 
         var image = header
@@ -107,7 +120,7 @@ public struct CompressStage: Stage {
             let shrink: Int = [8, 4, 2].first { (s: Int) -> Bool in
                 (header.width + s - 1) / s >= storedW && (header.height + s - 1) / s >= storedH
             } ?? 1
-            if shrink > 1 { image = try Vips.jpeg(path, shrink: shrink) }
+            if shrink > 1 { image = try Vips.jpeg(photo, shrink: shrink) }
         }
         // The resampler takes 8-bit pixels: 16-bit and float images convert before it,
         // 8-bit ones after (on fewer pixels).
@@ -126,20 +139,19 @@ public struct CompressStage: Stage {
         let base = try image.inMemory()
 
         var outputs: [(Rendition, Data, Int, Int)] = []
-        for r in renditions {
+        for step in plan.steps {
+            let r = step.rendition
             var out = base
-            let s = r.scale(width: meta.width, height: meta.height)
-            let (ow, oh) = r.outputSize(width: meta.width, height: meta.height)
             // For fill, scale to cover, then cut the centre.
-            var (cw, ch) = (ow, oh)
-            if case .fill = r.size {
-                cw = max(ow, Int((Double(meta.width) * s).rounded()))
-                ch = max(oh, Int((Double(meta.height) * s).rounded()))
-            }
+            let (ow, oh) = step.output, (cw, ch) = step.cover
             if cw != base.width || ch != base.height { out = try out.resampled(width: cw, height: ch) }
             if out.width != ow || out.height != oh {
-                let left = (out.width - ow) / 2, top = (out.height - oh) / 2
-                out = try out.then("crop") { pm_vips_extract($0, $1, Int32(left), Int32(top), Int32(ow), Int32(oh)) }
+                // Within the pixel limit, so each fits in Int32; checked anyway, never trapped.
+                guard let left = Int32(exactly: (out.width - ow) / 2), let top = Int32(exactly: (out.height - oh) / 2),
+                      let w = Int32(exactly: ow), let h = Int32(exactly: oh) else {
+                    throw Vips.Failure(description: "crop to \(ow)x\(oh) is out of range")
+                }
+                out = try out.then("crop") { pm_vips_extract($0, $1, left, top, w, h) }
             }
             let data = try out.encode(r.format, quality: r.quality, strip: !keepMetadata)
             outputs.append((r, data, out.width, out.height))

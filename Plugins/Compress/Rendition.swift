@@ -89,10 +89,26 @@ struct Rendition: Sendable, Equatable {
     func outputSize(width w: Int, height h: Int) -> (Int, Int) {
         let s = scale(width: w, height: h)
         switch size {
-        case .width(let tw) where enlarge || tw <= w: return (tw, max(1, Int((Double(h) * s).rounded())))
-        case .height(let th) where enlarge || th <= h: return (max(1, Int((Double(w) * s).rounded())), th)
-        case .fill(let tw, let th): return (min(tw, max(1, Int((Double(w) * s).rounded()))), min(th, max(1, Int((Double(h) * s).rounded()))))
-        default: return (max(1, Int((Double(w) * s).rounded())), max(1, Int((Double(h) * s).rounded())))
+        case .width(let tw) where enlarge || tw <= w: return (tw, Self.side(Double(h) * s))
+        case .height(let th) where enlarge || th <= h: return (Self.side(Double(w) * s), th)
+        case .fill(let tw, let th): return (min(tw, Self.side(Double(w) * s)), min(th, Self.side(Double(h) * s)))
+        default: return (Self.side(Double(w) * s), Self.side(Double(h) * s))
         }
+    }
+
+    /// For fill, the scaled image the centre is cut from (covering the box); else the output.
+    func coverSize(width w: Int, height h: Int) -> (Int, Int) {
+        let (ow, oh) = outputSize(width: w, height: h)
+        guard case .fill = size else { return (ow, oh) }
+        let s = scale(width: w, height: h)
+        return (max(ow, Self.side(Double(w) * s)), max(oh, Self.side(Double(h) * s)))
+    }
+
+    /// A scaled side: rounded, at least 1, and saturating (at 2^50) instead of trapping in
+    /// `Int(_:)`: a 1 x 3,000,000 photo at width 860 asks for a height of 2.58e9, which
+    /// the pixel limit then refuses by name.
+    static func side(_ d: Double) -> Int {
+        guard !d.isNaN else { return 1 << 50 }
+        return Int(Swift.min(Swift.max(d.rounded(), 1), Double(1 << 50)))
     }
 }

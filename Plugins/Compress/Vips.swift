@@ -7,8 +7,14 @@ import PhotomemoCore
 /// photos mix), so return codes decide and the buffer only adds detail.
 final class VipsImageRef {
     let ptr: UnsafeMutablePointer<VipsImage>
+    /// The photo's bytes an image decoded from memory still reads (libvips does not copy
+    /// them); every image made from it holds them too.
+    let source: PhotoBytes?
 
-    init(_ ptr: UnsafeMutablePointer<VipsImage>) { self.ptr = ptr }
+    init(_ ptr: UnsafeMutablePointer<VipsImage>, source: PhotoBytes? = nil) {
+        self.ptr = ptr
+        self.source = source
+    }
     deinit { pm_vips_unref(ptr) }
 
     var width: Int { Int(vips_image_get_width(ptr)) }
@@ -31,22 +37,26 @@ final class VipsImageRef {
     func then(_ what: String, _ op: (UnsafeMutablePointer<VipsImage>, UnsafeMutablePointer<UnsafeMutablePointer<VipsImage>?>) -> Int32) throws -> VipsImageRef {
         var out: UnsafeMutablePointer<VipsImage>?
         guard op(ptr, &out) == 0, let out else { throw Vips.error(what) }
-        return VipsImageRef(out)
+        return VipsImageRef(out, source: source)
     }
 
     /// Computes the pixels into memory (where decode errors surface).
     func inMemory() throws -> VipsImageRef {
         guard let m = vips_image_copy_memory(ptr) else { throw Vips.error("decode") }
-        return VipsImageRef(m)
+        return VipsImageRef(m, source: source)
     }
 
     /// This image resampled to `width` x `height` by `Resampler` (8-bit images only;
     /// the stage converts others to 8-bit first). Computes the pixels.
     func resampled(width w: Int, height h: Int) throws -> VipsImageRef {
         precondition(isUchar, "Resampler takes 8-bit pixels")
-        let source = try inMemory()
-        guard let out = pm_vips_new_memory_like(source.ptr, Int32(w), Int32(h)) else { throw Vips.error("resize") }
-        Resampler.resample(pm_vips_pixels(source.ptr), width: source.width, height: source.height, bands: Int(pm_vips_bands(ptr)),
+        // The stage checked the size against its pixel limit; a side past Int32 is an error, not a trap.
+        guard let w32 = Int32(exactly: w), let h32 = Int32(exactly: h), w > 0, h > 0 else {
+            throw Vips.Failure(description: "resize to \(w)x\(h) is out of range")
+        }
+        let input = try inMemory()
+        guard let out = pm_vips_new_memory_like(input.ptr, w32, h32) else { throw Vips.error("resize") }
+        Resampler.resample(pm_vips_pixels(input.ptr), width: input.width, height: input.height, bands: Int(pm_vips_bands(ptr)),
                            into: pm_vips_pixels(out), outWidth: w, outHeight: h)
         return VipsImageRef(out)
     }
@@ -55,8 +65,8 @@ final class VipsImageRef {
         var buf: UnsafeMutableRawPointer?
         var len = 0
         let rc = switch format {
-        case .jpeg: pm_vips_jpegsave_buffer(ptr, &buf, &len, Int32(quality), strip ? 1 : 0)
-        case .webp: pm_vips_webpsave_buffer(ptr, &buf, &len, Int32(quality), strip ? 1 : 0)
+        case .jpeg: pm_vips_jpegsave_buffer(ptr, &buf, &len, Int32(clamping: quality), strip ? 1 : 0)
+        case .webp: pm_vips_webpsave_buffer(ptr, &buf, &len, Int32(clamping: quality), strip ? 1 : 0)
         }
         guard rc == 0, let buf else { throw Vips.error("encode \(format.rawValue)") }
         defer { pm_vips_free(buf) }
@@ -84,19 +94,21 @@ enum Vips {
         return Failure(description: detail.isEmpty ? "\(what) failed" : "\(what) failed: \(detail)")
     }
 
-    /// The loader libvips picks by content ("jpegload", "pngload", ...), or nil.
-    static func loader(for path: String) -> String? {
-        pm_vips_loader(path).map { String(cString: $0) }
+    /// The loader libvips picks by content ("jpegload_buffer", ...), or nil.
+    static func loader(for photo: PhotoBytes) -> String? {
+        pm_vips_loader_buffer(photo.bytes.baseAddress, photo.count).map { String(cString: $0) }
     }
 
-    static func open(_ path: String) throws -> VipsImageRef {
-        guard let p = pm_vips_open(path) else { throw error("open") }
-        return VipsImageRef(p)
+    static func open(_ photo: PhotoBytes) throws -> VipsImageRef {
+        guard let p = pm_vips_open_buffer(photo.bytes.baseAddress, photo.count) else { throw error("open") }
+        return VipsImageRef(p, source: photo)
     }
 
-    static func jpeg(_ path: String, shrink: Int) throws -> VipsImageRef {
+    static func jpeg(_ photo: PhotoBytes, shrink: Int) throws -> VipsImageRef {
         var out: UnsafeMutablePointer<VipsImage>?
-        guard pm_vips_jpegload(path, Int32(shrink), &out) == 0, let out else { throw error("JPEG load") }
-        return VipsImageRef(out)
+        guard pm_vips_jpegload_buffer(photo.bytes.baseAddress, photo.count, Int32(clamping: shrink), &out) == 0, let out else {
+            throw error("JPEG load")
+        }
+        return VipsImageRef(out, source: photo)
     }
 }

@@ -11,13 +11,26 @@ public struct ImageProbe: Sendable, Equatable {
     public let width: Int
     public let height: Int
 
+    /// width x height, or nil when the product does not fit in 64 bits (a hostile header:
+    /// 4294967295 x 4294967295 must be a clear failure, never an overflow trap).
+    public var pixels: Int64? {
+        let (p, overflow) = Int64(width).multipliedReportingOverflow(by: Int64(height))
+        return overflow ? nil : p
+    }
+
     public struct Problem: Error, Equatable, CustomStringConvertible {
         public let description: String
         init(_ d: String) { description = d }
     }
 
     /// The format named by the first bytes, or nil.
-    public static func sniff(_ b: [UInt8]) -> Format? {
+    /// The photo's bytes as read (and hash-checked) once: probed in place, not copied.
+    public typealias Bytes = UnsafeRawBufferPointer
+
+    public static func sniff(_ b: [UInt8]) -> Format? { b.withUnsafeBytes { sniff($0) } }
+    public static func probe(_ b: [UInt8]) throws -> ImageProbe { try b.withUnsafeBytes { try probe($0) } }
+
+    public static func sniff(_ b: Bytes) -> Format? {
         if b.count >= 3, b[0] == 0xFF, b[1] == 0xD8, b[2] == 0xFF { return .jpeg }
         if b.count >= 8, b[0..<8].elementsEqual([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
         if b.count >= 12, ascii(b, 0, 4) == "RIFF", ascii(b, 8, 4) == "WEBP" { return .webp }
@@ -27,7 +40,7 @@ public struct ImageProbe: Sendable, Equatable {
 
     static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"]
 
-    public static func probe(_ b: [UInt8]) throws -> ImageProbe {
+    public static func probe(_ b: Bytes) throws -> ImageProbe {
         guard !b.isEmpty else { throw Problem("file is empty (0 bytes)") }
         guard let format = sniff(b) else { throw Problem("not a JPEG, PNG, WebP or HEIC image (unrecognised magic bytes)") }
         let (w, h): (Int, Int)
@@ -41,20 +54,26 @@ public struct ImageProbe: Sendable, Equatable {
         return ImageProbe(format: format, width: w, height: h)
     }
 
-    static func ascii(_ b: [UInt8], _ at: Int, _ n: Int) -> String {
+    /// w x h, saturating at Int.max (to compare hostile sizes without trapping).
+    static func area(_ w: Int, _ h: Int) -> Int {
+        let (p, overflow) = w.multipliedReportingOverflow(by: h)
+        return overflow ? .max : p
+    }
+
+    static func ascii(_ b: Bytes, _ at: Int, _ n: Int) -> String {
         guard at + n <= b.count else { return "" }
         return String(decoding: b[at..<(at + n)], as: UTF8.self)
     }
 
-    static func be16(_ b: [UInt8], _ i: Int) -> Int { Int(b[i]) << 8 | Int(b[i + 1]) }
-    static func be32(_ b: [UInt8], _ i: Int) -> Int { be16(b, i) << 16 | be16(b, i + 2) }
-    static func le16(_ b: [UInt8], _ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 }
-    static func le24(_ b: [UInt8], _ i: Int) -> Int { le16(b, i) | Int(b[i + 2]) << 16 }
-    static func le32(_ b: [UInt8], _ i: Int) -> Int { le16(b, i) | le16(b, i + 2) << 16 }
+    static func be16(_ b: Bytes, _ i: Int) -> Int { Int(b[i]) << 8 | Int(b[i + 1]) }
+    static func be32(_ b: Bytes, _ i: Int) -> Int { be16(b, i) << 16 | be16(b, i + 2) }
+    static func le16(_ b: Bytes, _ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 }
+    static func le24(_ b: Bytes, _ i: Int) -> Int { le16(b, i) | Int(b[i + 2]) << 16 }
+    static func le32(_ b: Bytes, _ i: Int) -> Int { le16(b, i) | le16(b, i + 2) << 16 }
 
     // MARK: JPEG
 
-    static func jpeg(_ b: [UInt8]) throws -> (Int, Int) {
+    static func jpeg(_ b: Bytes) throws -> (Int, Int) {
         var size: (Int, Int)?
         var i = 2
         let n = b.count
@@ -89,7 +108,7 @@ public struct ImageProbe: Sendable, Equatable {
     }
 
     /// Skips entropy-coded data; returns the index of the marker that ends it.
-    static func entropyData(_ b: [UInt8], from start: Int) throws -> Int {
+    static func entropyData(_ b: Bytes, from start: Int) throws -> Int {
         var j = start
         var expectedRST: UInt8 = 0xD0
         let n = b.count
@@ -116,7 +135,7 @@ public struct ImageProbe: Sendable, Equatable {
 
     // MARK: PNG
 
-    static func png(_ b: [UInt8]) throws -> (Int, Int) {
+    static func png(_ b: Bytes) throws -> (Int, Int) {
         guard b.count >= 33, ascii(b, 12, 4) == "IHDR" else { throw Problem("PNG is truncated or has no IHDR header") }
         // Walk the chunks to IEND: a cut file has no IEND.
         var i = 8
@@ -132,7 +151,7 @@ public struct ImageProbe: Sendable, Equatable {
 
     // MARK: WebP
 
-    static func webp(_ b: [UInt8]) throws -> (Int, Int) {
+    static func webp(_ b: Bytes) throws -> (Int, Int) {
         let riffSize = le32(b, 4) + 8
         guard riffSize <= b.count else { throw Problem("WebP is truncated (RIFF says \(riffSize) bytes, file has \(b.count))") }
         guard b.count >= 30 else { throw Problem("WebP is too short for its header") }
@@ -155,7 +174,7 @@ public struct ImageProbe: Sendable, Equatable {
 
     /// The largest `ispe` (image spatial extent) in meta/iprp/ipco: the full image, not a
     /// thumbnail or a tile. Enough for the size limits; no decoding.
-    static func heic(_ b: [UInt8]) throws -> (Int, Int) {
+    static func heic(_ b: Bytes) throws -> (Int, Int) {
         var best: (Int, Int)?
         func walk(_ start: Int, _ end: Int, depth: Int) throws {
             var i = start
@@ -165,13 +184,19 @@ public struct ImageProbe: Sendable, Equatable {
                 var header = 8
                 if size == 1 {
                     guard i + 16 <= end else { throw Problem("HEIC box header is truncated") }
-                    size = be32(b, i + 8) << 32 | be32(b, i + 12)
+                    // A 64-bit size; anything past 2^31 cannot fit in a file we accept.
+                    let high = be32(b, i + 8), low = be32(b, i + 12)
+                    guard high < 0x8000_0000 else {
+                        throw Problem("HEIC box \"\(type)\" at byte \(i) claims \(UInt64(high) << 32 | UInt64(low)) bytes, more than the file has (\(end - i))")
+                    }
+                    size = high << 32 | low
                     header = 16
                 } else if size == 0 {
                     size = end - i
                 }
-                guard size >= header, i + size <= end else {
-                    throw Problem("HEIC is truncated (box \"\(type)\" at byte \(i) runs past the end)")
+                // `size > end - i`, not `i + size > end`: no addition that can overflow.
+                guard size >= header, size <= end - i else {
+                    throw Problem("HEIC is truncated (box \"\(type)\" at byte \(i) claims \(size) bytes, \(end - i) are left)")
                 }
                 switch type {
                 case "meta" where depth < 4: try walk(i + header + 4, i + size, depth: depth + 1)  // full box
@@ -179,7 +204,7 @@ public struct ImageProbe: Sendable, Equatable {
                 case "ispe":
                     guard size >= header + 12 else { throw Problem("HEIC ispe box is too short") }
                     let w = be32(b, i + header + 4), h = be32(b, i + header + 8)
-                    if best == nil || w * h > best!.0 * best!.1 { best = (w, h) }
+                    if best == nil || area(w, h) > area(best!.0, best!.1) { best = (w, h) }
                 default: break
                 }
                 i += size

@@ -1,9 +1,9 @@
-import Foundation
 import PhotomemoCore
 
 /// `validate`: the photo is an image of an allowed format, within the byte and pixel
-/// limits, structurally whole. Reads headers only (plus one linear pass over a JPEG's
-/// data); decoding is compress's job. Every problem is permanent: the photo goes to
+/// limits, structurally whole. Reads the photo once, through one descriptor, checks its
+/// bytes against the hash intake recorded (`PhotoBytes`), then reads headers only (plus
+/// one linear pass over a JPEG's data); decoding is compress's job. Every problem is permanent: the photo goes to
 /// quarantine with the reason.
 public struct ValidateStage: Stage {
     public static let name = "validate"
@@ -39,33 +39,32 @@ public struct ValidateStage: Stage {
 
     public func run(_ job: JobContext) -> StageOutcome {
         guard let path = job.photoPath else { return .skip(reason: "no photo") }
-        let size: Int64
+        let photo: PhotoBytes
         do {
-            let attrs = try FileManager.default.attributesOfItem(atPath: path)
-            size = (attrs[.size] as? NSNumber)?.int64Value ?? 0
+            photo = try PhotoBytes.read(path, sha256: job.photoSHA256, maxBytes: maxBytes)
+        } catch let e as PhotomemoError where e.code == .io {
+            return .retry(reason: e.message)
+        } catch let e as PhotomemoError {
+            return .fail(reason: e.message)
         } catch {
-            return .fail(reason: "photo file is gone: \(path)")
-        }
-        guard size <= maxBytes else { return .fail(reason: "file is \(size) bytes, over max_bytes (\(maxBytes))") }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return .retry(reason: "cannot read \(path)")
+            return .fail(reason: "\(error)")
         }
         let probe: ImageProbe
         do {
-            probe = try ImageProbe.probe([UInt8](data))
+            probe = try ImageProbe.probe(photo.bytes)
         } catch {
             return .fail(reason: "\(error)")
         }
         guard formats.contains(probe.format) else {
             return .fail(reason: "format \(probe.format.rawValue) is not accepted (formats: \(formats.map(\.rawValue).sorted().joined(separator: ", ")))")
         }
-        let pixels = Int64(probe.width) * Int64(probe.height)
-        guard pixels <= maxPixels else {
-            return .fail(reason: "image claims \(probe.width)x\(probe.height) = \(pixels) pixels, over max_pixels (\(maxPixels)): a possible decompression bomb")
+        guard let pixels = probe.pixels, pixels <= maxPixels else {
+            let count = probe.pixels.map { "\($0)" } ?? "more than 2^63"
+            return .fail(reason: "image claims \(probe.width)x\(probe.height) = \(count) pixels, over max_pixels (\(maxPixels)): a possible decompression bomb")
         }
         return .continue(result: [
             "format": .string(probe.format.rawValue), "width": .int(Int64(probe.width)),
-            "height": .int(Int64(probe.height)), "bytes": .int(Int64(data.count)),
+            "height": .int(Int64(probe.height)), "bytes": .int(Int64(photo.count)),
         ])
     }
 }

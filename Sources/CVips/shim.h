@@ -12,15 +12,20 @@ static inline int pm_vips_init(const char *argv0) {
     return 0;
 }
 
-/* Any loader by file content, sequential, failing on warnings (damage shows as warnings). */
-static inline VipsImage *pm_vips_open(const char *path) {
-    return vips_image_new_from_file(path, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_WARNING, NULL);
+/* Photos are decoded from memory, never opened by file name: libvips reads "[...]" in a
+   name as load options ("t.jpg[]" loads t.jpg, "[n=-1]" loads every page). The buffer
+   must outlive the image (libvips does not copy it). */
+
+/* Any loader by content, sequential, failing on warnings (damage shows as warnings).
+   An empty option string: nothing in it to parse. */
+static inline VipsImage *pm_vips_open_buffer(const void *buf, size_t len) {
+    return vips_image_new_from_buffer(buf, len, "", "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_WARNING, NULL);
 }
 
 /* JPEG with a DCT shrink-on-load factor (1, 2, 4 or 8). */
-static inline int pm_vips_jpegload(const char *path, int shrink, VipsImage **out) {
-    return vips_jpegload(path, out, "shrink", shrink, "access", VIPS_ACCESS_SEQUENTIAL,
-                         "fail_on", VIPS_FAIL_ON_WARNING, NULL);
+static inline int pm_vips_jpegload_buffer(const void *buf, size_t len, int shrink, VipsImage **out) {
+    return vips_jpegload_buffer((void *)buf, len, out, "shrink", shrink, "access", VIPS_ACCESS_SEQUENTIAL,
+                                "fail_on", VIPS_FAIL_ON_WARNING, NULL);
 }
 
 /* An in-memory image with `like`'s bands, format and metadata at a new size, pixels
@@ -107,9 +112,9 @@ static inline const char *pm_vips_interpretation(VipsImage *image) {
 
 static inline int pm_vips_is_uchar(VipsImage *image) { return vips_image_get_format(image) == VIPS_FORMAT_UCHAR; }
 
-/* The loader's name for a file ("jpegload", "pngload", "heifload", "webpload", ...), or NULL. */
-static inline const char *pm_vips_loader(const char *path) {
-    const char *name = vips_foreign_find_load(path);
+/* The loader's name for a buffer's content ("jpegload_buffer", ...), or NULL. */
+static inline const char *pm_vips_loader_buffer(const void *buf, size_t len) {
+    const char *name = vips_foreign_find_load_buffer(buf, len);
     if (!name) return NULL;
     VipsObjectClass *class = VIPS_OBJECT_CLASS(g_type_class_ref(g_type_from_name(name)));
     return class ? class->nickname : name;

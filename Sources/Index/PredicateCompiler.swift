@@ -4,6 +4,10 @@ import PhotomemoCore
 /// Predicates and sort keys to SQL over `records r`, always with `?` parameters — values
 /// and field names are never spliced into the SQL text. Unknown fields match nothing; a
 /// value of the wrong type for a built-in key matches nothing.
+///
+/// SQLite refuses an expression tree deeper than 1000 (SQLITE_MAX_EXPR_DEPTH) and a flat
+/// `a OR b OR c ...` is as deep as it is long, so every list of terms is joined as a
+/// balanced tree (`joined`); with the parser's limits the SQL stays a few hundred deep.
 enum PredicateCompiler {
     static let textKeys = ["id": "r.id", "type": "r.type", "memo": "r.memo", "owner": "r.owner"]
     static let numberKeys = ["created": "r.created", "modified": "r.modified", "taken": "r.taken", "width": "r.width", "height": "r.height"]
@@ -12,14 +16,24 @@ enum PredicateCompiler {
         switch p {
         case .always: return "1"
         case .never: return "0"
-        case .not(let inner): return "NOT (\(compile(inner, &params)))"
+        // NOT NOT x is x (also for NULL); a lone NOT needs no parentheses of its own: every
+        // compound term below is parenthesised and NOT binds looser than comparisons.
+        case .not(.not(let inner)): return compile(inner, &params)
+        case .not(let inner): return "NOT " + compile(inner, &params)
         case .and: return conjunction(p, &params)
-        case .or(let a, let b): return "(\(compile(a, &params)) OR \(compile(b, &params)))"
+        case .or:
+            // The parser's balanced tree, read back as one flat list of terms.
+            var terms: [RecordPredicate] = []
+            func flatten(_ q: RecordPredicate) {
+                if case .or(let a, let b) = q { flatten(a); flatten(b) } else { terms.append(q) }
+            }
+            flatten(p)
+            return joined(terms.map { compile($0, &params) }, "OR")
         case .compare(let key, let op, let value): return compare(key, sqlOp(op), value, &params)
         case .between(let key, let low, let high):
             return "(\(compare(key, ">=", low, &params)) AND \(compare(key, "<=", high, &params)))"
         case .oneOf(let key, let values):
-            return "(" + values.map { compare(key, "=", $0, &params) }.joined(separator: " OR ") + ")"
+            return joined(values.map { compare(key, "=", $0, &params) }, "OR")
         case .beginsWith(let key, let prefix):
             // A range on the binary collation: case-sensitive and able to use an index.
             let upper = prefix + "\u{10FFFF}"
@@ -67,15 +81,36 @@ enum PredicateCompiler {
         var parts: [String] = []
         for g in groups {
             params.append(.text(g.key))
-            var sql = "r.id IN (SELECT record_id FROM record_fields WHERE name = ? AND kind IN \(g.kinds)"
+            var conditions = ["name = ?", "kind IN \(g.kinds)"]
             for (op, value) in g.conditions {
-                sql += " AND \(g.column) \(op) ?"
+                conditions.append("\(g.column) \(op) ?")
                 params.append(value)
             }
-            parts.append(sql + ")")
+            parts.append("r.id IN (SELECT record_id FROM record_fields WHERE \(joined(conditions, "AND")))")
         }
         for o in others { parts.append(compile(o, &params)) }
-        return "(" + parts.joined(separator: " AND ") + ")"
+        return joined(parts, "AND")
+    }
+
+    /// `(a OP b OP ...)`, flat up to `chunk` terms, else flat chunks of flat chunks: SQLite
+    /// reads a flat chain as deep as it is long (it refuses depth 1000), and each nested
+    /// parenthesis costs its parser stack (about 90 slots), so neither may grow with n.
+    static func joined(_ parts: [String], _ op: String, chunk: Int = 100) -> String {
+        if parts.count <= chunk { return "(" + parts.joined(separator: " \(op) ") + ")" }
+        let size = (parts.count + chunk - 1) / chunk
+        let chunks = stride(from: 0, to: parts.count, by: size).map { joined(Array(parts[$0..<min($0 + size, parts.count)]), op) }
+        return joined(chunks, op)
+    }
+
+    /// SQLite's own limits on a statement (parser stack, expression depth, variables) as
+    /// a predicate error: the input is too complex, not the daemon broken. SQLite reports
+    /// them all as SQLITE_ERROR, so the message tells them apart.
+    static func refusal(_ error: Error) -> Error {
+        guard let e = error as? PhotomemoError, e.code == .database else { return error }
+        for marker in ["parser stack overflow", "Expression tree is too large", "too many SQL variables"] where e.message.contains(marker) {
+            return PredicateSyntaxError(message: "too complex for the index (SQLite: \(marker))", column: 0)
+        }
+        return error
     }
 
     /// The numeric comparisons on field `key` among the predicate's top-level conjuncts

@@ -11,7 +11,18 @@ import PhotomemoCore
 ///
 /// Keywords are case-insensitive; `&&`, `||` and `!` are accepted too. Errors carry the
 /// 1-based column of the offending token.
+///
+/// Bounded, so a hostile predicate is an error and never a crash: parentheses and `NOT`
+/// nest at most `maxDepth` deep (300,000 parentheses once overflowed a pool thread's
+/// stack), at most `maxConditions` values in all, and an `AND`/`OR` chain becomes a
+/// balanced tree, so everything that walks the tree — and the SQL compiled from it,
+/// which SQLite refuses beyond an expression depth of 1000 — stays shallow.
 public struct PredicateParser {
+    public static let maxDepth = 64
+    /// Values (each comparison's, each of an IN set): keeps the compiled SQL's parameters
+    /// (up to 3 per value) under SQLite's 32,766.
+    public static let maxConditions = 10_000
+
     enum Token: Equatable {
         case word(String), string(String), number(Double), op(String), punct(Character), end
     }
@@ -20,6 +31,8 @@ public struct PredicateParser {
 
     private var tokens: [Located] = []
     private var i = 0
+    private var depth = 0
+    private var conditions = 0
 
     public static func parse(_ text: String) throws -> RecordPredicate {
         var p = PredicateParser()
@@ -92,29 +105,50 @@ public struct PredicateParser {
     }
 
     mutating func parseOr() throws -> RecordPredicate {
-        var left = try parseAnd()
+        var terms = [try parseAnd()]
         while isWord("OR") || tokens[i].token == .op("||") {
             i += 1
-            left = .or(left, try parseAnd())
+            terms.append(try parseAnd())
         }
-        return left
+        return Self.balanced(terms[...], RecordPredicate.or)
     }
 
     mutating func parseAnd() throws -> RecordPredicate {
-        var left = try parseUnary()
+        var terms = [try parseUnary()]
         while isWord("AND") || tokens[i].token == .op("&&") {
             i += 1
-            left = .and(left, try parseUnary())
+            terms.append(try parseUnary())
         }
-        return left
+        return Self.balanced(terms[...], RecordPredicate.and)
+    }
+
+    /// `a OP b OP c ...` as a tree of depth log2(n): (a OP b) OP c for three, as a left-to-
+    /// right reading gives; ((a OP b) OP (c OP d)) for four.
+    static func balanced(_ terms: ArraySlice<RecordPredicate>, _ join: (RecordPredicate, RecordPredicate) -> RecordPredicate) -> RecordPredicate {
+        if terms.count == 1 { return terms.first! }
+        let mid = terms.startIndex + (terms.count + 1) / 2
+        return join(balanced(terms[..<mid], join), balanced(terms[mid...], join))
+    }
+
+    /// One level deeper (a parenthesis or a NOT), or an error at the token that went too deep.
+    mutating func enter() throws {
+        depth += 1
+        if depth > Self.maxDepth { throw error("nested deeper than \(Self.maxDepth) levels") }
+    }
+
+    mutating func countCondition() throws {
+        conditions += 1
+        if conditions > Self.maxConditions { throw error("more than \(Self.maxConditions) values") }
     }
 
     mutating func parseUnary() throws -> RecordPredicate {
         if isWord("NOT") || tokens[i].token == .op("!") {
+            try enter(); defer { depth -= 1 }
             i += 1
             return .not(try parseUnary())
         }
         if tokens[i].token == .punct("(") {
+            try enter(); defer { depth -= 1 }
             i += 1
             let inner = try parseOr()
             guard tokens[i].token == .punct(")") else { throw error("expected \")\", found \(describe(tokens[i].token))") }
@@ -144,6 +178,7 @@ public struct PredicateParser {
             switch w.uppercased() {
             case "BEGINSWITH":
                 guard case .string(let s) = tokens[i].token else { throw error("BEGINSWITH needs a string") }
+                try countCondition()
                 i += 1
                 return .beginsWith(key: key, prefix: s)
             case "CONTAINS":
@@ -182,6 +217,7 @@ public struct PredicateParser {
 
     mutating func parseLiteral() throws -> RecordPredicate.Literal {
         let t = tokens[i]
+        try countCondition()
         switch t.token {
         case .string(let s): i += 1; return .string(s)
         case .number(let n): i += 1; return .number(n)

@@ -29,11 +29,12 @@ public indirect enum RecordPredicate: Equatable, Sendable {
     }
 }
 
-/// A malformed predicate: the message says what and `column` (1-based) where.
+/// A malformed predicate: the message says what and `column` (1-based) where; column 0
+/// is the predicate as a whole (too complex for SQLite, found when compiled).
 public struct PredicateSyntaxError: Error, Equatable, CustomStringConvertible, Sendable {
     public let message: String
     public let column: Int
-    public var description: String { "\(message) at column \(column)" }
+    public var description: String { column > 0 ? "\(message) at column \(column)" : message }
 }
 
 /// Sort descriptors: `-salesPrice,costRate` (`-` = descending).

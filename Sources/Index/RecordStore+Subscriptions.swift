@@ -52,9 +52,13 @@ extension RecordStore {
                      sink: Subscription.Sink(rawValue: r.string(6)!) ?? .socket, target: r.string(7), secret: r.string(8))
     }
 
+    /// Stores a subscription whose predicate parses and compiles to SQL that SQLite
+    /// accepts (else `PredicateSyntaxError`, with its column): one that cannot be
+    /// evaluated would fail at every fan-out.
     public func subscribe(_ s: Subscription, now: Double = unixNow()) throws -> Subscription {
-        _ = try PredicateParser.parse(s.predicate)  // a bad predicate fails now, with its column
+        let predicate = try PredicateParser.parse(s.predicate)
         try locked {
+            _ = try matches(predicate, recordID: "")
             try db.run("INSERT INTO subscriptions(\(Self.subscriptionColumns), created) VALUES (?,?,?,?,?,?,?,?,?,?)",
                        [.text(s.id), SQLValue(s.owner), .text(s.type), .text(s.predicate), .text(s.firesOn.joined(separator: ",")),
                         SQLValue(s.alert), .text(s.sink.rawValue), SQLValue(s.target), SQLValue(s.secret), .double(now)])
@@ -75,15 +79,31 @@ extension RecordStore {
         try locked { try db.queryOne("SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE id = ?", [.text(id)]).map(Self.subscription) }
     }
 
-    /// Subscriptions with their delivery counts (pending, delivered, failed) and last error.
+    /// Whether record `recordID` matches `predicate`; SQLite refusing the compiled SQL is
+    /// a `PredicateSyntaxError`.
+    func matches(_ predicate: RecordPredicate, recordID: String) throws -> Bool {
+        var params: [SQLValue] = [.text(recordID)]
+        let sql = "SELECT 1 FROM records r WHERE r.id = ? AND " + PredicateCompiler.compile(predicate, &params)
+        do {
+            return try db.queryOne(sql, params) != nil
+        } catch {
+            throw PredicateCompiler.refusal(error)
+        }
+    }
+
+    /// Subscriptions with their delivery counts (pending, delivered, failed) and last error,
+    /// and `state`: `active`, or `parked` with the `error` that stopped its fan-out.
     public func subscriptions(viewer: Viewer) throws -> [JSONValue] {
         try locked {
             var params: [SQLValue] = []
             var filter = ""
             if case .user(let name) = viewer { filter = " WHERE owner = ?"; params.append(.text(name)) }
-            return try db.query("SELECT \(Self.subscriptionColumns) FROM subscriptions\(filter) ORDER BY created", params).map { row in
+            return try db.query("SELECT \(Self.subscriptionColumns), parked_error FROM subscriptions\(filter) ORDER BY created", params).map { row in
                 let s = Self.subscription(row)
                 var o = s.json.objectValue!
+                let parked = row.string(9)
+                o["state"] = .string(parked == nil ? "active" : "parked")
+                o["error"] = parked.map(JSONValue.string) ?? .null
                 for state in ["pending", "delivered", "failed"] {
                     o[state] = .int(try db.queryOne("SELECT count(*) FROM deliveries WHERE subscription_id = ? AND state = ?",
                                                     [.text(s.id), .text(state)])!.int(0)!)
@@ -120,14 +140,22 @@ extension RecordStore {
         let readers = (try JSONValue.parse(c.string(4)!).arrayValue ?? []).compactMap(\.stringValue)
         let isPublic = c.int(5) == 1
         var made = 0
-        for s in try db.query("SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE type = ?", [.text(type)]).map(Self.subscription) {
+        let subscriptions = try db.query("SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE type = ? AND parked_error IS NULL",
+                                         [.text(type)]).map(Self.subscription)
+        for s in subscriptions {
             guard s.firesOn.contains(op) else { continue }
             // A subscriber only hears about records it may read.
             if let who = s.owner, who != owner, !isPublic, !readers.contains(who) { continue }
-            guard let predicate = try? PredicateParser.parse(s.predicate) else { continue }
-            var params: [SQLValue] = [.text(recordID)]
-            let sql = "SELECT 1 FROM records r WHERE r.id = ? AND " + PredicateCompiler.compile(predicate, &params)
-            guard try db.queryOne(sql, params) != nil else { continue }
+            // A predicate that cannot be evaluated (stored before subscribe checked it, or
+            // refused by SQLite) parks its subscription; everyone else's fan-out goes on.
+            // Other errors (I/O) still fail the transaction, to be retried whole.
+            do {
+                guard try matches(PredicateParser.parse(s.predicate), recordID: recordID) else { continue }
+            } catch let e as PredicateSyntaxError {
+                try db.run("UPDATE subscriptions SET parked_error = ?, parked_at = ? WHERE id = ?",
+                           [.text("predicate: \(e.description)"), .double(now), .text(s.id)])
+                continue
+            }
             made += try db.run("INSERT OR IGNORE INTO deliveries(subscription_id, seq, state, next_at) VALUES (?, ?, 'pending', ?)",
                                [.text(s.id), .int(seq), .double(now)])
         }

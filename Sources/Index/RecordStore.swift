@@ -140,7 +140,12 @@ public final class RecordStore: @unchecked Sendable {
         } + ["r.rowid ASC"]).joined(separator: ", ")
         let sql = "SELECT \(Self.columns), r.rowid\(extra) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
         params = fromParams + params
-        let rows = try locked { try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))]) }
+        let rows: [Row]
+        do {
+            rows = try locked { try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))]) }
+        } catch {
+            throw PredicateCompiler.refusal(error)
+        }
         let records = try rows.map { try Self.record($0) }
         var next: String?
         if rows.count == limit, let last = rows.last {

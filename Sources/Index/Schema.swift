@@ -96,5 +96,11 @@ enum IndexSchema {
         INSERT INTO applied_jobs(job_key, record_id) SELECT job_key, id FROM records WHERE job_key IS NOT NULL;
         CREATE TABLE released_assets(key TEXT PRIMARY KEY, at REAL NOT NULL);
         """,
+        // 4: a subscription whose predicate cannot be evaluated is parked with the reason
+        // (and skipped by fan-out) instead of failing every write.
+        """
+        ALTER TABLE subscriptions ADD COLUMN parked_error TEXT;
+        ALTER TABLE subscriptions ADD COLUMN parked_at REAL;
+        """,
     ]
 }

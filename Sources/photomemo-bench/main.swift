@@ -41,6 +41,8 @@ func compressAll(_ files: [String], workers: Int, out: String, repeatUntil total
     let stage = try CompressStage(options: StageOptions(validating: [:], against: CompressStage.options, place: "bench"),
                                   environment: StageEnvironment(home: URL(fileURLWithPath: out)))
     let n = total ?? files.count
+    // The stage checks each photo against the hash intake took, as in the daemon.
+    let hashes = try files.map { try SHA256.hexOfFile(atPath: $0).hex }
     let next = LockedValue(0), failures = LockedValue(0)
     // One photo per worker thread at a time, libvips concurrency 1 (as in the daemon).
     DispatchQueue.concurrentPerform(iterations: workers) { _ in
@@ -49,7 +51,7 @@ func compressAll(_ files: [String], workers: Int, out: String, repeatUntil total
             if i >= n { return }
             // A key per slot, not per photo: a soak rewrites the same files instead of filling the disk.
             let job = JobContext(id: Int64(i), key: "bench-\(i % files.count)", photoPath: files[i % files.count],
-                                 memo: .photoOnly("p"), results: [:], attempt: 1)
+                                 photoSHA256: hashes[i % files.count], memo: .photoOnly("p"), results: [:], attempt: 1)
             if case .continue = stage.run(job) {} else { failures.withLock { $0 += 1 } }
             if i % 100 == 99 { sample?(i + 1) }
         }
@@ -92,7 +94,8 @@ if let uploadPhotos {
     defer { try? FileManager.default.removeItem(atPath: out) }
     let stage = try CompressStage(options: StageOptions(validating: [:], against: CompressStage.options, place: "bench"),
                                   environment: StageEnvironment(home: URL(fileURLWithPath: out)))
-    guard case .continue(let r) = stage.run(JobContext(id: 0, key: "sizes", photoPath: files[0], memo: .photoOnly("p"), results: [:], attempt: 1)) else {
+    guard case .continue(let r) = stage.run(JobContext(id: 0, key: "sizes", photoPath: files[0], photoSHA256: try SHA256.hexOfFile(atPath: files[0]).hex,
+                                              memo: .photoOnly("p"), results: [:], attempt: 1)) else {
         StandardStream.err("cannot compress \(files[0])\n")
         exit(1)
     }

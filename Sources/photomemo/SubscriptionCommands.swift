@@ -66,10 +66,11 @@ let subscriptionsCommand = clientCommand("subscriptions", "[--retry-failed ID] [
     let r = try c.request("subscriptions", req)
     if args.has("json") { Output.json(r); return 0 }
     if let n = r["retried"]?.intValue { Output.line("\(n) failed deliveries queued again") }
-    Output.table(["id", "type", "fires on", "sink", "pending", "delivered", "failed", "last error"], (r["subscriptions"]?.arrayValue ?? []).map { s in
+    // A parked subscription's error (why fan-out skips it) matters more than a delivery's.
+    Output.table(["id", "type", "fires on", "sink", "state", "pending", "delivered", "failed", "last error"], (r["subscriptions"]?.arrayValue ?? []).map { s in
         [s["id"]?.stringValue ?? "", s["type"]?.stringValue ?? "", (s["fires_on"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ","),
-         s["sink"]?.stringValue ?? "", String(s["pending"]?.intValue ?? 0), String(s["delivered"]?.intValue ?? 0),
-         String(s["failed"]?.intValue ?? 0), String((s["last_error"]?.stringValue ?? "").prefix(60))]
+         s["sink"]?.stringValue ?? "", s["state"]?.stringValue ?? "", String(s["pending"]?.intValue ?? 0), String(s["delivered"]?.intValue ?? 0),
+         String(s["failed"]?.intValue ?? 0), String((s["error"]?.stringValue ?? s["last_error"]?.stringValue ?? "").prefix(60))]
     })
     return 0
 }

@@ -17,8 +17,10 @@ struct Compressor {
                                   environment: StageEnvironment(home: URL(fileURLWithPath: home)))
     }
 
-    func run(_ path: String, key: String = "k") -> StageOutcome {
-        stage.run(JobContext(id: 1, key: key, photoPath: path, memo: .photoOnly("p"), results: [:], attempt: 1))
+    /// Runs the stage as the daemon would: with the hash intake took of the file (or `sha256`).
+    func run(_ path: String, key: String = "k", sha256: String? = nil) -> StageOutcome {
+        let taken = sha256 ?? (try? SHA256.hexOfFile(atPath: path).hex)
+        return stage.run(JobContext(id: 1, key: key, photoPath: path, photoSHA256: taken, memo: .photoOnly("p"), results: [:], attempt: 1))
     }
 
     func result(_ photo: String) throws -> JSONValue {
@@ -31,7 +33,12 @@ struct Compressor {
     }
 }
 
-func open(_ path: String) throws -> VipsImageRef { try Vips.open(path) }
+/// A test's own image file, read (and hash-checked) as the stage reads photos.
+func load(_ path: String) throws -> PhotoBytes {
+    try PhotoBytes.read(path, sha256: SHA256.hexOfFile(atPath: path).hex, maxBytes: 1 << 30)
+}
+
+func open(_ path: String) throws -> VipsImageRef { try Vips.open(load(path)) }
 
 /// Mean absolute difference per channel value (0-255) of two same-size images.
 func meanDifference(_ a: String, _ b: String) throws -> Double {
@@ -80,7 +87,7 @@ func rendition(_ r: JSONValue, _ name: String) -> (path: String, width: Int64, h
         // to the same size, differs from the upright reference by far more than 6.
         let c = try Compressor(["renditions": [["name": "raw", "width": 860]]])
         let ref = rendition(try c.result("orientation_landscape_1.jpg"), "raw")
-        let raw = try Vips.jpeg(testPhotos.appendingPathComponent("orientation_landscape_3.jpg").path, shrink: 1)
+        let raw = try Vips.jpeg(load(testPhotos.appendingPathComponent("orientation_landscape_3.jpg").path), shrink: 1)
         let scaled = try raw.resampled(width: 860, height: 645)
         let file = c.home + "/unrotated.jpg"
         try scaled.encode(.jpeg, quality: 90, strip: true).write(to: URL(fileURLWithPath: file))

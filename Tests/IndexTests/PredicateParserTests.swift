@@ -51,4 +51,61 @@ import Testing
         #expect(try SortKey.parse("") == [])
         #expect(throws: PredicateSyntaxError.self) { try SortKey.parse("price; DROP") }
     }
+
+    // MARK: hostile predicates (each once crashed the daemon or SQLite's parser)
+
+    func syntaxError(_ text: String) -> PredicateSyntaxError? {
+        do { _ = try PredicateParser.parse(text); return nil } catch { return error as? PredicateSyntaxError }
+    }
+
+    /// How deep a parsed tree nests (iteratively: the tree under test may be deep).
+    func depth(_ p: RecordPredicate) -> Int {
+        var deepest = 0
+        var stack = [(p, 1)]
+        while let (q, d) = stack.popLast() {
+            deepest = max(deepest, d)
+            switch q {
+            case .not(let a): stack.append((a, d + 1))
+            case .and(let a, let b), .or(let a, let b): stack += [(a, d + 1), (b, d + 1)]
+            default: break
+            }
+        }
+        return deepest
+    }
+
+    @Test func threeHundredThousandParenthesesAreAnErrorNotAStackOverflow() throws {
+        let text = String(repeating: "(", count: 300_000) + "a == 1" + String(repeating: ")", count: 300_000)
+        let e = try #require(syntaxError(text))
+        #expect(e.description == "nested deeper than 64 levels at column 65")
+        // The limit itself parses.
+        let ok = String(repeating: "(", count: 64) + "a == 1" + String(repeating: ")", count: 64)
+        #expect(try PredicateParser.parse(ok) == .compare(key: "a", op: .eq, value: .number(1)))
+    }
+
+    @Test func eleventHundredNOTsAreAnErrorAndNOTCountsAsALevel() throws {
+        let e = try #require(syntaxError(String(repeating: "NOT ", count: 1_100) + "a == 1"))
+        #expect(e.description == "nested deeper than 64 levels at column 257")  // the 65th NOT
+        // NOT and parentheses add up: 32 of each is the limit, one more is over.
+        let mixed = String(repeating: "NOT (", count: 32) + "a == 1" + String(repeating: ")", count: 32)
+        #expect(depth(try PredicateParser.parse(mixed)) == 33)
+        #expect(syntaxError("! " + mixed)?.message == "nested deeper than 64 levels")
+    }
+
+    @Test func longAndOrChainsBecomeBalancedTrees() throws {
+        let ors = (0..<5000).map { "a == \($0)" }.joined(separator: " OR ")
+        let p = try PredicateParser.parse(ors)
+        #expect(depth(p) == 14)  // ceil(log2(5000)) + 1, not 5000
+        let ands = (0..<5000).map { "a != \($0)" }.joined(separator: " && ")
+        #expect(depth(try PredicateParser.parse(ands)) == 14)
+        // Three terms still read left to right.
+        #expect(try PredicateParser.parse("a == 1 AND b == 2 AND c == 3")
+            == .and(.and(.compare(key: "a", op: .eq, value: .number(1)), .compare(key: "b", op: .eq, value: .number(2))),
+                    .compare(key: "c", op: .eq, value: .number(3))))
+    }
+
+    @Test func moreThanTenThousandValuesIsAnError() throws {
+        let set = "a IN {" + (0...10_000).map(String.init).joined(separator: ",") + "}"
+        #expect(syntaxError(set)?.message == "more than 10000 values")
+        #expect(syntaxError("a IN {" + (1...10_000).map(String.init).joined(separator: ",") + "}") == nil)
+    }
 }

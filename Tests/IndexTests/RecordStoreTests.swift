@@ -109,6 +109,34 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         #expect(try ids(s, "TRUEPREDICATE") == ["keeps shared"])
         #expect(try s.changes(since: 0, limit: 100, viewer: .admin).filter { $0.op == "delete" }.count == 3)
     }
+
+    @Test func predicatesAtTheParserLimitsCompileToSQLSQLiteAccepts() throws {
+        // SQLite refuses expression trees deeper than 1000: flat chains of 1,500 terms, a
+        // 1,500-value IN, 1,500 merged range conditions on one field, and 64 levels of
+        // alternating nesting with many terms each must all run.
+        let s = try tempStore()
+        _ = try s.apply(input("1", memo: "hit", fields: ["n": 1499, "code": "c1499"]))
+        let chains = [
+            (0..<1500).map { "n == \($0)" }.joined(separator: " OR "),
+            "code IN {" + (0..<1500).map { "\"c\($0)\"" }.joined(separator: ",") + "}",
+            (0..<1500).map { "n >= \($0)" }.joined(separator: " AND "),
+            (0..<1500).map { "code != \"x\($0)\"" }.joined(separator: " AND "),
+        ]
+        for text in chains { #expect(try ids(s, text) == ["hit"], "\(text.prefix(40))") }
+        // 16 x (NOT, parenthesis, NOT, parenthesis) = 64 levels, 100 terms at each.
+        var nested = "n == 1499"
+        for level in 0..<16 {
+            let terms = (0..<99).map { "n == \(-1 - $0 - 100 * level)" }.joined(separator: " OR ")
+            nested = "NOT (NOT (\(terms) OR \(nested)))"
+        }
+        #expect(try ids(s, nested) == ["hit"])
+        // A shape within the parser's limits that SQLite's parser stack still cannot take
+        // (64 levels alternating "(x OR (y AND (...") is a predicate error, not a database failure.
+        let tooComplex = String(repeating: "(n == 1 OR (code == \"x\" AND ", count: 32) + "n == 2" + String(repeating: "))", count: 32)
+        #expect(throws: PredicateSyntaxError(message: "too complex for the index (SQLite: parser stack overflow)", column: 0)) {
+            try ids(s, tooComplex)
+        }
+    }
 }
 
 @Suite struct SubscriptionFanOutTests {

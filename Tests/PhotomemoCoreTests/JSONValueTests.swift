@@ -32,6 +32,14 @@ import Testing
         #expect(throws: PhotomemoError.self) { try JSONValue.parse(String(repeating: "[", count: 100) + String(repeating: "]", count: 100)) }
     }
 
+    @Test func threeHundredThousandLevelsOfJSONAreAnErrorNotAStackOverflow() throws {
+        // Arrays and objects count alike; the 65th opening is refused where it stands.
+        let deep = String(repeating: #"[{"a":"#, count: 150_000) + "1" + String(repeating: "}]", count: 150_000)
+        #expect(throws: PhotomemoError(.badJSON, "nesting deeper than 64 at byte 192")) { try JSONValue.parse(deep) }
+        let limit = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        #expect(try JSONValue.parse(limit).arrayValue?.count == 1)
+    }
+
     @Test func serialisesCompactlyWithSortedKeysAndRoundTrips() throws {
         let v: JSONValue = ["b": [1, 2.5, "x\n"], "a": nil, "c": ["d": false]]
         #expect(v.jsonString == #"{"a":null,"b":[1,2.5,"x\n"],"c":{"d":false}}"#)

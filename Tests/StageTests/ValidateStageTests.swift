@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import TestSupport
 import Testing
 @testable import ValidateStage
 
@@ -19,7 +20,12 @@ import Testing
     func run(_ s: ValidateStage, bytes: [UInt8]) throws -> StageOutcome {
         let path = dir + "/f-\(UInt32.random(in: 0...UInt32.max))"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        return s.run(JobContext(id: 1, key: "k", photoPath: path, memo: .photoOnly("f"), results: [:], attempt: 1))
+        return s.run(job(path, sha256: SHA256.hex(Data(bytes))))
+    }
+
+    /// A job as intake makes it: the photo's path and the hash of its bytes when taken.
+    func job(_ path: String, sha256: String? = String(repeating: "0", count: 64)) -> JobContext {
+        JobContext(id: 1, key: "k", photoPath: path, photoSHA256: sha256, memo: .photoOnly("f"), results: [:], attempt: 1)
     }
 
     @Test func acceptsARealPhotoAndReportsWhatItFound() throws {
@@ -49,8 +55,50 @@ import Testing
 
     @Test func missingPhotoFailsAndNoPhotoSkips() throws {
         let s = try stage()
-        #expect(s.run(JobContext(id: 1, key: "k", photoPath: dir + "/nope", memo: .photoOnly("x"), results: [:], attempt: 1))
+        #expect(s.run(job(dir + "/nope"))
             == .fail(reason: "photo file is gone: \(dir)/nope"))
         #expect(s.run(JobContext(id: 1, key: "k", photoPath: nil, memo: MemoJob(), results: [:], attempt: 1)) == .skip(reason: "no photo"))
+    }
+
+    @Test func overflowingPNGAndHEICHeadersAreClearFailuresNotTraps() throws {
+        // 45 bytes claiming 4294967295 x 4294967295: the pixel count overflows 64 bits.
+        let png = Synthetic.png(width: 4_294_967_295, height: 4_294_967_295, withData: false)
+        #expect(try run(stage(), bytes: png) == .fail(reason:
+            "image claims 4294967295x4294967295 = more than 2^63 pixels, over max_pixels (100000000): a possible decompression bomb"))
+        let heic = Synthetic.heic(sizes: [(4_294_967_295, 4_294_967_295), (8, 8)])
+        guard case .fail(let reason) = try run(stage(), bytes: heic) else { Issue.record("HEIC bomb accepted"); return }
+        #expect(reason.contains("4294967295x4294967295"))
+        // Within 64 bits but over the limit: the exact count is named.
+        #expect(try run(stage(["max_pixels": 1000]), bytes: Synthetic.png(width: 1, height: 3_000_000)) == .fail(reason:
+            "image claims 1x3000000 = 3000000 pixels, over max_pixels (1000): a possible decompression bomb"))
+    }
+
+    @Test func bytesThatDifferFromWhatWasHashedAreRefused() throws {
+        let path = dir + "/swapped.jpg"
+        try Data(try photo("Canon_40D.jpg")).write(to: URL(fileURLWithPath: path))
+        let taken = try SHA256.hexOfFile(atPath: path).hex
+        guard case .continue = try stage().run(job(path, sha256: taken)) else { Issue.record("the real photo failed"); return }
+        // Replaced after intake hashed it: a permanent failure, not a probe of other bytes.
+        try Data(try photo("Nikon_D70.jpg")).write(to: URL(fileURLWithPath: path))
+        guard case .fail(let reason) = try stage().run(job(path, sha256: taken)) else { Issue.record("changed photo accepted"); return }
+        #expect(reason.hasPrefix("photo changed after it was taken"))
+    }
+
+    @Test func aFIFOOrDeviceIsRefusedWithoutBlocking() throws {
+        let fifo = dir + "/pipe.jpg"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // O_NONBLOCK: opening a FIFO with no writer returns at once; fstat then refuses it.
+        #expect(try stage().run(job(fifo)) == .fail(reason: "photo is not a regular file: \(fifo)"))
+        #expect(try stage().run(job("/dev/zero")) == .fail(reason: "photo is not a regular file: /dev/zero"))
+    }
+
+    @Test func aSymlinkIntakeAcceptedIsReadAtItsTarget() throws {
+        let real = dir + "/real.jpg", link = dir + "/link.jpg"
+        try Data(try photo("Canon_40D.jpg")).write(to: URL(fileURLWithPath: real))
+        #expect(symlink(real, link) == 0)
+        guard case .continue(let r) = try stage().run(job(link, sha256: try SHA256.hexOfFile(atPath: real).hex)) else {
+            Issue.record("symlinked photo failed"); return
+        }
+        #expect(r["width"] == 100)
     }
 }
