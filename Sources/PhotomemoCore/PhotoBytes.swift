@@ -56,20 +56,14 @@ public final class PhotoBytes: @unchecked Sendable {  // immutable after init
         return photo
     }
 
-    /// O_NOFOLLOW: a link swapped in after intake is never followed. An inbox symlink
-    /// that intake accepted (to a file inside the inbox or an allowed root) is opened at its
-    /// resolved target, itself not a link; the hash check makes any swap harmless anyway.
+    /// O_NOFOLLOW: a link swapped in after intake is never followed (intake takes no
+    /// links, and stores an allowed root's photo by its resolved path).
     static func openNoFollow(_ path: String) throws -> Int32 {
-        let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
-        var fd = open(path, flags)
-        if fd < 0, errno == ELOOP, let real = realpath(path, nil) {
-            defer { free(real) }
-            fd = open(real, flags)
-        }
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno
             if e == ENOENT || e == ENOTDIR { throw PhotomemoError(.notFound, "photo file is gone: \(path)") }
-            if e == ELOOP { throw PhotomemoError(.badImage, "photo is a dangling or looping symlink: \(path)") }
+            if e == ELOOP { throw PhotomemoError(.badImage, "photo is a symlink: \(path)") }
             throw PhotomemoError(.io, "cannot open \(path): \(String(cString: strerror(e)))")
         }
         return fd

@@ -145,32 +145,35 @@ final class Scheduler {
         guard !free.isEmpty else { return }
         claiming = true
         let journal = self.journal
-        loop.submit({ () -> Result<([ClaimedJob], Double?), Error> in
-            Result {
-                let now = unixNow()
+        // Each stage's claim is its own transaction: what was claimed before an error is
+        // `running` in the journal and must be dispatched, or it would be stranded there.
+        loop.submit({ () -> (claimed: [ClaimedJob], wake: Double?, error: Error?) in
+            let now = unixNow()
+            var claimed: [ClaimedJob] = []
+            do {
                 for id in try journal.expireJoins(now: now) { Log.warning("gave up waiting for the photo", job: id) }
-                var claimed: [ClaimedJob] = []
                 for (index, name, slots) in free {
                     let limit = slots * type(of: def.stages[index].stage).jobsPerRun
                     claimed += try journal.claim(stageIndex: index, stageName: name, limit: limit, now: now)
                 }
-                return (claimed, try journal.nextWakeAt())
+                return (claimed, try journal.nextWakeAt(), nil)
+            } catch {
+                return (claimed, nil, error)
             }
         }) { [unowned self] result in
             self.claiming = false
-            switch result {
-            case .success(let (claimed, wake)):
-                for index in Set(claimed.map(\.stageIndex)).sorted() {
-                    let jobs = claimed.filter { $0.stageIndex == index }
-                    let size = type(of: def.stages[index].stage).jobsPerRun
-                    for start in stride(from: 0, to: jobs.count, by: size) {
-                        self.dispatch(Array(jobs[start..<min(jobs.count, start + size)]), definition: def)
-                    }
+            for index in Set(result.claimed.map(\.stageIndex)).sorted() {
+                let jobs = result.claimed.filter { $0.stageIndex == index }
+                let size = type(of: def.stages[index].stage).jobsPerRun
+                for start in stride(from: 0, to: jobs.count, by: size) {
+                    self.dispatch(Array(jobs[start..<min(jobs.count, start + size)]), definition: def)
                 }
-                self.arm(wake)
-            case .failure(let error):
+            }
+            if let error = result.error {
                 Log.error("claiming jobs: \(error); retrying in 1 s")
                 self.arm(unixNow() + 1)
+            } else {
+                self.arm(result.wake)
             }
             if self.pumpAgain {
                 self.pumpAgain = false

@@ -1,4 +1,5 @@
 import Foundation
+import Journal
 import PhotomemoCore
 import TestSupport
 import Testing
@@ -37,7 +38,12 @@ struct FullDiskTests {
         #expect(d.process?.isRunning == true)
 
         unlink(filler)
-        try d.waitIdle(jobs: 3, timeout: 120)
+        do { try d.waitIdle(jobs: 3, timeout: 120) } catch {
+            let db = try Database(path: d.home + "/photomemo.sqlite", readOnly: true)
+            let rows = try db.query("SELECT id, state, stage, stage_index, attempts, outages FROM jobs").map { r in (0..<6).map { r.values[$0] } }
+            Issue.record("jobs: \(rows)\nlog: \(d.log.suffix(6000))")
+            throw error
+        }
         #expect(try d.stateCounts()["done"] == 3)
         #expect(try json(d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue?.count == 3)
         let deps = try json(d, ["status"])["dependencies"]
