@@ -122,6 +122,24 @@ import Testing
         #expect(d.log.contains("timed out after 1000 ms"))
     }
 
+    /// An exec stage that closes its output and never exits outlives neither the grace
+    /// nor the daemon: SIGTERM ends it with its process group soon after `--grace` (10 s).
+    @Test func aHungExecStageIsEndedWhenTheGraceRunsOut() throws {
+        let marker = "97531.\(UInt16.random(in: 1000...9999))"
+        let d = try DaemonHarness(stages: """
+            {"name": "hung", "stages": [{"use": "exec", "with": {"command": ["/bin/sh", "-c", "sleep \(marker) >/dev/null 2>&1"],
+              "timeout_ms": 600000}}]}
+            """)
+        try d.start()
+        try d.append(#"{"memo":"never ends"}"# + "\n")
+        try d.waitUntil("the stage runs") { !Self.processes(with: marker).isEmpty }
+        let start = Date()
+        #expect(d.stop().status == 0)
+        let took = Date().timeIntervalSince(start)
+        #expect(took >= 9 && took < 10 + 5, "SIGTERM took \(took) s with --grace 10")
+        #expect(Self.processes(with: marker).isEmpty, "left behind: \(Self.processes(with: marker))")
+    }
+
     /// (d) An exec sink sees PATH, HOME, LANG and its PHOTOMEMO_* variables, none of the
     /// daemon's secrets.
     @Test func anExecSinkGetsACleanEnvironment() throws {
