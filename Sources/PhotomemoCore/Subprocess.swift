@@ -59,7 +59,7 @@ public struct Subprocess {
                     }
                     continue
                 }
-                if n < 0 && errno == EAGAIN { return }
+                if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
                 close(fds[k].fd); fds[k].fd = -1  // end of file, or a read error
             }
         }

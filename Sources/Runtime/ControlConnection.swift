@@ -18,13 +18,14 @@ final class ControlConnection {
     private let commands: ControlCommands
     private var buffer: [UInt8] = []
     private var discarding = false
-    private var dropped = false
+    private(set) var dropped = false
     private var processing = false
     private var onClose: (() -> Void)?
     /// Requests read and not yet answered, plus asset streams not yet ended.
-    private(set) var inFlight = 0
-    private var streams: [AssetStream] = []
-    private var nextStream = 0
+    var inFlight = 0
+    /// Asset replies being streamed (ControlConnection+Streams), taking turns from `nextStream`.
+    var streams: [AssetStream] = []
+    var nextStream = 0
 
     static let maxRequestBytes = 1 << 20
     static let maxBufferedBytes = 1 << 20
@@ -66,7 +67,7 @@ final class ControlConnection {
 
     /// Handles the complete lines buffered, as long as the limits allow; reads the socket
     /// again only then.
-    private func takeRequests() {
+    func takeRequests() {
         guard !processing, !pipe.isClosed else { return }
         processing = true
         defer { processing = false }
@@ -175,47 +176,5 @@ final class ControlConnection {
             return
         }
         pipe.write(Array((event.jsonString + "\n").utf8))
-    }
-
-    // MARK: asset streams
-
-    /// Takes over a stream whose reply is being sent now: its chunk lines follow, and it
-    /// counts as a request in flight until its end line.
-    func adoptStream(_ stream: AssetStream) {
-        guard !pipe.isClosed, !dropped else { return }
-        inFlight += 1
-        streams.append(stream)
-        pumpStreams()
-    }
-
-    /// Starts the next chunk read (streams take turns) while the unsent bytes, counting
-    /// the chunks being read, are under the watermark.
-    private func pumpStreams() {
-        while !pipe.isClosed, !dropped, !streams.isEmpty {
-            let reading = streams.filter(\.isReading).count
-            guard pipe.pendingWriteBytes + reading * AssetStream.lineBytes < Self.streamWatermark,
-                  let stream = nextIdleStream() else { return }
-            stream.readNext { [weak self] line, finished in
-                guard let self, !self.pipe.isClosed, !self.dropped else { return }
-                self.pipe.write(line)
-                if finished {
-                    self.streams.removeAll { $0 === stream }
-                    self.inFlight -= 1
-                    self.takeRequests()
-                }
-                self.pumpStreams()
-            }
-        }
-    }
-
-    private func nextIdleStream() -> AssetStream? {
-        for k in 0..<streams.count {
-            let s = streams[(nextStream + k) % streams.count]
-            if !s.isReading {
-                nextStream = (nextStream + k + 1) % streams.count
-                return s
-            }
-        }
-        return nil
     }
 }

@@ -21,8 +21,13 @@ final class AssetDownload {
         self.sha256 = sha256
         let dir = (path as NSString).deletingLastPathComponent
         temp = (dir.isEmpty ? "." : dir) + "/." + (path as NSString).lastPathComponent + ".part-\(getpid())"
-        fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PhotomemoError(.io, "cannot write \(temp): \(String(cString: strerror(errno)))") }
+        let temp = temp
+        fd = try Self.io { try syscall("open \(temp)", blocking: { open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }) }
+    }
+
+    /// System errors as the CLI reports them (`io`, exit 1).
+    private static func io<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as SystemError { throw PhotomemoError(.io, e.description) }
     }
 
     deinit {
@@ -55,15 +60,12 @@ final class AssetDownload {
 
     private func append(_ data: Data) throws {
         hash!.update(data)
-        try data.withUnsafeBytes { raw in
-            var off = 0
-            while off < raw.count {
-                let n = write(fd, raw.baseAddress! + off, raw.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw PhotomemoError(.io, "cannot write \(temp): \(String(cString: strerror(errno)))")
+        try Self.io {
+            try data.withUnsafeBytes { raw in
+                var off = 0
+                while off < raw.count {
+                    off += try syscall("write \(temp)", blocking: { write(fd, raw.baseAddress! + off, raw.count - off) })
                 }
-                off += n
             }
         }
         written += Int64(data.count)
@@ -77,11 +79,13 @@ final class AssetDownload {
         if let sha256, actual != sha256 {
             throw PhotomemoError(.io, "received bytes with sha256 \(actual), the record says \(sha256)")
         }
-        guard fsync(fd) == 0, close(fd) == 0 else {
-            throw PhotomemoError(.io, "cannot write \(temp): \(String(cString: strerror(errno)))")
+        let (fd, temp, path) = (fd, temp, path)
+        try Self.io {
+            try syscall("fsync \(temp)", blocking: { fsync(fd) })
+            try syscall("close \(temp)", blocking: { close(fd) })
         }
-        fd = -1
-        guard rename(temp, path) == 0 else { throw PhotomemoError(.io, "cannot rename to \(path): \(String(cString: strerror(errno)))") }
+        self.fd = -1
+        try Self.io { try syscall("rename \(temp) to \(path)", blocking: { rename(temp, path) }) }
         committed = true
     }
 }
