@@ -25,7 +25,7 @@ public struct ExecStage: Stage {
     public static let workload = StageWorkload.io
     public static let options: [StageOption] = [
         StageOption("command", .stringList, "program and arguments, e.g. [\"./stages/tag.py\", \"--fast\"] (PATH is searched)"),
-        StageOption("timeout_ms", .integer, default: 60_000, "then the program's process group gets SIGTERM, and SIGKILL 2 s later"),
+        StageOption("timeout_ms", .integer, default: 60_000, "after this long the program's process group gets SIGTERM, and SIGKILL 2 s later"),
         StageOption("dependency", .string, default: "exec", "name shown as down in status when the program exits 69"),
         StageOption("env", .object, default: .emptyObject,
                     "variables to set for the program, NAME → string value, e.g. {\"MODEL\": \"small\"}"),
