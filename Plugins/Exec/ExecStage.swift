@@ -15,20 +15,30 @@ import PhotomemoCore
 /// `{"outcome": "continue"|"skip"|"retry"|"fail"|"unavailable", "reason": "...",
 /// "after_ms": N, "result": {...}}` on stdout with exit 0 chooses the outcome explicitly.
 /// Like every stage it must be idempotent on the job's `key`.
+///
+/// The program sees a clean environment (`SubprocessEnvironment`): `PATH`, `HOME`, `LANG`,
+/// the `PHOTOMEMO_*` job variables, and only what the definition names in `env` and
+/// `pass_env`, never the daemon's credentials.
 public struct ExecStage: Stage {
     public static let name = "exec"
     public static let summary = "runs an external program per job (job JSON on stdin, outcome by exit code / stdout JSON)"
     public static let workload = StageWorkload.io
     public static let options: [StageOption] = [
         StageOption("command", .stringList, "program and arguments, e.g. [\"./stages/tag.py\", \"--fast\"] (PATH is searched)"),
-        StageOption("timeout_ms", .integer, default: 60_000, "the program is killed (with its process group) after this long"),
+        StageOption("timeout_ms", .integer, default: 60_000, "after this long the program's process group gets SIGTERM, and SIGKILL 2 s later"),
         StageOption("dependency", .string, default: "exec", "name shown as down in status when the program exits 69"),
+        StageOption("env", .object, default: .emptyObject,
+                    "variables to set for the program, NAME → string value, e.g. {\"MODEL\": \"small\"}"),
+        StageOption("pass_env", .stringList, default: [],
+                    "names of daemon variables the program gets too, when set (by default it gets only PATH, HOME, LANG and PHOTOMEMO_*)"),
     ]
 
     let command: [String]
     let timeoutMs: Int
     let dependency: String
     let home: String
+    let env: [String: String]
+    let passEnv: [String]
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
         guard let command = options.strings("command"), let program = command.first, !program.isEmpty else {
@@ -39,24 +49,38 @@ public struct ExecStage: Stage {
         dependency = options.string("dependency")!
         home = environment.home.path
         guard timeoutMs > 0 else { throw PhotomemoError(.badDefinition, "\"timeout_ms\" must be positive") }
+        var env: [String: String] = [:]
+        for (name, value) in options["env"]?.objectValue ?? [:] {
+            guard let text = value.stringValue else {
+                throw PhotomemoError(.badDefinition, "\"env\": the value of \(name) must be a string, got \(value.typeName)")
+            }
+            try SubprocessEnvironment.checkName(name)
+            env[name] = text
+        }
+        self.env = env
+        passEnv = options.strings("pass_env") ?? []
+        for name in passEnv { try SubprocessEnvironment.checkName(name) }
+    }
+
+    /// Exactly what the program's environment holds for `job`.
+    func environment(for job: JobContext) -> [String: String] {
+        SubprocessEnvironment.clean(passing: passEnv, values: env, documented: [
+            "PHOTOMEMO_HOME": home, "PHOTOMEMO_JOB_ID": String(job.id), "PHOTOMEMO_JOB_KEY": job.key,
+            "PHOTOMEMO_ATTEMPT": String(job.attempt), "PHOTOMEMO_PHOTO": job.photoPath ?? "",
+        ])
     }
 
     public func run(_ job: JobContext) -> StageOutcome {
-        var env = ProcessInfo.processInfo.environment
-        env["PHOTOMEMO_HOME"] = home
-        env["PHOTOMEMO_JOB_ID"] = String(job.id)
-        env["PHOTOMEMO_JOB_KEY"] = job.key
-        env["PHOTOMEMO_ATTEMPT"] = String(job.attempt)
-        env["PHOTOMEMO_PHOTO"] = job.photoPath ?? ""
-        env.removeValue(forKey: "PHOTOMEMO_FAILPOINTS")
         let r: Subprocess.Result
         do {
-            r = try Subprocess.run(command, stdin: Array((job.json.jsonString + "\n").utf8), environment: env, timeoutMs: timeoutMs)
+            r = try Subprocess.run(command, stdin: Array((job.json.jsonString + "\n").utf8), environment: environment(for: job),
+                                   timeoutMs: timeoutMs)
         } catch {
             return .retry(reason: "cannot start \(command[0]): \(error)")
         }
         let why = r.stderrTail.isEmpty ? "" : ": " + r.stderrTail.split(separator: "\n").suffix(3).joined(separator: " | ")
         if r.timedOut { return .retry(reason: "\(command[0]) timed out after \(timeoutMs) ms\(why)") }
+        if r.stopped { return .retry(reason: "\(command[0]) was stopped: the daemon is shutting down") }
         if let sig = r.signal { return .retry(reason: "\(command[0]) was killed by signal \(sig)\(why)") }
         switch r.status! {
         case 0: return Self.parseAnswer(r.stdout)

@@ -30,3 +30,35 @@ static inline int pm_peer_credentials(int fd, int *pid, unsigned int *uid, unsig
 static inline int pm_limit_malloc_arenas(int n) {
     return mallopt(M_ARENA_MAX, n);
 }
+
+#include <errno.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+/* pidfd_open(2) (Linux 5.3): a descriptor that polls readable when the process exits, so
+   a wait with a deadline needs no sleep loop. -1 with errno ENOSYS on older kernels. */
+static inline int pm_pidfd_open(pid_t pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* 1 when the child has exited (left unreaped, WNOWAIT, so its pid still names its process
+   group and stragglers can be killed safely), 0 when it runs, -1 on error. */
+static inline int pm_child_exited(pid_t pid) {
+    siginfo_t info;
+    info.si_pid = 0;
+    if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return -1;
+    return info.si_pid != 0;
+}
+
+#include <sys/prctl.h>
+
+/* Orphaned descendants are re-parented to this process instead of init, so a subprocess's
+   whole group can be reaped (some inits, e.g. in containers, never reap them). */
+static inline int pm_become_child_subreaper(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}

@@ -68,6 +68,12 @@ public final class PipeConnection: LoopHandle {
     public private(set) var peer = Peer(pid: 0, uid: UInt32.max, gid: UInt32.max)
     /// Bytes handed to `write` whose write callback has not run yet.
     public private(set) var pendingWriteBytes = 0
+    /// Loop time (ms) of the last write that completed, or that started with nothing
+    /// pending: how long a client has been leaving its replies unread.
+    public private(set) var lastWriteProgressMs: UInt64 = 0
+    /// Runs after each completed write, so the owner can send more once the buffer drains.
+    public var onWriteProgress: (() -> Void)?
+    public private(set) var isReadingPaused = false
     private var onRead: (([UInt8]) -> Void)?
     private var onClose: (() -> Void)?
     private let loop: EventLoop
@@ -94,6 +100,27 @@ public final class PipeConnection: LoopHandle {
     public func start(onRead: @escaping ([UInt8]) -> Void, onClose: @escaping () -> Void) {
         self.onRead = onRead
         self.onClose = onClose
+        startReading()
+    }
+
+    /// Stops taking bytes from the socket (backpressure: the client's requests wait
+    /// unread in the kernel) until `resumeReading()`.
+    public func pauseReading() {
+        guard !isClosed, !isReadingPaused else { return }
+        isReadingPaused = true
+        uv_read_stop(stream)
+    }
+
+    public func resumeReading() {
+        guard !isClosed, isReadingPaused, lingerTimer == nil else { return }
+        isReadingPaused = false
+        startReading()
+    }
+
+    /// Loop time now, in ms.
+    public var nowMs: UInt64 { uv_now(loop.uv) }
+
+    private func startReading() {
         uv_read_start(stream, { _, suggested, buf in
             buf!.pointee = uv_buf_init(UnsafeMutablePointer<CChar>.allocate(capacity: 65536), 65536)
         }, { stream, n, buf in
@@ -116,12 +143,17 @@ public final class PipeConnection: LoopHandle {
         bytes.withUnsafeBytes { data.update(from: $0.bindMemory(to: CChar.self).baseAddress!, count: bytes.count) }
         req.pointee.data = Unmanaged.passRetained(WriteContext(connection: self, data: data, count: bytes.count)).toOpaque()
         var buf = uv_buf_init(data, UInt32(bytes.count))
+        if pendingWriteBytes == 0 { lastWriteProgressMs = nowMs }
         pendingWriteBytes += bytes.count
         let rc = uv_write(req, stream, &buf, 1) { req, _ in
             let ctx = Unmanaged<WriteContext>.fromOpaque(req!.pointee.data!).takeRetainedValue()
-            ctx.connection.pendingWriteBytes -= ctx.count
+            let c = ctx.connection
+            c.pendingWriteBytes -= ctx.count
             ctx.data.deallocate()
             req!.deallocate()
+            guard !c.isClosed else { return }
+            c.lastWriteProgressMs = c.nowMs
+            c.onWriteProgress?()
         }
         if rc != 0 {
             let ctx = Unmanaged<WriteContext>.fromOpaque(req.pointee.data!).takeRetainedValue()
@@ -164,7 +196,10 @@ public final class PipeConnection: LoopHandle {
         done?()
     }
 
-    override func didClose() { onRead = nil }
+    override func didClose() {
+        onRead = nil
+        onWriteProgress = nil
+    }
 }
 
 /// What a pending write keeps alive: the bytes, and the connection for its counter.

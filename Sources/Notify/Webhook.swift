@@ -38,12 +38,20 @@ public enum Sink {
         return (200..<300).contains(status) ? .delivered : .failed("\(url) answered HTTP \(status)")
     }
 
-    public static func exec(command: [String], body: Data, timeoutMs: Int = 30_000) -> Result {
+    /// The default deadline of an exec sink (`photomemo serve --sink-timeout`).
+    public static let defaultExecTimeoutMs = 30_000
+
+    /// Runs `command` with the event on stdin, in a clean environment (`PATH`, `HOME`,
+    /// `LANG` and `variables`, e.g. `PHOTOMEMO_SUBSCRIPTION`), ended with its process group
+    /// after `timeoutMs`.
+    public static func exec(command: [String], body: Data, variables: [String: String] = [:],
+                            timeoutMs: Int = defaultExecTimeoutMs) -> Result {
         guard !command.isEmpty else { return .failed("empty command") }
         do {
-            let r = try Subprocess.run(command, stdin: [UInt8](body) + [0x0A], environment: ProcessInfo.processInfo.environment,
-                                       timeoutMs: timeoutMs)
-            if r.timedOut { return .failed("\(command[0]) timed out") }
+            let r = try Subprocess.run(command, stdin: [UInt8](body) + [0x0A],
+                                       environment: SubprocessEnvironment.clean(documented: variables), timeoutMs: timeoutMs)
+            if r.timedOut { return .failed("\(command[0]) timed out after \(timeoutMs) ms") }
+            if r.stopped { return .failed("\(command[0]) was stopped: the daemon is shutting down") }
             if r.status == 0 { return .delivered }
             return .failed("\(command[0]) exited with \(r.status.map(String.init) ?? "signal \(r.signal ?? 0)"): \(r.stderrTail.suffix(200))")
         } catch {

@@ -9,6 +9,9 @@ public protocol AssetStore: Sendable {
     @discardableResult
     func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool
     func get(key: String, to file: String) throws
+    /// Up to `count` bytes of the object from `offset` (fewer only at its end), so a
+    /// reader streams an object without holding all of it.
+    func read(key: String, offset: Int64, count: Int) throws -> [UInt8]
     /// Size of the object, or nil when there is none.
     func head(key: String) throws -> Int64?
     func delete(key: String) throws

@@ -2,7 +2,7 @@
 /// `photomemo check` validates against and what the README lists.
 public struct StageOption: Sendable {
     public enum Kind: String, Sendable {
-        case string, integer, number, bool, stringList = "list of strings", any
+        case string, integer, number, bool, stringList = "list of strings", object, any
     }
 
     public let name: String
@@ -20,6 +20,8 @@ public struct StageOption: Sendable {
     func accepts(_ v: JSONValue) -> Bool {
         switch (kind, v) {
         case (.any, _), (.string, .string), (.integer, .int), (.number, .int), (.number, .double), (.bool, .bool):
+            return true
+        case (.object, .object):
             return true
         case (.stringList, .array(let a)):
             return a.allSatisfy { $0.stringValue != nil }

@@ -3,83 +3,52 @@ import Foundation
 import Glibc
 
 /// Runs a program with bytes on its stdin and collects its stdout and the tail of its
-/// stderr, with a deadline. posix_spawn, not Foundation.Process: the child gets a clean
-/// signal mask and default handlers, its own process group (a timeout kills the whole
-/// group), and no thread of ours is involved besides the caller's.
+/// stderr, with a deadline that holds until the child is reaped (a child that closes its
+/// output early, `sleep 1000 >/dev/null 2>&1`, is still ended on time). posix_spawn, not
+/// Foundation.Process: the child gets a clean signal mask and default handlers, its own
+/// process group, and only the environment it is given.
+///
+/// At the deadline (or when `groups` is stopping) the whole group gets SIGTERM, then
+/// SIGKILL after `killGraceMs`. When the program exits, whatever it left running in its
+/// group is killed, so nothing outlives its run.
 public struct Subprocess {
     public struct Result {
+        public var pid: pid_t           // also the process group id
         public var status: Int32?      // exit status, nil if killed by a signal
         public var signal: Int32?
         public var stdout: [UInt8]
         public var stderrTail: String
         public var timedOut: Bool
+        /// Ended because the daemon is stopping (`SubprocessGroups.terminate`).
+        public var stopped: Bool
     }
 
     static let maxStdout = 1 << 20
     static let stderrTailBytes = 4096
 
-    public static func run(_ argv: [String], stdin input: [UInt8], environment: [String: String], timeoutMs: Int) throws -> Result {
-        var stdinPair: [Int32] = [0, 0], outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
-        // stdin is a socket pair, not a pipe: send(MSG_NOSIGNAL) to a child that exits
-        // without reading gets EPIPE instead of killing us with SIGPIPE.
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &stdinPair) == 0,
-              pm_pipe_cloexec(&outPipe) == 0, pm_pipe_cloexec(&errPipe) == 0 else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, stdinPair[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
-
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attr, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attr, &defaults)
-        posix_spawnattr_setpgroup(&attr, 0)
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
-        let cArgs = argv.map { strdup($0) } + [nil]
-        let cEnv = environment.map { strdup("\($0)=\($1)") } + [nil]
-        defer { cArgs.forEach { free($0) }; cEnv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, argv[0], &actions, &attr, cArgs, cEnv)
-        close(stdinPair[0]); close(outPipe[1]); close(errPipe[1])
-        guard rc == 0 else {
-            close(stdinPair[1]); close(outPipe[0]); close(errPipe[0])
-            throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO)
-        }
-
-        for fd in [stdinPair[1], outPipe[0], errPipe[0]] { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        var result = Result(status: nil, signal: nil, stdout: [], stderrTail: "", timedOut: false)
+    public static func run(_ argv: [String], stdin input: [UInt8], environment: [String: String], timeoutMs: Int,
+                           killGraceMs: Int = 2000, groups: SubprocessGroups = .shared) throws -> Result {
+        _ = adoptOrphans
+        if groups.isStopping { throw PhotomemoError(.notRunning, "not starting \(argv.first ?? "?"): the daemon is stopping") }
+        let child = try SpawnedChild(argv, environment: environment)
+        if !groups.register(child.pid) { kill(-child.pid, SIGTERM) }
+        defer { groups.unregister(child.pid) }
+        var result = Result(pid: child.pid, status: nil, signal: nil, stdout: [], stderrTail: "", timedOut: false, stopped: false)
         var stderrBytes: [UInt8] = []
         var inOff = 0
-        var fds = [pollfd(fd: stdinPair[1], events: Int16(POLLOUT), revents: 0),
-                   pollfd(fd: outPipe[0], events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: errPipe[0], events: Int16(POLLIN), revents: 0)]
-        if input.isEmpty { close(stdinPair[1]); fds[0].fd = -1 }
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeoutMs) * 1_000_000
+        var fds = [pollfd(fd: child.stdin, events: Int16(POLLOUT), revents: 0),
+                   pollfd(fd: child.stdout, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: child.stderr, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: child.pidfd, events: Int16(POLLIN), revents: 0)]
+        defer { for f in fds where f.fd >= 0 { close(f.fd) } }
+        if input.isEmpty { close(fds[0].fd); fds[0].fd = -1 }
+        let deadline = nowNs() + UInt64(timeoutMs) * 1_000_000
+        var termSentAt: UInt64?
+        var killSent = false
         var buf = [UInt8](repeating: 0, count: 65536)
-        while fds[1].fd >= 0 || fds[2].fd >= 0 {
-            let now = DispatchTime.now().uptimeNanoseconds
-            if now >= deadline { result.timedOut = true; break }
-            let waitMs = Int32(min(1000, (deadline - now) / 1_000_000 + 1))
-            if poll(&fds, nfds_t(fds.count), waitMs) < 0 && errno != EINTR { break }
-            if fds[0].fd >= 0, fds[0].revents != 0 {
-                let n = input.withUnsafeBytes { send(fds[0].fd, $0.baseAddress! + inOff, $0.count - inOff, Int32(MSG_NOSIGNAL)) }
-                if n > 0 { inOff += n }
-                if n < 0 && errno != EAGAIN || inOff >= input.count {
-                    close(fds[0].fd); fds[0].fd = -1  // done, or the child stopped reading
-                }
-            }
-            for k in 1...2 where fds[k].fd >= 0 && fds[k].revents != 0 {
+
+        func drain(_ k: Int) {
+            while fds[k].fd >= 0 {
                 let n = read(fds[k].fd, &buf, buf.count)
                 if n > 0 {
                     if k == 1 {
@@ -88,17 +57,60 @@ public struct Subprocess {
                         stderrBytes += buf[0..<n]
                         if stderrBytes.count > stderrTailBytes { stderrBytes.removeFirst(stderrBytes.count - stderrTailBytes) }
                     }
-                } else if n == 0 || errno != EAGAIN {
-                    close(fds[k].fd); fds[k].fd = -1
+                    continue
                 }
+                if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+                close(fds[k].fd); fds[k].fd = -1  // end of file, or a read error
             }
         }
-        for f in fds where f.fd >= 0 { close(f.fd) }
-        if result.timedOut { kill(-pid, SIGKILL) }
+
+        while pm_child_exited(child.pid) == 0 {
+            let now = nowNs()
+            if termSentAt == nil && (now >= deadline || groups.isStopping) {
+                result.timedOut = now >= deadline
+                result.stopped = !result.timedOut
+                kill(-child.pid, SIGTERM)
+                termSentAt = now
+            }
+            if let t = termSentAt, !killSent, now >= t + UInt64(killGraceMs) * 1_000_000 {
+                kill(-child.pid, SIGKILL)
+                killSent = true
+            }
+            // Wake for output, the exit (pidfd), the next escalation, and a stop request.
+            let next = termSentAt.map { $0 + UInt64(killGraceMs) * 1_000_000 } ?? deadline
+            var waitMs = Int32(min(killSent ? 100 : 250, (next > now ? next - now : 0) / 1_000_000 + 1))
+            if fds[3].fd < 0 { waitMs = min(waitMs, 20) }  // no pidfd: poll for the exit
+            if poll(&fds, nfds_t(fds.count), waitMs) < 0 && errno != EINTR { break }
+            if fds[0].fd >= 0, fds[0].revents != 0 {
+                let n = input.withUnsafeBytes { send(fds[0].fd, $0.baseAddress! + inOff, $0.count - inOff, Int32(MSG_NOSIGNAL)) }
+                if n > 0 { inOff += n }
+                if n < 0 && errno != EAGAIN || inOff >= input.count {
+                    close(fds[0].fd); fds[0].fd = -1  // done, or the child stopped reading
+                }
+            }
+            for k in 1...2 where fds[k].fd >= 0 && fds[k].revents != 0 { drain(k) }
+        }
+        // The child has exited but is not reaped yet, so its pid still names the group:
+        // take what it wrote, end what it left behind, then reap it.
+        drain(1); drain(2)
+        kill(-child.pid, SIGKILL)
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+        reapGroup(child.pid)
         if status & 0x7F == 0 { result.status = (status >> 8) & 0xFF } else { result.signal = status & 0x7F }
+        if termSentAt == nil && result.signal != nil && groups.isStopping { result.stopped = true }  // TERM came from terminate()
         result.stderrTail = String(decoding: stderrBytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return result
     }
+
+    /// Reaps the group's other members: killed above, they are (or become, as orphans)
+    /// our children, since this process is a child subreaper.
+    static func reapGroup(_ pgid: pid_t) {
+        var status: Int32 = 0
+        while waitpid(-pgid, &status, 0) > 0 || errno == EINTR {}
+    }
+
+    private static let adoptOrphans: Bool = pm_become_child_subreaper() == 0
+
+    static func nowNs() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }

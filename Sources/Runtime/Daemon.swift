@@ -9,7 +9,9 @@ import PhotomemoCore
 ///
 ///     start: home layout + lock ─▶ journal (resume interrupted) ─▶ job definition
 ///            ─▶ scheduler ─▶ queue tailer ─▶ inbox watcher ─▶ signals
-///     SIGTERM/SIGINT: stop intake ─▶ let running stages finish (grace) ─▶ close ─▶ exit 0
+///     SIGTERM/SIGINT: stop intake ─▶ let running stages finish (grace) ─▶ close ─▶ exit 0;
+///            subprocesses still running then (exec sinks, or stages past the grace) get
+///            SIGTERM, SIGKILL 2 s later, and the daemon exits at most 3 s after that
 ///     SIGHUP: re-read the job definition; swap only if it is valid
 public final class Daemon {
     public struct Options: Sendable {
@@ -21,6 +23,8 @@ public final class Daemon {
         public var settleSeconds: Double = 2
         public var queuePollSeconds: Double = 5
         public var graceSeconds: Double = 30
+        /// An exec sink is killed (with its process group) after this.
+        public var sinkTimeoutSeconds: Double = 30
         /// With a group, the socket is mode 0660 and owned by it; else 0600.
         public var socketGroup: gid_t?
 
@@ -110,17 +114,32 @@ public final class Daemon {
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: commands)
         commands.clientCount = { control.clientCount }
         let deliverer = try NotificationDeliverer(loop: loop, events: events, store: { try? commands.recordStore() },
-                                                  retry: { scheduler.definition.retry })
+                                                  retry: { scheduler.definition.retry },
+                                                  execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000))
         let followTimer = try LoopTimer(loop: loop)
         let collector = try AssetCollector(loop: loop, records: { try? commands.recordStore() }, assets: { commands.assetStore() })
         commands.collectAssets = { collector.collect() }
 
         var signals: [SignalWatcher] = []
         let graceTimer = try LoopTimer(loop: loop)
+        let exitTimer = try LoopTimer(loop: loop)
+        let subprocesses = SubprocessGroups.shared
+        // TERM to every subprocess group now (each run sends KILL after 2 s); exit in any case 3 s later.
+        func endSubprocesses() {
+            subprocesses.terminate()
+            if !exitTimer.isClosed {
+                exitTimer.start(afterMs: 3000) {
+                    Log.warning("\(subprocesses.liveCount) subprocesses did not end; exiting")
+                    subprocesses.killAll()
+                    exit(0)
+                }
+            }
+        }
         var stopping = false
         let shutdown = { (signum: Int32) in
             if stopping {
                 Log.warning("second signal: exiting now; running stages resume at the next start")
+                subprocesses.killAll()
                 exit(0)
             }
             stopping = true
@@ -134,7 +153,7 @@ public final class Daemon {
             collector.close()
             graceTimer.start(afterMs: UInt64(self.options.graceSeconds * 1000)) {
                 Log.warning("grace period over with \(scheduler.runningCount) stages running; they resume at the next start")
-                exit(0)
+                endSubprocesses()
             }
             scheduler.stop {
                 lane.whenIdle {
@@ -142,6 +161,9 @@ public final class Daemon {
                     scheduler.close()
                     wakeup.close()
                     for s in signals { s.close() }
+                    // No stage runs now; exec sinks still delivering are ended (and retried at the next start).
+                    endSubprocesses()
+                    deliverer.whenIdle { exitTimer.close() }
                 }
             }
         }

@@ -13,12 +13,16 @@ final class NotificationDeliverer {
     private let events: EventBus
     private let store: () -> RecordStore?
     private let retry: () -> RetryPolicy
+    private let execTimeoutMs: Int
     private let timer: LoopTimer
     private var claiming = false
     private var inFlight: Set<String> = []
+    private var idleWaiters: [() -> Void] = []
     static let maxInFlight = 8
 
-    init(loop: EventLoop, events: EventBus, store: @escaping () -> RecordStore?, retry: @escaping () -> RetryPolicy) throws {
+    init(loop: EventLoop, events: EventBus, store: @escaping () -> RecordStore?, retry: @escaping () -> RetryPolicy,
+         execTimeoutMs: Int = Sink.defaultExecTimeoutMs) throws {
+        self.execTimeoutMs = execTimeoutMs
         self.loop = loop
         self.events = events
         self.store = store
@@ -31,6 +35,11 @@ final class NotificationDeliverer {
     }
 
     func close() { timer.close() }
+
+    /// Runs `body` once no delivery is in flight (at once if none is).
+    func whenIdle(_ body: @escaping () -> Void) {
+        if inFlight.isEmpty { body() } else { idleWaiters.append(body) }
+    }
 
     private func tick() {
         guard !claiming, inFlight.count < Self.maxInFlight, let store = store() else { return }
@@ -50,6 +59,7 @@ final class NotificationDeliverer {
     private func deliver(_ d: RecordStore.Delivery, _ store: RecordStore) {
         inFlight.insert(d.subscription.id)
         let policy = retry()
+        let execTimeoutMs = execTimeoutMs
         loop.submit({ () -> (Sink.Result, Bool) in
             let body = d.event.jsonData
             Failpoint.hit("notify.before_send")
@@ -62,7 +72,9 @@ final class NotificationDeliverer {
                 result = .failed("exec sinks are for admins; \(d.subscription.owner ?? "?")'s subscription cannot run a command")
             case .exec:
                 let argv = (try? JSONValue.parse(d.subscription.target ?? "[]"))?.arrayValue?.compactMap(\.stringValue) ?? []
-                result = Sink.exec(command: argv, body: body)
+                result = Sink.exec(command: argv, body: body, variables: [
+                    "PHOTOMEMO_SUBSCRIPTION": d.subscription.id, "PHOTOMEMO_EVENT_ID": d.event["event_id"]?.stringValue ?? "",
+                ], timeoutMs: execTimeoutMs)
             case .socket: result = .delivered
             }
             let attempt = d.attempts + 1
@@ -81,6 +93,11 @@ final class NotificationDeliverer {
             return (result, parked)
         }) { [unowned self] (result, parked) in
             self.inFlight.remove(d.subscription.id)
+            if self.inFlight.isEmpty {
+                let waiters = self.idleWaiters
+                self.idleWaiters = []
+                for w in waiters { w() }
+            }
             let fields: [String: JSONValue] = ["subscription": .string(d.subscription.id), "seq": .int(d.seq)]
             switch result {
             case .delivered: self.events.publish("notification_delivered", job: nil, fields, to: .owner(d.subscription.owner))

@@ -89,21 +89,7 @@ extension ControlCommands {
                 return ["changes": .array(list.map(\.json)), "next": .int(list.last?.seq ?? since)]
             }
         case "asset":
-            let id = try req.requiredString("record")
-            let rendition = try req.requiredString("rendition")
-            guard let assets = assetStore() else { throw PhotomemoError(.notFound, "job \(p.scheduler.definition.name) has no upload stage") }
-            offLoopRecords(reply) {
-                guard let r = try store.get(id, viewer: viewer) else { throw RecordStore.WriteError.notFound }
-                guard let key = r.assets[rendition]?["key"]?.stringValue else {
-                    throw PhotomemoError(.notFound, "record \(id) has no \(rendition) asset; it has: \((r.assets.objectValue ?? [:]).keys.sorted().joined(separator: ", "))")
-                }
-                let tmp = NSTemporaryDirectory() + "photomemo-asset-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-                defer { unlink(tmp) }
-                try assets.get(key: key, to: tmp)
-                let data = try Data(contentsOf: URL(fileURLWithPath: tmp))
-                return ["key": .string(key), "bytes": .int(Int64(data.count)), "data": .string(data.base64EncodedString()),
-                        "format": r.assets[rendition]?["format"] ?? .null]
-            }
+            try streamAsset(req, records: store, viewer: viewer, to: conn, reply: reply)
         default:
             throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"")
         }

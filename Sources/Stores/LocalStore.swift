@@ -77,6 +77,24 @@ public struct LocalStore: AssetStore {
         try DurableFile.write(data, to: file)
     }
 
+    public func read(key: String, offset: Int64, count: Int) throws -> [UInt8] {
+        let file = path(key)
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreFailure(.permanent, "no object \(key) in \(name)") }
+        defer { close(fd) }
+        var out = [UInt8](repeating: 0, count: count)
+        var got = 0
+        while got < count {
+            let n = try out.withUnsafeMutableBytes { buf in
+                try syscall("read \(file)", blocking: { pread(fd, buf.baseAddress! + got, count - got, off_t(offset) + off_t(got)) })
+            }
+            if n == 0 { break }
+            got += n
+        }
+        out.removeLast(count - got)
+        return out
+    }
+
     public func delete(key: String) throws {
         if unlink(path(key)) != 0 && errno != ENOENT {
             throw StoreFailure(.transient, "cannot delete \(key): \(String(cString: strerror(errno)))")

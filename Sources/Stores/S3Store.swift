@@ -90,6 +90,18 @@ public struct S3Store: AssetStore {
         try DurableFile.write(r.body, to: file)
     }
 
+    /// A ranged GET per call: the object is immutable (content-addressed), so chunks of
+    /// separate requests fit together.
+    public func read(key: String, offset: Int64, count: Int) throws -> [UInt8] {
+        guard count > 0 else { return [] }
+        let r = try request("GET", url(key), headers: ["Range: bytes=\(offset)-\(offset + Int64(count) - 1)"])
+        if r.status == 416 { return [] }  // offset at or past the end
+        try check(r, "GET \(key) bytes \(offset)+\(count)")
+        // 206 is the range; a server that ignores Range sends the whole object (200).
+        let body = r.status == 206 ? r.body : r.body.dropFirst(Int(offset))
+        return [UInt8](body.prefix(count))
+    }
+
     public func delete(key: String) throws {
         let r = try request("DELETE", url(key))
         if r.status == 404 { return }

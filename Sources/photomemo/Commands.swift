@@ -54,6 +54,7 @@ let serveCommand = Command(
         .value("rescan-interval", "SECONDS", "full inbox rescan period, a safety net for missed events (default 60)"),
         .value("settle", "SECONDS", "a file found by a rescan is taken once unchanged this long (default 2)"),
         .value("grace", "SECONDS", "on SIGTERM, how long running stages may finish (default 30)"),
+        .value("sink-timeout", "SECONDS", "an exec sink (subscribe --exec) is killed with its process group after this (default 30)"),
         .value("socket-group", "GROUP", "make the control socket 0660 and owned by GROUP (default: 0600, this user only)"),
         .value("log-format", "FORMAT", "text (default) or json: one JSON object per log line"),
     ],
@@ -69,6 +70,8 @@ let serveCommand = Command(
         options.rescanSeconds = try args.double("rescan-interval") ?? options.rescanSeconds
         options.settleSeconds = try args.double("settle") ?? options.settleSeconds
         options.graceSeconds = try args.double("grace") ?? options.graceSeconds
+        options.sinkTimeoutSeconds = try args.double("sink-timeout") ?? options.sinkTimeoutSeconds
+        guard options.sinkTimeoutSeconds > 0 else { throw UsageError("--sink-timeout must be positive") }
         guard options.rescanSeconds >= 0.1 else { throw UsageError("--rescan-interval must be at least 0.1") }
         if let g = args.value("socket-group") {
             guard let gr = getgrnam(g) else { throw UsageError("no group named \"\(g)\"") }

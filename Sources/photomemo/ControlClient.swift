@@ -10,6 +10,8 @@ final class ControlClient {
     private var fd: Int32 = -1
     private var buffer: [UInt8] = []
     private var nextID: Int64 = 1
+    /// The id of the last request sent: event lines of its stream carry it (`asset`).
+    private(set) var lastRequestID: Int64 = 0
 
     /// `--socket PATH`, else `HOME/photomemo.sock` with HOME from `--home` or `$PHOTOMEMO_HOME` (default ./var).
     /// Connects on the first request, so a usage error is reported before the daemon is needed.
@@ -52,6 +54,7 @@ final class ControlClient {
         try connectIfNeeded()
         let id = nextID
         nextID += 1
+        lastRequestID = id
         var o = args
         o["id"] = .int(id)
         o["cmd"] = .string(cmd)
@@ -75,6 +78,15 @@ final class ControlClient {
                 throw PhotomemoError(.tooSlow, line["error"]?["message"]?.stringValue ?? "disconnected by the daemon")
             }
             if !onEvent(line) { return }
+        }
+    }
+
+    /// The next event line of request `id`'s stream (lines of other streams are skipped);
+    /// an error if none comes within `timeoutMs`.
+    func nextEvent(for id: Int64, timeoutMs: Int32 = 30_000) throws -> JSONValue {
+        while true {
+            guard let line = try readLine(timeoutMs: timeoutMs) else { continue }
+            if line["id"] == .int(id), line["event"] != nil { return line }
         }
     }
 

@@ -86,12 +86,10 @@ let assetCommand = clientCommand("asset", "ID RENDITION -o FILE",
     extra: [.value("o", "FILE", "where to write the bytes")], positionals: 2...2) { c, args in
     guard let out = args.value("o") else { throw UsageError("asset needs -o FILE") }
     let r = try c.request("asset", ["record": .string(args.positionals[0]), "rendition": .string(args.positionals[1])])
-    guard let b64 = r["data"]?.stringValue, let data = Data(base64Encoded: b64) else {
-        throw PhotomemoError(.io, "the daemon sent no asset bytes")
-    }
-    try data.write(to: URL(fileURLWithPath: out))
-    if args.has("json") { Output.json(["key": r["key"] ?? .null, "bytes": .int(Int64(data.count)), "file": .string(out)]) }
-    else { Output.line("wrote \(data.count) bytes to \(out)") }
+    let download = try AssetDownload(into: out, expectedBytes: r["bytes"]?.intValue ?? -1, sha256: r["sha256"]?.stringValue)
+    try download.receive(from: c, id: c.lastRequestID)
+    if args.has("json") { Output.json(["key": r["key"] ?? .null, "bytes": .int(download.written), "file": .string(out)]) }
+    else { Output.line("wrote \(download.written) bytes to \(out)") }
     return 0
 }
 

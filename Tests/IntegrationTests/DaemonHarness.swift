@@ -25,7 +25,7 @@ final class DaemonHarness {
         let definition = stages ?? """
             {"name": "test", "stages": [
               {"use": "validate", "with": {}},
-              {"use": "exec", "with": {"command": ["\(script)"], "timeout_ms": 20000}, "concurrency": 4}],
+              {"use": "exec", "with": {"command": ["\(script)"], "timeout_ms": 20000, "pass_env": ["EFFECTS", "EFFECT_SLEEP"]}, "concurrency": 4}],
              "retry": {"max_attempts": 4, "base_ms": 50, "max_ms": 200}}
             """
         try definition.write(toFile: jobFile, atomically: true, encoding: .utf8)

@@ -15,7 +15,35 @@ func photoFile(_ name: String) -> (path: String, sha: String) {
     return (path, try! SHA256.hexOfFile(atPath: path).hex)
 }
 
+/// Reads `key` back in `chunk`-byte pieces (as the asset stream does) and returns the
+/// SHA-256 of the pieces put together, and how many pieces it took.
+func chunkedDigest(_ store: any AssetStore, _ key: String, size: Int64, chunk: Int) throws -> (String, Int) {
+    var all: [UInt8] = []
+    var pieces = 0
+    while Int64(all.count) < size {
+        let part = try store.read(key: key, offset: Int64(all.count), count: chunk)
+        guard !part.isEmpty else { break }
+        all += part
+        pieces += 1
+    }
+    return (SHA256.hex(Data(all)), pieces)
+}
+
 @Suite struct LocalStoreTests {
+    @Test func anObjectReadsBackInChunks() throws {
+        let store = try LocalStore(root: try tempDir("store"))
+        let (path, sha) = photoFile("Nikon_D70.jpg")
+        let key = LocalStore.key(sha256: sha)
+        try store.put(file: path, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:])
+        let size = try #require(try store.head(key: key))
+        let (digest, pieces) = try chunkedDigest(store, key, size: size, chunk: 65536)
+        #expect(digest == sha)
+        #expect(pieces == Int((size + 65535) / 65536))
+        #expect(try store.read(key: key, offset: size, count: 100).isEmpty)
+        #expect(try store.read(key: key, offset: size - 10, count: 100).count == 10)
+        #expect(throws: StoreFailure.self) { try store.read(key: "sha256/no/such/key", offset: 0, count: 10) }
+    }
+
     @Test func samePhotoTwiceIsOneObjectWithItsBytes() throws {
         let root = try tempDir("store")
         let store = try LocalStore(root: root)
@@ -82,6 +110,20 @@ func photoFile(_ name: String) -> (path: String, sha: String) {
         #expect(try store.list(prefix: "sha256/") == [key])
         try store.delete(key: key)
         #expect(try store.head(key: key) == nil)
+    }
+
+    @Test func rangedGetsReadAnObjectInChunks() throws {
+        let s3 = try SeaweedFS()
+        let store = try S3Store(url: s3.storeURL, environment: s3.environment)
+        let (path, sha) = photoFile("orientation_landscape_1.jpg")
+        let key = S3Store.key(sha256: sha)
+        try store.put(file: path, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:])
+        let size = try #require(try store.head(key: key))
+        let (digest, pieces) = try chunkedDigest(store, key, size: size, chunk: 50_000)
+        #expect(digest == sha)
+        #expect(pieces == Int((size + 49_999) / 50_000))
+        #expect(try store.read(key: key, offset: size - 7, count: 100).count == 7)
+        #expect(try store.read(key: key, offset: size, count: 100).isEmpty)
     }
 
     @Test func theServerVerifiesTheChecksum() throws {
