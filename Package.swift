@@ -5,7 +5,8 @@ import PackageDescription
 //   Sources/CUV, CSQLite, CCrypto, CPosix, CVips, CCurl  thin system-library targets (C headers only)
 //   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
-//   Sources/Journal                 SQLite: the durable job journal
+//   Sources/SQLite                  the SQLite connection, statements, rows, one migration runner
+//   Sources/Journal                 the durable job journal (on SQLite)
 //   Sources/Index                   records: typed fields, predicate language, ACL, change feed
 //   Sources/Notify                  delivering events: signed webhook POSTs, exec sinks
 //   Sources/Stores                  asset stores: local content-addressed folder, S3 over libcurl
@@ -34,9 +35,10 @@ let package = Package(
 
         .target(name: "PhotomemoCore", dependencies: ["CCrypto", "CPosix"]),
         .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore"]),
-        .target(name: "Journal", dependencies: ["PhotomemoCore", "CSQLite"]),
+        .target(name: "SQLite", dependencies: ["PhotomemoCore", "CSQLite"]),
+        .target(name: "Journal", dependencies: ["PhotomemoCore", "SQLite"]),
         .target(name: "Stores", dependencies: ["PhotomemoCore", "CCurl", "CCrypto"]),
-        .target(name: "Index", dependencies: ["PhotomemoCore", "Journal"]),
+        .target(name: "Index", dependencies: ["PhotomemoCore", "SQLite"]),
         .target(name: "Notify", dependencies: ["PhotomemoCore", "CCurl"]),
         .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "Index", "Notify", "CPosix"]),
 
@@ -57,13 +59,14 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "PhotomemoCoreTests", dependencies: ["PhotomemoCore", "TestSupport"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV", "PhotomemoCore"]),
-        .testTarget(name: "JournalTests", dependencies: ["Journal", "PhotomemoCore"]),
+        .testTarget(name: "JournalTests", dependencies: ["Journal", "SQLite", "PhotomemoCore"]),
         .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "IndexTests", dependencies: ["Index", "Journal", "PhotomemoCore"]),
+        .testTarget(name: "IndexTests", dependencies: ["Index", "SQLite", "PhotomemoCore"]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "PhotomemoCore"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal", "Index"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "PhotomemoCore", "TestSupport", "CVips", "photomemo"],
+        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "SQLite", "PhotomemoCore", "TestSupport", "CVips", "photomemo"],
                     exclude: ["Fixtures"]),
     ]
 )

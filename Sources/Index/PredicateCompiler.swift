@@ -1,4 +1,4 @@
-import Journal
+import SQLite
 import PhotomemoCore
 
 /// Predicates and sort keys to SQL over `records r`, always with `?` parameters — values

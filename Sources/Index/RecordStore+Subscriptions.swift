@@ -1,5 +1,5 @@
 import Foundation
-import Journal
+import SQLite
 import PhotomemoCore
 
 /// Subscriptions (CKSubscription-like) and their outbox. A change fans out to the

@@ -1,5 +1,5 @@
 import Foundation
-import Journal
+import SQLite
 import PhotomemoCore
 
 /// Creating, updating and deleting records; each in one transaction with its change.

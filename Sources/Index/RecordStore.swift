@@ -1,5 +1,5 @@
 import Foundation
-import Journal
+import SQLite
 import PhotomemoCore
 
 /// Who asks: the daemon's own user and root see everything; anyone else sees records
@@ -48,15 +48,7 @@ public final class RecordStore: @unchecked Sendable {
         self.path = path
         db = try Database(path: path)
         try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
-        try db.exec("CREATE TABLE IF NOT EXISTS index_schema_version(version INTEGER NOT NULL)")
-        let current = try db.queryOne("SELECT version FROM index_schema_version")?.int(0) ?? 0
-        for v in Int(current)..<IndexSchema.migrations.count {
-            try db.transaction {
-                try db.exec(IndexSchema.migrations[v])
-                try db.run("DELETE FROM index_schema_version")
-                try db.run("INSERT INTO index_schema_version(version) VALUES (?)", [.int(Int64(v + 1))])
-            }
-        }
+        try db.migrate(IndexSchema.migrations, versionTable: "index_schema_version", what: "record index")
     }
 
     @discardableResult

@@ -1,4 +1,5 @@
 import PhotomemoCore
+import SQLite
 
 /// What the control socket asks of the journal: statistics, paging, retry and cancel.
 extension Journal {

@@ -1,4 +1,5 @@
 import PhotomemoCore
+import SQLite
 
 /// Intake: memo lines and inbox photos become jobs. Each batch is one transaction.
 extension Journal {

@@ -1,4 +1,5 @@
 import PhotomemoCore
+import SQLite
 
 /// Scheduling: claiming runnable jobs per stage and recording what each stage run decided.
 extension Journal {

@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import SQLite
 
 /// The durable record of every job: SQLite in WAL mode with `synchronous=FULL`, so a
 /// committed job survives a crash or power loss. One connection behind a lock; every
@@ -23,18 +24,7 @@ public final class Journal: @unchecked Sendable {
     }
 
     static func migrate(_ db: Database) throws {
-        try db.exec("CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL)")
-        let current = try db.queryOne("SELECT version FROM schema_version")?.int(0) ?? 0
-        guard current <= Int64(Schema.migrations.count) else {
-            throw PhotomemoError(.database, "journal schema version \(current) is newer than this photomemo understands (\(Schema.migrations.count))")
-        }
-        for v in Int(current)..<Schema.migrations.count {
-            try db.transaction {
-                try db.exec(Schema.migrations[v])
-                try db.run("DELETE FROM schema_version")
-                try db.run("INSERT INTO schema_version(version) VALUES (?)", [.int(Int64(v + 1))])
-            }
-        }
+        try db.migrate(Schema.migrations, versionTable: "schema_version", what: "journal")
     }
 
     @discardableResult

@@ -22,17 +22,10 @@ final class ControlClient {
 
     private func connectIfNeeded() throws {
         guard fd < 0 else { return }
+        let address = try UnixSocketAddress(socketPath)
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw PhotomemoError(.io, "socket: \(String(cString: strerror(errno)))") }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(socketPath.utf8)
-        guard bytes.count < 108 else { throw PhotomemoError(.badUsage, "socket path \(socketPath) is longer than 107 bytes") }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in bytes.enumerated() { raw[i] = b } }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        if rc != 0 {
+        if address.connect(fd) != 0 {
             let e = errno
             close(fd)
             fd = -1

@@ -43,12 +43,7 @@ import Testing
         }
         let client = Thread {
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_un()
-            addr.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
-            _ = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
+            _ = try? UnixSocketAddress(path).connect(fd)
             let ten = [UInt8](repeating: 0x0A, count: 10)
             _ = send(fd, ten, 10, Int32(MSG_NOSIGNAL))
             Thread.sleep(forTimeInterval: 0.3)

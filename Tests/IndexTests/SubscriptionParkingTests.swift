@@ -1,5 +1,6 @@
 import Foundation
-import Journal
+import SQLite
+import SQLite
 import PhotomemoCore
 import Testing
 @testable import Index

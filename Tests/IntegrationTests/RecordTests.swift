@@ -1,4 +1,5 @@
 import Foundation
+import SQLite
 import Journal
 import PhotomemoCore
 import TestSupport

@@ -2,7 +2,8 @@ import CSQLite
 import PhotomemoCore
 
 /// A thin SQLite connection: prepared statements with positional parameters, rows read
-/// by column index. Not thread-safe by itself; `Journal` serialises access with a lock.
+/// by column index. Not thread-safe by itself: its owner (the journal, the record index)
+/// serialises access with a lock.
 public final class Database {
     let db: OpaquePointer
     private var cache: [String: Statement] = [:]
