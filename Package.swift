@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "Stores", dependencies: ["PhotomemoCore", "CCurl", "CCrypto"]),
         .target(name: "Index", dependencies: ["PhotomemoCore", "SQLite"]),
         .target(name: "Notify", dependencies: ["PhotomemoCore", "CCurl"]),
-        .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "Index", "Notify", "CPosix"]),
+        .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "Index", "Stores", "Notify", "CPosix"]),
 
         .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
         .target(name: "ExecStage", dependencies: ["PhotomemoCore"], path: "Plugins/Exec"),

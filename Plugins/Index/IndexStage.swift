@@ -5,20 +5,18 @@ import PhotomemoCore
 /// `index`: turns a finished job into its record — type, memo and typed fields from the
 /// memo, asset keys from upload, EXIF and size from compress — or updates the record of
 /// the same photo when a later memo names it. Idempotent on the job key.
-public struct IndexStage: RecordIndexStage, BatchStage {
+public struct IndexStage: BatchStage {
     public static let name = "index"
     public static let summary = "writes the job's record (typed fields, assets, EXIF) to the record index"
     public static let workload = StageWorkload.io
     public static let options: [StageOption] = [
-        StageOption("index", .string, default: "sqlite:photomemo.sqlite", "sqlite:FILE (relative to the home)"),
+        StageOption("index", .string, "sqlite:FILE (relative to the home); default: the job definition's \"database\""),
     ]
 
     let store: RecordStore
-    public let indexPath: String
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
-        store = try RecordStore.open(spec: options.string("index")!, home: environment.home)
-        indexPath = store.path
+        store = try environment.recordStore(options.string("index"))
     }
 
     /// Under load the scheduler hands over up to 64 jobs: they are written in one

@@ -11,13 +11,13 @@ public struct NotifyStage: Stage {
     public static let summary = "queues the record change for every matching subscription (webhook, exec, socket)"
     public static let workload = StageWorkload.io
     public static let options: [StageOption] = [
-        StageOption("index", .string, default: "sqlite:photomemo.sqlite", "the record index whose changes to fan out (as the index stage's)"),
+        StageOption("index", .string, "the record index whose changes to fan out (as the index stage's); default: the job definition's \"database\""),
     ]
 
     let store: RecordStore
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
-        store = try RecordStore.open(spec: options.string("index")!, home: environment.home)
+        store = try environment.recordStore(options.string("index"))
     }
 
     public func run(_ job: JobContext) -> StageOutcome {

@@ -8,26 +8,25 @@ import Stores
 ///
 /// Idempotent: a key already stored is skipped (HEAD / size check), and a re-run after
 /// the local files are gone (a crash after cleanup) finds them in the store by hash.
-public struct UploadStage: AssetStoreStage {
+public struct UploadStage: Stage {
     public static let name = "upload"
     public static let summary = "stores the original and the renditions (content-addressed) in file: or s3:// stores"
     public static let workload = StageWorkload.io
     public static let options: [StageOption] = [
-        StageOption("store", .string, default: "file:store",
-                    "file:DIR (relative to the home) or s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_* variables)"),
+        StageOption("store", .string,
+                    "file:DIR (relative to the home) or s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_* variables); default: the job definition's \"store\""),
         StageOption("keep_originals", .string, default: "delete",
                     "what happens to an inbox photo once stored: delete, move (to HOME/done/) or keep"),
     ]
 
     let store: any AssetStore
-    public var assetStore: any AssetStore { store }
     let inbox: String
     let done: String
     let renditionsRoot: String
     let keepOriginals: String
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
-        store = try Stores.open(options.string("store")!, home: environment.home)
+        store = try environment.assetStore(options.string("store"))
         keepOriginals = options.string("keep_originals")!
         guard ["delete", "move", "keep"].contains(keepOriginals) else {
             throw PhotomemoError(.badDefinition, "\"keep_originals\" must be delete, move or keep (got \"\(keepOriginals)\")")

@@ -23,28 +23,16 @@ public final class RecordStore: @unchecked Sendable {
     let lock = NSLock()
     public let path: String
 
-    private static let registry = LockedValue<[String: RecordStore]>([:])
-
-    /// One store per file in a process: the index stage and the socket share it.
-    public static func open(path: String) throws -> RecordStore {
-        try registry.withLock { r in
-            if let s = r[path] { return s }
-            let s = try RecordStore(path: path)
-            r[path] = s
-            return s
-        }
-    }
-
-    /// The store a job definition names: `sqlite:FILE`, relative to the home.
-    public static func open(spec: String, home: URL) throws -> RecordStore {
+    /// The record index a spec names: `sqlite:FILE`, relative to the home.
+    static func path(spec: String, home: URL) throws -> String {
         guard spec.hasPrefix("sqlite:"), spec.count > 7 else {
-            throw PhotomemoError(.badDefinition, "index \"\(spec)\": expected sqlite:FILE (postgres:// is not built yet)")
+            throw PhotomemoError(.badDefinition, "database \"\(spec)\": expected sqlite:FILE (postgres:// is not built yet)")
         }
         let file = String(spec.dropFirst(7))
-        return try open(path: file.hasPrefix("/") ? file : home.appendingPathComponent(file).path)
+        return file.hasPrefix("/") ? file : home.appendingPathComponent(file).path
     }
 
-    init(path: String) throws {
+    public init(path: String) throws {
         self.path = path
         db = try Database(path: path)
         try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")

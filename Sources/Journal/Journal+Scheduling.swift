@@ -37,7 +37,7 @@ extension Journal {
         guard limit > 0 else { return [] }
         return try write { db in
             let rows = try db.query("""
-                SELECT id, key, photo_path, memo, results, attempts, photo_sha256 FROM jobs
+                SELECT id, key, photo_path, memo, results, attempts, photo_sha256, outages FROM jobs
                 WHERE stage_index = ? AND ready_at IS NOT NULL AND ready_at <= ? AND state IN ('queued', 'waiting')
                 ORDER BY ready_at, id LIMIT ?
                 """, [.int(Int64(stageIndex)), .double(now), .int(Int64(limit))])
@@ -52,7 +52,7 @@ extension Journal {
                 let results = try JSONValue.parse(r.string(4)!).objectValue ?? [:]
                 let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2), photoSHA256: r.string(6),
                                      memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: attempt)
-                out.append(ClaimedJob(context: ctx, stageIndex: stageIndex))
+                out.append(ClaimedJob(context: ctx, stageIndex: stageIndex, outages: Int(r.int(7) ?? 0)))
             }
             return out
         }
@@ -87,100 +87,64 @@ extension Journal {
         }
     }
 
-    /// A stage run's outcomes, one per job (one, or a batch), in one transaction (one
-    /// fsync for the batch); says what happened to each job.
-    public func recordOutcomes(_ runs: [(job: ClaimedJob, outcome: StageOutcome)], stageName: String, durationMs: Double,
-                               stageCount: Int, retry: RetryPolicy, now: Double = unixNow()) throws -> [Transition] {
+    /// A stage run's steps, one per job (one, or a batch), as the scheduler decided them
+    /// (`JobStateMachine`), in one transaction (one fsync for the batch); says what
+    /// happened to each job. A job done in a batch says so in its event (`photomemo job
+    /// ID` shows it; the duration is the batch's).
+    public func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double,
+                            now: Double = unixNow()) throws -> [Transition] {
         try write { db in
-            try runs.map {
-                try self.apply($0.outcome, to: $0.job, db: db, stageName: stageName, durationMs: durationMs,
-                               batch: runs.count, stageCount: stageCount, retry: retry, now: now)
-            }
+            try runs.map { try self.persist($0.step, of: $0.job, db: db, stageName: stageName, durationMs: durationMs, now: now) }
         }
     }
 
-    /// One job's outcome, inside the caller's transaction. A job done in a batch says so
-    /// in its event (`photomemo job ID` shows it; the duration is the batch's).
-    private func apply(_ outcome: StageOutcome, to job: ClaimedJob, db: Database, stageName: String, durationMs: Double,
-                       batch: Int, stageCount: Int, retry: RetryPolicy, now: Double) throws -> Transition {
+    /// One job's step, inside the caller's transaction; only what was decided is written.
+    private func persist(_ step: JobStep, of job: ClaimedJob, db: Database, stageName: String, durationMs: Double,
+                         now: Double) throws -> Transition {
         let id = job.context.id
-        let attempt = job.context.attempt
-        guard let row = try db.queryOne("SELECT state, photo_path, outages FROM jobs WHERE id = ?", [.int(id)]),
+        guard let row = try db.queryOne("SELECT state, photo_path, results FROM jobs WHERE id = ?", [.int(id)]),
               row.string(0) == "running" else {
             // Cancelled (or otherwise moved on) while the stage ran: keep what is there.
             return Transition(kind: .abandoned, quarantinePhoto: nil)
         }
-        let photo = row.string(1)
-        let outages = Int(row.int(2) ?? 0)
-
-        func fail(_ reason: String) throws -> Transition {
-            try db.run("""
-                UPDATE jobs SET state = 'failed', error = ?, quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END,
-                       attempts = ?, updated = ?, finished = ? WHERE id = ?
-                """, [.text(reason), .int(Int64(attempt)), .double(now), .double(now), .int(id)])
-            try event(db, job: id, stage: stageName, attempt: attempt, "failed", durationMs: durationMs, message: reason, at: now)
-            return Transition(kind: .failed(reason: reason), quarantinePhoto: photo)
-        }
-
-        switch outcome {
-        case .continue, .skip:
-            var results = try JSONValue.parse(
-                try db.queryOne("SELECT results FROM jobs WHERE id = ?", [.int(id)])!.string(0)!).objectValue ?? [:]
-            let eventName: String
-            var message: String? = nil
-            if case .skip(let reason) = outcome {
-                eventName = "skipped"
-                message = reason
-                results[stageName] = ["skipped": .string(reason)]
-            } else {
-                eventName = "done"
-                if batch > 1 { message = "in a batch of \(batch)" }
-                if case .continue(let r) = outcome { results[stageName] = r }
-            }
-            try event(db, job: id, stage: stageName, attempt: attempt, eventName, durationMs: durationMs, message: message, at: now)
-            let next = job.stageIndex + 1
-            if next < stageCount {
+        try event(db, job: id, stage: stageName, attempt: job.context.attempt, step.event, durationMs: durationMs,
+                  message: step.message, at: now)
+        switch step.next {
+        case .advance, .finish:
+            var results = try JSONValue.parse(row.string(2)!).objectValue ?? [:]
+            if let r = step.result { results[stageName] = r }
+            let json = JSONValue.object(results).jsonString
+            if case .advance(let next) = step.next {
                 try db.run("""
                     UPDATE jobs SET state = 'queued', stage_index = ?, stage = NULL, attempts = 0, outages = 0, ready_at = ?,
                            results = ?, error = NULL, updated = ? WHERE id = ?
-                    """, [.int(Int64(next)), .double(now), .text(JSONValue.object(results).jsonString), .double(now), .int(id)])
+                    """, [.int(Int64(next)), .double(now), .text(json), .double(now), .int(id)])
                 return Transition(kind: .advanced(toStage: next), quarantinePhoto: nil)
             }
             try db.run("""
-                UPDATE jobs SET state = 'done', stage = NULL, stage_index = ?, results = ?, error = NULL, updated = ?, finished = ?
-                WHERE id = ?
-                """, [.int(Int64(next)), .text(JSONValue.object(results).jsonString), .double(now), .double(now), .int(id)])
+                UPDATE jobs SET state = 'done', stage = NULL, stage_index = stage_index + 1, results = ?, error = NULL, updated = ?,
+                       finished = ? WHERE id = ?
+                """, [.text(json), .double(now), .double(now), .int(id)])
             try event(db, job: id, stage: nil, attempt: nil, "finished", at: now)
             return Transition(kind: .finished, quarantinePhoto: nil)
-
-        case .retry(let reason, let after):
-            if attempt >= retry.maxAttempts {
-                return try fail("\(reason) (gave up after \(attempt) attempts)")
-            }
-            var delay = retry.delayMs(afterFailures: attempt)
-            if let after { delay = max(delay, after.milliseconds) }
+        case .retry(let delay, let attempts, let error):
             try db.run("""
                 UPDATE jobs SET state = 'waiting', wait_reason = 'backoff', attempts = ?, ready_at = ?, error = ?, updated = ?
                 WHERE id = ?
-                """, [.int(Int64(attempt)), .double(now + Double(delay) / 1000), .text(reason), .double(now), .int(id)])
-            try event(db, job: id, stage: stageName, attempt: attempt, "retry", durationMs: durationMs,
-                      message: "\(reason); next attempt in \(delay) ms", at: now)
+                """, [.int(Int64(attempts)), .double(now + Double(delay) / 1000), .text(error), .double(now), .int(id)])
             return Transition(kind: .retrying(afterMs: delay), quarantinePhoto: nil)
-
-        case .unavailable(let dependency, let reason):
-            // An outage is not the job's fault: back off (capped) without spending an attempt.
-            let delay = retry.delayMs(afterFailures: outages + 1)
+        case .waitForDependency(let delay, let outages, let error):
             try db.run("""
                 UPDATE jobs SET state = 'waiting', wait_reason = 'dependency', outages = ?, ready_at = ?, error = ?, updated = ?
                 WHERE id = ?
-                """, [.int(Int64(outages + 1)), .double(now + Double(delay) / 1000), .text("\(dependency) unavailable: \(reason)"),
-                      .double(now), .int(id)])
-            try event(db, job: id, stage: stageName, attempt: attempt, "unavailable", durationMs: durationMs,
-                      message: "\(dependency): \(reason); next try in \(delay) ms", at: now)
+                """, [.int(Int64(outages)), .double(now + Double(delay) / 1000), .text(error), .double(now), .int(id)])
             return Transition(kind: .waitingForDependency(afterMs: delay), quarantinePhoto: nil)
-
-        case .fail(let reason):
-            return try fail(reason)
+        case .fail(let reason, let attempts):
+            try db.run("""
+                UPDATE jobs SET state = 'failed', error = ?, quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END,
+                       attempts = ?, updated = ?, finished = ? WHERE id = ?
+                """, [.text(reason), .int(Int64(attempts)), .double(now), .double(now), .int(id)])
+            return Transition(kind: .failed(reason: reason), quarantinePhoto: row.string(1))
         }
     }
 

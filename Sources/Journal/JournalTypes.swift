@@ -95,9 +95,17 @@ public enum IntakeOutcome: Sendable, Equatable {
 public struct ClaimedJob: Sendable {
     public let context: JobContext
     public let stageIndex: Int
+    /// Dependency waits so far at this stage (they spend no attempts).
+    public let outages: Int
+
+    public init(context: JobContext, stageIndex: Int, outages: Int = 0) {
+        self.context = context
+        self.stageIndex = stageIndex
+        self.outages = outages
+    }
 }
 
-/// What `recordOutcome` did to a job.
+/// What `recordSteps` did to a job.
 public struct Transition: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
         case advanced(toStage: Int)
@@ -141,4 +149,16 @@ public struct JobSummary: Sendable {
     public let quarantine: String?
     public let memo: MemoJob
     public let results: JSONValue
+}
+
+extension JobStateMachine {
+    /// The steps for one stage run's jobs (one, or a batch), each decided by `step(after:)`.
+    public static func steps(_ runs: [(job: ClaimedJob, outcome: StageOutcome)], stageCount: Int,
+                             retry: RetryPolicy) -> [(job: ClaimedJob, step: JobStep)] {
+        var rng = SystemRandomNumberGenerator()
+        return runs.map { run in
+            (run.job, step(after: run.outcome, attempt: run.job.context.attempt, outages: run.job.outages,
+                           stageIndex: run.job.stageIndex, stageCount: stageCount, batch: runs.count, retry: retry, using: &rng))
+        }
+    }
 }

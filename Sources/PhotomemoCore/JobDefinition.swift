@@ -16,21 +16,29 @@ public struct JobDefinition: Sendable {
     public let joinTimeoutSeconds: Int
     /// Where it was loaded from (a path, or "built-in").
     public let source: String
+    /// Where the journal, records, subscriptions and outbox live, and the asset store
+    /// (DESIGN.md, "Scaling past one machine"): opened once by the runtime.
+    public let database: String
+    public let store: String
 
-    static let topKeys = ["name", "stages", "retry", "join_timeout_s"]
+    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store"]
     static let stageKeys = ["use", "with", "concurrency"]
     static let retryKeys = ["max_attempts", "base_ms", "max_ms"]
 
     public func index(ofStage name: String) -> Int? { stages.firstIndex { $0.name == name } }
 
-    public static func load(file path: String, registry: StageRegistry, environment: StageEnvironment) throws -> JobDefinition {
+    public static func load(file path: String, registry: StageRegistry, environment: StageEnvironment,
+                            database: String? = nil, store: String? = nil) throws -> JobDefinition {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw PhotomemoError(.badDefinition, "\(path): cannot read the file")
         }
-        return try load(data: data, source: path, registry: registry, environment: environment)
+        return try load(data: data, source: path, registry: registry, environment: environment, database: database, store: store)
     }
 
-    public static func load(data: Data, source: String, registry: StageRegistry, environment: StageEnvironment) throws -> JobDefinition {
+    /// `database` and `store`, when given (`serve --database`/`--store`), override the
+    /// definition's; the stages are built with the result in their environment.
+    public static func load(data: Data, source: String, registry: StageRegistry, environment: StageEnvironment,
+                            database: String? = nil, store: String? = nil) throws -> JobDefinition {
         let root: JSONValue
         do { root = try JSONValue.parse(data) } catch let e as PhotomemoError {
             throw PhotomemoError(.badDefinition, "\(source): \(e.message)")
@@ -45,6 +53,15 @@ public struct JobDefinition: Sendable {
         guard let rawStages = o["stages"]?.arrayValue, !rawStages.isEmpty else {
             throw PhotomemoError(.badDefinition, "\(source): \"stages\" must be a non-empty array")
         }
+        func resource(_ key: String, _ override: String?, _ fallback: String) throws -> String {
+            if let override { return override }
+            guard let v = o[key] else { return fallback }
+            guard let s = v.stringValue, !s.isEmpty else { throw PhotomemoError(.badDefinition, "\(source): \"\(key)\" must be a string") }
+            return s
+        }
+        let database = try resource("database", database, environment.database)
+        let store = try resource("store", store, environment.store)
+        let environment = StageEnvironment(home: environment.home, database: database, store: store, resources: environment.resources)
         var entries: [StageEntry] = []
         for (i, raw) in rawStages.enumerated() {
             let place = "\(source): stages[\(i)]"
@@ -100,7 +117,8 @@ public struct JobDefinition: Sendable {
             }
             join = Int(n)
         }
-        return JobDefinition(name: name, stages: entries, retry: retry, joinTimeoutSeconds: join, source: source)
+        return JobDefinition(name: name, stages: entries, retry: retry, joinTimeoutSeconds: join, source: source,
+                             database: database, store: store)
     }
 
     static func checkKeys(_ o: [String: JSONValue], allowed: [String], place: String) throws {
@@ -114,14 +132,16 @@ public struct JobDefinition: Sendable {
     /// A test keeps the two identical.
     public static let builtinDefaultJSON = """
     { "name": "photo-memo",
+      "database": "sqlite:photomemo.sqlite",
+      "store": "file:store",
       "stages": [
         {"use": "validate", "with": {"formats": ["jpeg","png","heic","webp"], "max_bytes": 52428800, "max_pixels": 100000000}},
         {"use": "compress", "with": {"renditions": [
             {"name": "display",   "width": 860,         "format": "jpeg", "quality": 90},
             {"name": "thumbnail", "fill": [200, 200],   "format": "jpeg", "quality": 70}],
           "strip_gps": true}},
-        {"use": "upload",   "with": {"store": "file:store"}},
-        {"use": "index",    "with": {"index": "sqlite:photomemo.sqlite"}},
+        {"use": "upload",   "with": {}},
+        {"use": "index",    "with": {}},
         {"use": "notify",   "with": {}}
       ],
       "retry": {"max_attempts": 6, "base_ms": 500, "max_ms": 60000} }

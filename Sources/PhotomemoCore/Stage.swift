@@ -74,12 +74,6 @@ public enum StageOutcome: Sendable, Equatable {
     case fail(reason: String)
 }
 
-/// What a stage sees of the daemon it runs in.
-public struct StageEnvironment: Sendable {
-    public let home: URL
-    public init(home: URL) { self.home = home }
-}
-
 /// Everything a stage knows about the job it runs.
 public struct JobContext: Sendable {
     public let id: Int64

@@ -7,12 +7,12 @@ import PhotomemoCore
 /// poked. A store that is down keeps them queued for the next round.
 final class AssetCollector {
     private let loop: EventLoop
-    private let records: () -> RecordStore?
-    private let assets: () -> (any AssetStore)?
+    private let records: RecordStore
+    private let assets: any AssetStore
     private let timer: LoopTimer
     private var running = false
 
-    init(loop: EventLoop, records: @escaping () -> RecordStore?, assets: @escaping () -> (any AssetStore)?) throws {
+    init(loop: EventLoop, records: RecordStore, assets: any AssetStore) throws {
         self.loop = loop
         self.records = records
         self.assets = assets
@@ -24,7 +24,8 @@ final class AssetCollector {
     func close() { timer.close() }
 
     func collect() {
-        guard !running, let records = records(), let store = assets() else { return }
+        guard !running else { return }
+        let records = self.records, store = self.assets
         running = true
         loop.submit({ () -> [String] in
             var errors: [String] = []

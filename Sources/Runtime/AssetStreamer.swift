@@ -17,7 +17,7 @@ extension ControlCommands {
                      reply: @escaping Reply) throws {
         let id = try req.requiredString("record")
         let rendition = try req.requiredString("rendition")
-        guard let assets = assetStore() else { throw PhotomemoError(.notFound, "job \(p.scheduler.definition.name) has no upload stage") }
+        let assets = p.assets
         let requestID = req.values["id"] ?? .null
         let loop = p.loop
         loop.submit({ () -> Result<AssetStream.Header, PhotomemoError> in

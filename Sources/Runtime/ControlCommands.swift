@@ -12,6 +12,9 @@ final class ControlCommands {
     struct Parts {
         let loop: EventLoop
         let journal: Journal
+        /// The daemon's record index and asset store (the job definition's database and store).
+        let records: RecordStore
+        let assets: any AssetStore
         let scheduler: Scheduler
         let events: EventBus
         let lane: SerialLane

@@ -2,8 +2,10 @@ import CPosix
 import EventLoop
 import Foundation
 import Glibc
+import Index
 import Journal
 import PhotomemoCore
+import Stores
 
 /// `photomemo serve`: the daemon's services, started in order and stopped in reverse.
 ///
@@ -27,6 +29,9 @@ public final class Daemon {
         public var sinkTimeoutSeconds: Double = 30
         /// With a group, the socket is mode 0660 and owned by it; else 0600.
         public var socketGroup: gid_t?
+        /// `serve --database` / `--store`: override the job definition's.
+        public var database: String?
+        public var store: String?
 
         public init(home: String, jobFile: String? = nil) {
             self.home = home
@@ -44,12 +49,14 @@ public final class Daemon {
         home = Home(options.home)
     }
 
-    /// Loads the configured definition (file or built-in) against the registry.
-    public static func loadDefinition(file: String?, registry: StageRegistry, home: Home) throws -> JobDefinition {
-        let env = StageEnvironment(home: URL(fileURLWithPath: home.root))
-        if let file { return try JobDefinition.load(file: file, registry: registry, environment: env) }
+    /// Loads the configured definition (file or built-in) against the registry, its stages
+    /// built on `resources` (the daemon's pool; `check` uses a fresh one).
+    public static func loadDefinition(file: String?, registry: StageRegistry, home: Home, database: String? = nil,
+                                      store: String? = nil, resources: ResourcePool = ResourcePool()) throws -> JobDefinition {
+        let env = StageEnvironment(home: URL(fileURLWithPath: home.root), resources: resources)
+        if let file { return try JobDefinition.load(file: file, registry: registry, environment: env, database: database, store: store) }
         return try JobDefinition.load(data: Data(JobDefinition.builtinDefaultJSON.utf8), source: "built-in photo-memo",
-                                      registry: registry, environment: env)
+                                      registry: registry, environment: env, database: database, store: store)
     }
 
     /// Runs until SIGTERM/SIGINT; returns the process exit code.
@@ -61,10 +68,18 @@ public final class Daemon {
         defer { close(lockFD) }
         SignalWatcher.ignoreSIGPIPE()
         // Stages run on the libuv pool: size it for the stages' concurrency plus intake.
-        let definition = try Self.loadDefinition(file: options.jobFile, registry: registry, home: home)
+        // The database and the store are the runtime's, opened once; stages get them (or
+        // one they name themselves) from the same pool.
+        let resources = ResourcePool()
+        let definition = try Self.loadDefinition(file: options.jobFile, registry: registry, home: home, database: options.database,
+                                                 store: options.store, resources: resources)
         EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)))
+        let environment = StageEnvironment(home: URL(fileURLWithPath: home.root), database: definition.database,
+                                           store: definition.store, resources: resources)
+        let records = try environment.recordStore()
+        let assets = try environment.assetStore()
 
-        let journal = try Journal(path: home.journal)
+        let journal = try Journal(path: records.path)
         let (resumed, crashed) = try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts)
         if resumed > 0 { Log.notice("resuming \(resumed) interrupted jobs") }
         if crashed > 0 { Log.warning("\(crashed) jobs failed: interrupted too many times") }
@@ -96,7 +111,11 @@ public final class Daemon {
         let notify = SystemdNotify()
         func reload() -> Result<JobDefinition, PhotomemoError> {
             do {
-                let next = try Self.loadDefinition(file: self.options.jobFile, registry: self.registry, home: self.home)
+                let next = try Self.loadDefinition(file: self.options.jobFile, registry: self.registry, home: self.home,
+                                                   database: self.options.database, store: self.options.store, resources: resources)
+                guard next.database == definition.database, next.store == definition.store else {
+                    throw PhotomemoError(.badDefinition, "\(next.source): the database and the store are opened once, at start; restart photomemo to change them")
+                }
                 intake.joinTimeoutSeconds.value = next.joinTimeoutSeconds
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
@@ -108,16 +127,16 @@ public final class Daemon {
             }
         }
         let commands = ControlCommands(.init(
-            loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake, quarantine: quarantine,
+            loop: loop, journal: journal, records: records, assets: assets, scheduler: scheduler, events: events, lane: lane, intake: intake, quarantine: quarantine,
             wakeup: wakeup.sender, backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) },
             queueFiles: { tailers.flatMap { $0.files.values } }, reload: reload))
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: commands)
         commands.clientCount = { control.clientCount }
-        let deliverer = try NotificationDeliverer(loop: loop, events: events, store: { try? commands.recordStore() },
+        let deliverer = try NotificationDeliverer(loop: loop, events: events, store: records,
                                                   retry: { scheduler.definition.retry },
                                                   execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000))
         let followTimer = try LoopTimer(loop: loop)
-        let collector = try AssetCollector(loop: loop, records: { try? commands.recordStore() }, assets: { commands.assetStore() })
+        let collector = try AssetCollector(loop: loop, records: records, assets: assets)
         commands.collectAssets = { collector.collect() }
 
         var signals: [SignalWatcher] = []

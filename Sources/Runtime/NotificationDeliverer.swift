@@ -11,7 +11,7 @@ import PhotomemoCore
 final class NotificationDeliverer {
     private let loop: EventLoop
     private let events: EventBus
-    private let store: () -> RecordStore?
+    private let store: RecordStore
     private let retry: () -> RetryPolicy
     private let execTimeoutMs: Int
     private let timer: LoopTimer
@@ -20,7 +20,7 @@ final class NotificationDeliverer {
     private var idleWaiters: [() -> Void] = []
     static let maxInFlight = 8
 
-    init(loop: EventLoop, events: EventBus, store: @escaping () -> RecordStore?, retry: @escaping () -> RetryPolicy,
+    init(loop: EventLoop, events: EventBus, store: RecordStore, retry: @escaping () -> RetryPolicy,
          execTimeoutMs: Int = Sink.defaultExecTimeoutMs) throws {
         self.execTimeoutMs = execTimeoutMs
         self.loop = loop
@@ -42,7 +42,8 @@ final class NotificationDeliverer {
     }
 
     private func tick() {
-        guard !claiming, inFlight.count < Self.maxInFlight, let store = store() else { return }
+        guard !claiming, inFlight.count < Self.maxInFlight else { return }
+        let store = self.store
         claiming = true
         loop.submit({ Result { try store.dueDeliveries(limit: Self.maxInFlight * 2) } }) { [unowned self] result in
             self.claiming = false

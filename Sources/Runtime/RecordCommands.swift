@@ -7,18 +7,6 @@ import PhotomemoCore
 /// The caller (SO_PEERCRED) decides what they see: admins see everything, anyone else what
 /// the records' ACL grants their user name (`AccessPolicy`).
 extension ControlCommands {
-    /// The index the job definition writes to, or an error saying there is none.
-    func recordStore() throws -> RecordStore {
-        guard let stage = p.scheduler.definition.stages.lazy.compactMap({ $0.stage as? any RecordIndexStage }).first else {
-            throw PhotomemoError(.notFound, "job \(p.scheduler.definition.name) has no index stage: there are no records to ask for")
-        }
-        return try RecordStore.open(path: stage.indexPath)
-    }
-
-    func assetStore() -> (any AssetStore)? {
-        p.scheduler.definition.stages.lazy.compactMap { ($0.stage as? any AssetStoreStage)?.assetStore }.first
-    }
-
     static func recordError(_ error: Error) -> Error {
         switch error {
         case RecordStore.WriteError.notFound: PhotomemoError(.notFound, "no such record (or not visible to you)")
@@ -31,7 +19,7 @@ extension ControlCommands {
     }
 
     func runRecord(_ cmd: String, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection, reply: @escaping Reply) throws {
-        let store = try recordStore()
+        let store = p.records
         let viewer = caller.viewer
         switch cmd {
         case "query":

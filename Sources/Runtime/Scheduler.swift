@@ -223,11 +223,11 @@ final class Scheduler {
                         definition def: JobDefinition, failures: Int = 0) {
         let journal = self.journal, quarantine = self.quarantine
         let stageCount = def.stages.count, retry = def.retry
+        let steps = JobStateMachine.steps(Array(zip(jobs, outcomes)), stageCount: stageCount, retry: retry)
         loop.submit({ () -> Result<([Transition], [String]), Error> in
             Failpoint.hit("stage.before_journal")
             return Result {
-                let transitions = try journal.recordOutcomes(Array(zip(jobs, outcomes)).map { ($0, $1) }, stageName: entry.name,
-                                                             durationMs: ms, stageCount: stageCount, retry: retry)
+                let transitions = try journal.recordSteps(steps, stageName: entry.name, durationMs: ms)
                 // Recorded: a photo that fails to move now is moved at the next start.
                 var errors: [String] = []
                 for (job, t) in zip(jobs, transitions) {

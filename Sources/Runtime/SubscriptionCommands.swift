@@ -20,7 +20,7 @@ extension ControlCommands {
     }
 
     func runSubscription(_ cmd: String, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection, reply: @escaping Reply) throws {
-        let store = try recordStore()
+        let store = p.records
         let viewer = caller.viewer
         // An admin's subscriptions hear of every record; a user's only of what they may read.
         let owner = caller.ownScope
@@ -107,7 +107,8 @@ extension ControlCommands {
 
     /// Sends each follower the events after the last one it got (a timer calls this too).
     func pollFollowers() {
-        guard !followersPolling, !followers.isEmpty, let store = try? recordStore() else { return }
+        guard !followersPolling, !followers.isEmpty else { return }
+        let store = p.records
         followersPolling = true
         let list = followers.values.map { ($0, $0.subscription, $0.last) }
         nonisolated(unsafe) let targets = list.map(\.0)  // touched again only on the loop

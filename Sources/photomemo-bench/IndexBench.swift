@@ -16,10 +16,11 @@ enum IndexBench {
         defer { if ProcessInfo.processInfo.environment["PM_KEEP"] == nil { try? FileManager.default.removeItem(atPath: dir) } }
         // The index stage as the daemon runs it, with the journal recording each run's
         // outcomes: jobs one per run (light load), then batches of 64 (a backlog).
+        let environment = StageEnvironment(home: URL(fileURLWithPath: dir))
         let stage = try IndexStage(options: StageOptions(validating: [:], against: IndexStage.options, place: "bench"),
-                                   environment: StageEnvironment(home: URL(fileURLWithPath: dir)))
+                                   environment: environment)
         let journal = try Journal(path: dir + "/journal.sqlite")
-        let store = try RecordStore.open(path: stage.indexPath)
+        let store = try environment.recordStore()
         var g = SystemRandomNumberGenerator()
         let memos = (0..<n).map { i -> QueuedMemo in
             let memo = (0..<4).map { _ in words.randomElement(using: &g)! }.joined(separator: " ")
@@ -38,8 +39,8 @@ enum IndexBench {
             while left > 0 {
                 let jobs = try journal.claim(stageIndex: 0, stageName: "index", limit: min(size, left))
                 let outcomes = stage.run(jobs: jobs.map(\.context))
-                _ = try journal.recordOutcomes(Array(zip(jobs, outcomes)).map { ($0, $1) }, stageName: "index", durationMs: 0,
-                                               stageCount: 1, retry: .default)
+                _ = try journal.recordSteps(JobStateMachine.steps(Array(zip(jobs, outcomes)), stageCount: 1, retry: .default),
+                                            stageName: "index", durationMs: 0)
                 left -= jobs.count
             }
             return Double(count) / max(Date().timeIntervalSince(t), 1e-9)

@@ -56,6 +56,8 @@ let serveCommand = Command(
         .value("grace", "SECONDS", "on SIGTERM, how long running stages may finish (default 30)"),
         .value("sink-timeout", "SECONDS", "an exec sink (subscribe --exec) is killed with its process group after this (default 30)"),
         .value("socket-group", "GROUP", "make the control socket 0660 and owned by GROUP (default: 0600, this user only)"),
+        .value("database", "URL", "where the journal and records live: sqlite:FILE (default: the job definition's \"database\")"),
+        .value("store", "URL", "the asset store: file:DIR or s3://BUCKET[/PREFIX]?endpoint=URL&region=R (default: the job definition's \"store\")"),
         .value("log-format", "FORMAT", "text (default) or json: one JSON object per log line"),
     ],
     run: { args in
@@ -67,6 +69,8 @@ let serveCommand = Command(
         if args.has("verbose") { Log.level = min(Log.level, .info) }
         var options = Daemon.Options(home: homeFolder(args), jobFile: args.value("job"))
         options.allowRoots = args.all("allow-root")
+        options.database = args.value("database")
+        options.store = args.value("store")
         options.rescanSeconds = try args.double("rescan-interval") ?? options.rescanSeconds
         options.settleSeconds = try args.double("settle") ?? options.settleSeconds
         options.graceSeconds = try args.double("grace") ?? options.graceSeconds

@@ -28,7 +28,8 @@ import PhotomemoCore
     /// One job's outcome, recorded as a run of one.
     func record(_ job: ClaimedJob, stageName: String, outcome: StageOutcome, durationMs: Double, stageCount: Int,
                 retry: RetryPolicy) throws -> Transition {
-        try journal.recordOutcomes([(job, outcome)], stageName: stageName, durationMs: durationMs, stageCount: stageCount, retry: retry)[0]
+        try journal.recordSteps(JobStateMachine.steps([(job, outcome)], stageCount: stageCount, retry: retry),
+                                stageName: stageName, durationMs: durationMs)[0]
     }
 
     @Test func queuePositionIsCommittedWithTheJobs() throws {
@@ -142,9 +143,9 @@ import PhotomemoCore
         _ = try journal.commitMemos([memo("b1"), memo("b2"), memo("b3")], position: nil, joinTimeoutSeconds: 60)
         let jobs = try journal.claim(stageIndex: 0, stageName: "index", limit: 10)
         #expect(jobs.count == 3)
-        let t = try journal.recordOutcomes([(jobs[0], .continue(result: ["r": 1])), (jobs[1], .fail(reason: "no such record")),
-                                            (jobs[2], .retry(reason: "busy"))],
-                                           stageName: "index", durationMs: 4, stageCount: 2, retry: .default)
+        let t = try journal.recordSteps(JobStateMachine.steps([(jobs[0], .continue(result: ["r": 1])), (jobs[1], .fail(reason: "no such record")),
+                                                               (jobs[2], .retry(reason: "busy"))], stageCount: 2, retry: .default),
+                                        stageName: "index", durationMs: 4)
         #expect(t.map(\.kind) == [.advanced(toStage: 1), .failed(reason: "no such record"), t[2].kind])
         guard case .retrying = t[2].kind else { Issue.record("\(t[2])"); return }
         #expect(try summary(jobs[1].context.id).state == .failed)

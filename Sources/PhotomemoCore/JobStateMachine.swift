@@ -1,0 +1,67 @@
+/// What happens to a job after a stage run, decided without I/O: (the job's attempt and
+/// outages, the stage's outcome, the retry policy, a random source) → the next state, the
+/// history entry and what to keep. The scheduler decides; the journal only persists.
+///
+///     continue ─▶ next stage (attempts reset) │ last stage ─▶ done
+///     skip     ─▶ the same, the reason kept as the stage's result
+///     retry    ─▶ waiting (back-off with jitter) │ out of attempts ─▶ failed
+///     unavailable ─▶ waiting for the dependency (capped back-off, no attempt spent)
+///     fail     ─▶ failed
+public struct JobStep: Sendable, Equatable {
+    public enum Next: Sendable, Equatable {
+        /// Queued at stage `toStage` with fresh attempts.
+        case advance(toStage: Int)
+        case finish
+        /// Waiting `afterMs` for attempt `attempts + 1`.
+        case retry(afterMs: Int, attempts: Int, error: String)
+        /// Waiting `afterMs` for a dependency; `outages` counts the waits so far.
+        case waitForDependency(afterMs: Int, outages: Int, error: String)
+        case fail(reason: String, attempts: Int)
+    }
+
+    public let next: Next
+    /// The history entry: done, skipped, retry, unavailable or failed.
+    public let event: String
+    public let message: String?
+    /// Kept under the stage's name in the job's results (continue and skip only).
+    public let result: JSONValue?
+
+    public init(next: Next, event: String, message: String?, result: JSONValue?) {
+        self.next = next
+        self.event = event
+        self.message = message
+        self.result = result
+    }
+}
+
+public enum JobStateMachine {
+    /// - `attempt`: this run's attempt (1-based); `outages`: dependency waits so far at this stage;
+    /// - `batch`: how many jobs ran together (a history note when more than one).
+    public static func step<G: RandomNumberGenerator>(after outcome: StageOutcome, attempt: Int, outages: Int, stageIndex: Int,
+                                                      stageCount: Int, batch: Int = 1, retry: RetryPolicy,
+                                                      using rng: inout G) -> JobStep {
+        let next: JobStep.Next = stageIndex + 1 < stageCount ? .advance(toStage: stageIndex + 1) : .finish
+        switch outcome {
+        case .continue(let result):
+            return JobStep(next: next, event: "done", message: batch > 1 ? "in a batch of \(batch)" : nil, result: result)
+        case .skip(let reason):
+            return JobStep(next: next, event: "skipped", message: reason, result: ["skipped": .string(reason)])
+        case .retry(let reason, let after):
+            if attempt >= retry.maxAttempts {
+                let why = "\(reason) (gave up after \(attempt) attempts)"
+                return JobStep(next: .fail(reason: why, attempts: attempt), event: "failed", message: why, result: nil)
+            }
+            var delay = retry.delayMs(afterFailures: attempt, using: &rng)
+            if let after { delay = max(delay, after.milliseconds) }
+            return JobStep(next: .retry(afterMs: delay, attempts: attempt, error: reason), event: "retry",
+                           message: "\(reason); next attempt in \(delay) ms", result: nil)
+        case .unavailable(let dependency, let reason):
+            // An outage is not the job's fault: back off (capped) without spending an attempt.
+            let delay = retry.delayMs(afterFailures: outages + 1, using: &rng)
+            return JobStep(next: .waitForDependency(afterMs: delay, outages: outages + 1, error: "\(dependency) unavailable: \(reason)"),
+                           event: "unavailable", message: "\(dependency): \(reason); next try in \(delay) ms", result: nil)
+        case .fail(let reason):
+            return JobStep(next: .fail(reason: reason, attempts: attempt), event: "failed", message: reason, result: nil)
+        }
+    }
+}
