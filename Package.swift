@@ -4,10 +4,12 @@ import PackageDescription
 // The pipeline reads from the layout:
 //   Sources/CUV, CSQLite, CCrypto, CPosix, CVips, CCurl  thin system-library targets (C headers only)
 //   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
+//   Sources/ControlProtocol         the socket's contract shared by daemon and CLI: commands, argument keys, reply envelope
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
 //   Sources/SQLite                  the SQLite connection, statements, rows, one migration runner
 //   Sources/Journal                 the durable job journal (on SQLite)
 //   Sources/Index                   records: typed fields, predicate language, ACL, change feed
+//   Sources/HTTP                    one libcurl request type (webhooks, S3)
 //   Sources/Notify                  delivering events: signed webhook POSTs, exec sinks
 //   Sources/Stores                  asset stores: local content-addressed folder, S3 over libcurl
 //   Sources/Runtime                 inbox + queue intake, scheduler, daemon lifecycle
@@ -34,13 +36,15 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
 
         .target(name: "PhotomemoCore", dependencies: ["CCrypto", "CPosix"]),
+        .target(name: "ControlProtocol", dependencies: ["PhotomemoCore"]),
         .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore"]),
         .target(name: "SQLite", dependencies: ["PhotomemoCore", "CSQLite"]),
         .target(name: "Journal", dependencies: ["PhotomemoCore", "SQLite"]),
-        .target(name: "Stores", dependencies: ["PhotomemoCore", "CCurl", "CCrypto"]),
+        .target(name: "HTTP", dependencies: ["PhotomemoCore", "CCurl"]),
+        .target(name: "Stores", dependencies: ["PhotomemoCore", "HTTP"]),
         .target(name: "Index", dependencies: ["PhotomemoCore", "SQLite"]),
-        .target(name: "Notify", dependencies: ["PhotomemoCore", "CCurl"]),
-        .target(name: "Runtime", dependencies: ["PhotomemoCore", "EventLoop", "Journal", "Index", "Stores", "Notify", "CPosix"]),
+        .target(name: "Notify", dependencies: ["PhotomemoCore", "HTTP"]),
+        .target(name: "Runtime", dependencies: ["PhotomemoCore", "ControlProtocol", "EventLoop", "Journal", "Index", "Stores", "Notify", "CPosix"]),
 
         .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
         .target(name: "ExecStage", dependencies: ["PhotomemoCore"], path: "Plugins/Exec"),
@@ -53,7 +57,7 @@ let package = Package(
             "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "CVips", "CPosix",
         ]),
         .executableTarget(name: "photomemo", dependencies: [
-            "PhotomemoCore", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
+            "PhotomemoCore", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
         ]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -65,7 +69,7 @@ let package = Package(
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "PhotomemoCore"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "PhotomemoCore", "EventLoop", "Journal", "Index"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "EventLoop", "Journal", "Index"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Journal", "SQLite", "PhotomemoCore", "TestSupport", "CVips", "photomemo"],
                     exclude: ["Fixtures"]),
     ]

@@ -126,18 +126,26 @@ public final class Daemon {
                 return .failure(e)
             }
         }
-        let commands = ControlCommands(.init(
-            loop: loop, journal: journal, records: records, assets: assets, scheduler: scheduler, events: events, lane: lane, intake: intake, quarantine: quarantine,
-            wakeup: wakeup.sender, backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) },
-            queueFiles: { tailers.flatMap { $0.files.values } }, reload: reload))
-        let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: commands)
-        commands.clientCount = { control.clientCount }
         let deliverer = try NotificationDeliverer(loop: loop, events: events, store: records,
                                                   retry: { scheduler.definition.retry },
                                                   execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000))
-        let followTimer = try LoopTimer(loop: loop)
         let collector = try AssetCollector(loop: loop, records: records, assets: assets)
-        commands.collectAssets = { collector.collect() }
+        let followers = try Followers(loop: loop, records: records)
+        // The control plane: handlers per concern with their dependencies, behind the router.
+        let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
+                               reload: reload)
+        var clients: () -> Int = { 0 }  // the server is made after the router it serves
+        let router = ControlRouter([
+            jobs,
+            StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
+                backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) },
+                queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching })),
+            RecordHandlers(loop: loop, records: records, assets: assets, journal: journal, events: events, wakeup: wakeup.sender,
+                           collectAssets: { collector.collect() }),
+            SubscriptionHandlers(loop: loop, records: records, followers: followers),
+        ])
+        let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
+        clients = { control.clientCount }
 
         var signals: [SignalWatcher] = []
         let graceTimer = try LoopTimer(loop: loop)
@@ -168,7 +176,7 @@ public final class Daemon {
             for t in tailers { t.close() }
             control.close()
             deliverer.close()
-            followTimer.close()
+            followers.close()
             collector.close()
             graceTimer.start(afterMs: UInt64(self.options.graceSeconds * 1000)) {
                 Log.warning("grace period over with \(scheduler.runningCount) stages running; they resume at the next start")
@@ -193,7 +201,7 @@ public final class Daemon {
         scheduler.start()
         deliverer.start()
         collector.start()
-        followTimer.start(afterMs: 200, repeatMs: 200) { commands.pollFollowers() }
+        followers.start()
         for t in tailers { t.start(pollSeconds: options.queuePollSeconds) }
         inbox.start()
         Log.notice("photomemo serving \(home.root) with job \(definition.name) (\(definition.stages.map(\.name).joined(separator: " → ")))")

@@ -7,7 +7,7 @@ import PhotomemoCore
 enum Metrics {
     static let boundsMs: [Double] = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000]
 
-    static func render(journal: Journal, snapshot: ControlCommands.LoopSnapshot) throws -> String {
+    static func render(journal: Journal, snapshot: StatusHandlers.LoopSnapshot) throws -> String {
         var out = ""
         func family(_ name: String, _ type: String, _ help: String) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"

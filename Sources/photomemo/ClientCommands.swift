@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import PhotomemoCore
 
@@ -23,29 +24,29 @@ func jobID(_ s: String) throws -> JSONValue {
     return .int(id)
 }
 
-func simpleCommand(_ name: String, _ synopsis: String, _ summary: String, positionals: ClosedRange<Int>,
+func simpleCommand(_ command: ControlCommand, _ synopsis: String, _ summary: String, positionals: ClosedRange<Int>,
                    _ request: @escaping @Sendable ([String]) throws -> [String: JSONValue],
                    _ describe: @escaping @Sendable (JSONValue) -> String) -> Command {
-    clientCommand(name, synopsis, summary, positionals: positionals) { c, args in
-        let r = try c.request(name, try request(args.positionals))
+    clientCommand(command.rawValue, synopsis, summary, positionals: positionals) { c, args in
+        let r = try c.request(command, try request(args.positionals))
         if args.has("json") { Output.json(r) } else { Output.line(describe(r)) }
         return 0
     }
 }
 
-let retryCommand = simpleCommand("retry", "ID", "Runs a failed or cancelled job again from the stage where it stopped, with fresh attempts.",
-                                 positionals: 1...1, { ["job": try jobID($0[0])] }) { "job \($0["job"]?.intValue ?? 0) \($0["state"]?.stringValue ?? "")" }
-let cancelCommand = simpleCommand("cancel", "ID", "Ends a queued, waiting or running job (a running stage finishes; its outcome is dropped).",
-                                  positionals: 1...1, { ["job": try jobID($0[0])] }) { "job \($0["job"]?.intValue ?? 0) cancelled" }
+let retryCommand = simpleCommand(.retry, "ID", "Runs a failed or cancelled job again from the stage where it stopped, with fresh attempts.",
+                                 positionals: 1...1, { [ControlArgument.job: try jobID($0[0])] }) { "job \($0["job"]?.intValue ?? 0) \($0["state"]?.stringValue ?? "")" }
+let cancelCommand = simpleCommand(.cancel, "ID", "Ends a queued, waiting or running job (a running stage finishes; its outcome is dropped).",
+                                  positionals: 1...1, { [ControlArgument.job: try jobID($0[0])] }) { "job \($0["job"]?.intValue ?? 0) cancelled" }
 func pauseText(_ r: JSONValue) -> String {
     let stages = (r["paused_stages"]?.arrayValue ?? []).compactMap(\.stringValue)
     return (r["paused"] == .bool(true) ? "paused" : "running") + (stages.isEmpty ? "" : "; paused stages: " + stages.joined(separator: ", "))
 }
-let pauseCommand = simpleCommand("pause", "[STAGE]", "Stops new stage runs (all, or one stage); running ones finish. Survives restarts.",
+let pauseCommand = simpleCommand(.pause, "[STAGE]", "Stops new stage runs (all, or one stage); running ones finish. Survives restarts.",
                                  positionals: 0...1, { $0.first.map { ["stage": .string($0)] } ?? [:] }, pauseText)
-let resumeCommand = simpleCommand("resume", "[STAGE]", "Undoes pause (all, or one stage).",
+let resumeCommand = simpleCommand(.resume, "[STAGE]", "Undoes pause (all, or one stage).",
                                   positionals: 0...1, { $0.first.map { ["stage": .string($0)] } ?? [:] }, pauseText)
-let reloadCommand = simpleCommand("reload", "", "Re-reads the job definition (like SIGHUP); a bad file is reported and the old one stays.",
+let reloadCommand = simpleCommand(.reload, "", "Re-reads the job definition (like SIGHUP); a bad file is reported and the old one stays.",
                                   positionals: 0...0, { _ in [:] }) { r in
     "reloaded \(r["name"]?.stringValue ?? "?") from \(r["source"]?.stringValue ?? "?"): " + (r["stages"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: " → ")
 }

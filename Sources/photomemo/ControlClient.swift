@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import Glibc
 import PhotomemoCore
@@ -43,27 +44,25 @@ final class ControlClient {
     deinit { if fd >= 0 { close(fd) } }
 
     /// Sends a request and returns its `result`, or throws the daemon's error.
-    func request(_ cmd: String, _ args: [String: JSONValue] = [:], timeoutMs: Int32 = 30_000) throws -> JSONValue {
+    func request(_ cmd: ControlCommand, _ args: [String: JSONValue] = [:], timeoutMs: Int32 = 30_000) throws -> JSONValue {
         try connectIfNeeded()
         let id = nextID
         nextID += 1
         lastRequestID = id
         var o = args
-        o["id"] = .int(id)
-        o["cmd"] = .string(cmd)
+        o[ControlArgument.id] = .int(id)
+        o[ControlArgument.cmd] = .string(cmd.rawValue)
         try send(.object(o))
         while true {
             guard let line = try readLine(timeoutMs: timeoutMs) else { continue }
-            guard line["id"] == .int(id) else { continue }  // an event of an earlier stream
-            if line["ok"] == .bool(true) { return line["result"] ?? .null }
-            let code = line["error"]?["code"]?.stringValue ?? "internal"
-            throw PhotomemoError(PhotomemoError.Code(rawValue: code), line["error"]?["message"]?.stringValue ?? "request failed")
+            guard line[ControlArgument.id] == .int(id) else { continue }  // an event of an earlier stream
+            return try ControlReply.result(of: line).get()
         }
     }
 
     /// Sends a streaming request, then calls `onEvent` for each event line until it
     /// returns false or the daemon closes the connection. `tick` runs about once a second.
-    func stream(_ cmd: String, _ args: [String: JSONValue] = [:], tick: () -> Void = {}, onEvent: (JSONValue) -> Bool) throws {
+    func stream(_ cmd: ControlCommand, _ args: [String: JSONValue] = [:], tick: () -> Void = {}, onEvent: (JSONValue) -> Bool) throws {
         _ = try request(cmd, args)
         while true {
             guard let line = try readLine(timeoutMs: 1000, allowTimeout: true) else { tick(); continue }

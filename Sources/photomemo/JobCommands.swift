@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import PhotomemoCore
 
@@ -11,7 +12,7 @@ let jobsCommand = clientCommand("jobs", "[--state S] [--limit N] [--cursor C] [-
     if let s = args.value("state") { req["state"] = .string(s) }
     if let n = try args.int("limit") { req["limit"] = .int(n) }
     if let cur = args.value("cursor") { req["cursor"] = .string(cur) }
-    let r = try c.request("jobs", req)
+    let r = try c.request(.jobs, req)
     if args.has("json") { Output.json(r); return 0 }
     let jobs = r["jobs"]?.arrayValue ?? []
     Output.table(["id", "state", "stage", "att", "type", "photo", "error"], jobs.map { j in
@@ -35,7 +36,7 @@ func stateText(_ s: String) -> String {
 let jobCommand = clientCommand("job", "ID [--json]",
     "Shows one job: its memo, photo, results and whole history (each stage, attempt, duration, error).",
     positionals: 1...1) { c, args in
-    let j = try c.request("job", ["job": try jobID(args.positionals[0])])
+    let j = try c.request(.job, ["job": try jobID(args.positionals[0])])
     if args.has("json") { Output.json(j); return 0 }
     Output.line(Output.tint("job \(j["id"]?.intValue ?? 0)", .bold) + "  " + stateText(j["state"]?.stringValue ?? "?")
         + (j["stage"]?.stringValue.map { " at \($0)" } ?? ""))
@@ -76,7 +77,7 @@ let enqueueCommand = clientCommand("enqueue", "[PHOTO] [--memo T] [--type T] [--
         fields[k] = v
     }
     if !fields.isEmpty { job["fields"] = .object(fields) }
-    let r = try c.request("enqueue", ["job": .object(job)])
+    let r = try c.request(.enqueue, ["job": .object(job)])
     if args.has("json") { Output.json(r); return 0 }
     Output.line("job \(r["job"]?.intValue ?? 0) \(r["state"]?.stringValue ?? "")" + (r["error"]?.stringValue.map { ": \($0)" } ?? ""))
     return 0

@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import PhotomemoCore
 
@@ -15,7 +16,7 @@ let queryCommand = clientCommand("query", "PREDICATE [--type T] [--sort KEYS] [-
     if let s = args.value("sort") { req["sort"] = .string(s) }
     if let n = try args.int("limit") { req["limit"] = .int(n) }
     if let cur = args.value("cursor") { req["cursor"] = .string(cur) }
-    let r = try c.request("query", req)
+    let r = try c.request(.query, req)
     if args.has("json") { Output.json(r); return 0 }
     let records = r["records"]?.arrayValue ?? []
     let fieldNames = Array(Set(records.flatMap { ($0["fields"]?.objectValue ?? [:]).keys })).sorted().prefix(6)
@@ -30,7 +31,7 @@ let queryCommand = clientCommand("query", "PREDICATE [--type T] [--sort KEYS] [-
 
 let getCommand = clientCommand("get", "ID [--json]", "Shows one record: its fields, memo, owner, ACL, assets, EXIF and change tag.",
                                positionals: 1...1) { c, args in
-    let r = try c.request("get", ["record": .string(args.positionals[0])])
+    let r = try c.request(.get, [ControlArgument.record: .string(args.positionals[0])])
     if args.has("json") { Output.json(r); return 0 }
     Output.line(Output.tint("\(r["type"]?.stringValue ?? "") \(r["id"]?.stringValue ?? "")", .bold))
     for k in ["memo", "owner", "created", "modified", "change_tag"] {
@@ -53,7 +54,7 @@ let updateCommand = clientCommand("update", "ID [--memo T] [--field K=V]... [--i
             .value("if-tag", "TAG", "only if the record's change_tag is still TAG"),
             .value("acl", "JSON", #"replace the ACL: {"read": ["bob"], "write": ["carol"], "public": true}"#)],
     positionals: 1...1) { c, args in
-    var req: [String: JSONValue] = ["record": .string(args.positionals[0])]
+    var req: [String: JSONValue] = [ControlArgument.record: .string(args.positionals[0])]
     if let m = args.value("memo") { req["memo"] = .string(m) }
     if let t = args.value("if-tag") { req["if_tag"] = .string(t) }
     if let a = args.value("acl") {
@@ -67,14 +68,14 @@ let updateCommand = clientCommand("update", "ID [--memo T] [--field K=V]... [--i
         fields[k] = v
     }
     if !fields.isEmpty { req["fields"] = .object(fields) }
-    let r = try c.request("update", req)
+    let r = try c.request(.update, req)
     if args.has("json") { Output.json(r) } else { Output.line("updated \(r["id"]?.stringValue ?? ""); change_tag \(r["change_tag"]?.stringValue ?? "")") }
     return 0
 }
 
 let deleteCommand = clientCommand("delete", "ID [--json]",
     "Deletes a record, the records that refer to it with deleteSelf, and the assets nothing else uses.", positionals: 1...1) { c, args in
-    let r = try c.request("delete", ["record": .string(args.positionals[0])])
+    let r = try c.request(.delete, [ControlArgument.record: .string(args.positionals[0])])
     if args.has("json") { Output.json(r); return 0 }
     let deleted = (r["deleted"]?.arrayValue ?? []).compactMap(\.stringValue)
     Output.line("deleted \(deleted.joined(separator: ", ")); released \((r["released_assets"]?.arrayValue ?? []).count) assets")
@@ -85,7 +86,7 @@ let assetCommand = clientCommand("asset", "ID RENDITION -o FILE",
     "Writes a record's asset (original, display, thumbnail, ...) to FILE, if the record's ACL lets you read it.",
     extra: [.value("o", "FILE", "where to write the bytes")], positionals: 2...2) { c, args in
     guard let out = args.value("o") else { throw UsageError("asset needs -o FILE") }
-    let r = try c.request("asset", ["record": .string(args.positionals[0]), "rendition": .string(args.positionals[1])])
+    let r = try c.request(.asset, [ControlArgument.record: .string(args.positionals[0]), "rendition": .string(args.positionals[1])])
     let download = try AssetDownload(into: out, expectedBytes: r["bytes"]?.intValue ?? -1, sha256: r["sha256"]?.stringValue)
     try download.receive(from: c, id: c.lastRequestID)
     if args.has("json") { Output.json(["key": r["key"] ?? .null, "bytes": .int(download.written), "file": .string(out)]) }
@@ -99,7 +100,7 @@ let changesCommand = clientCommand("changes", "--since N [--limit N] [--json]",
     guard let since = try args.int("since") else { throw UsageError("changes needs --since N") }
     var req: [String: JSONValue] = ["since": .int(since)]
     if let l = try args.int("limit") { req["limit"] = .int(l) }
-    let r = try c.request("changes", req)
+    let r = try c.request(.changes, req)
     if args.has("json") { Output.json(r); return 0 }
     Output.table(["seq", "time", "op", "type", "record"], (r["changes"]?.arrayValue ?? []).map {
         [String($0["seq"]?.intValue ?? 0), $0["time"]?.stringValue ?? "", $0["op"]?.stringValue ?? "", $0["type"]?.stringValue ?? "",

@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import PhotomemoCore
 
@@ -7,13 +8,13 @@ let statusCommand = clientCommand("status", "[--follow] [--json]",
     extra: [.flag("follow", "refresh every second until Ctrl-C (a progress bar on a TTY, a line per second otherwise)")]) { c, args in
     let json = args.has("json")
     guard args.has("follow") else {
-        let s = try c.request("status")
+        let s = try c.request(.status)
         if json { Output.json(s) } else { printStatus(s) }
         return 0
     }
     var lastDone: Int64?
     while true {
-        let s = try c.request("status")
+        let s = try c.request(.status)
         let done = s["jobs"]?["done"]?.intValue ?? 0
         if json || !Output.isTTY {
             Output.json(json ? s : ["time": .string(isoTimestamp(unixNow())), "jobs": s["jobs"] ?? .null, "backlog": s["backlog"] ?? .null])
@@ -69,7 +70,7 @@ let watchCommand = clientCommand("watch", "[--json]",
         Output.write("\r\u{1B}[K" + Output.tint("done \(counts["job_done", default: 0]) · failed \(counts["job_failed", default: 0]) · "
             + "accepted \(counts["job_accepted", default: 0]) · \(String(format: "%.1f", rate)) jobs/s", .dim))
     }
-    try c.stream("watch", tick: { if !plain { statusBar() } }) { e in
+    try c.stream(.watch, tick: { if !plain { statusBar() } }) { e in
         if plain { Output.json(e); return true }
         let type = e["event"]?.stringValue ?? "?"
         counts[type, default: 0] += 1
@@ -92,7 +93,7 @@ let watchCommand = clientCommand("watch", "[--json]",
 
 let metricsCommand = clientCommand("metrics", "",
     "Prints the daemon's metrics in the Prometheus text exposition format.") { c, args in
-    let r = try c.request("metrics")
+    let r = try c.request(.metrics)
     if args.has("json") { Output.json(r) } else { Output.write(r["text"]?.stringValue ?? "") }
     return 0
 }

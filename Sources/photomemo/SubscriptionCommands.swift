@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import PhotomemoCore
 
@@ -37,12 +38,12 @@ let subscribeCommand = clientCommand("subscribe",
     let following = args.has("follow") || (req["webhook"] == nil && req["exec"] == nil)
     req["follow"] = .bool(following)
     guard following else {
-        let r = try c.request("subscribe", req)
+        let r = try c.request(.subscribe, req)
         if args.has("json") { Output.json(r) } else { Output.line("subscription \(r["id"]?.stringValue ?? "") (\(r["sink"]?.stringValue ?? ""))") }
         return 0
     }
     let plain = args.has("json") || !Output.isTTY
-    try c.stream("subscribe", req) { e in
+    try c.stream(.subscribe, req) { e in
         if plain { Output.json(e); return true }
         let record = e["record"] ?? .null
         Output.line("\(e["seq"]?.intValue ?? 0)  \(e["op"]?.stringValue ?? "")  \(e["type"]?.stringValue ?? "")  \(record["id"]?.stringValue ?? "")"
@@ -53,7 +54,7 @@ let subscribeCommand = clientCommand("subscribe",
 }
 
 let unsubscribeCommand = clientCommand("unsubscribe", "ID [--json]", "Removes one of your subscriptions.", positionals: 1...1) { c, args in
-    let r = try c.request("unsubscribe", ["subscription": .string(args.positionals[0])])
+    let r = try c.request(.unsubscribe, [ControlArgument.subscription: .string(args.positionals[0])])
     if args.has("json") { Output.json(r) } else { Output.line("unsubscribed \(args.positionals[0])") }
     return 0
 }
@@ -63,7 +64,7 @@ let subscriptionsCommand = clientCommand("subscriptions", "[--retry-failed ID] [
     extra: [.value("retry-failed", "ID", "put a subscription's failed deliveries back in line first")]) { c, args in
     var req: [String: JSONValue] = [:]
     if let id = args.value("retry-failed") { req["retry_failed"] = .string(id) }
-    let r = try c.request("subscriptions", req)
+    let r = try c.request(.subscriptions, req)
     if args.has("json") { Output.json(r); return 0 }
     if let n = r["retried"]?.intValue { Output.line("\(n) failed deliveries queued again") }
     // A parked subscription's error (why fan-out skips it) matters more than a delivery's.

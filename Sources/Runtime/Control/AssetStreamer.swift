@@ -12,14 +12,14 @@ import PhotomemoCore
 /// or, if the object cannot be read to its end, a final
 /// `{"event":"asset_error","id":N,"error":{"code","message"}}` instead of `asset_end`.
 /// The connection paces the reads (`ControlConnection.pumpStreams`).
-extension ControlCommands {
+extension RecordHandlers {
     func streamAsset(_ req: ControlRequest, records: RecordStore, viewer: Viewer, to conn: ControlConnection,
                      reply: @escaping Reply) throws {
         let id = try req.requiredString("record")
         let rendition = try req.requiredString("rendition")
-        let assets = p.assets
+        let assets = self.assets
         let requestID = req.values["id"] ?? .null
-        let loop = p.loop
+        let loop = self.loop
         loop.submit({ () -> Result<AssetStream.Header, PhotomemoError> in
             do {
                 guard let r = try records.get(id, viewer: viewer) else { throw RecordStore.WriteError.notFound }

@@ -1,3 +1,4 @@
+import ControlProtocol
 import EventLoop
 import Foundation
 import Index
@@ -5,18 +6,44 @@ import Journal
 import PhotomemoCore
 
 /// status and metrics: counts from the journal, live state from the loop.
-extension ControlCommands {
-    // MARK: status and metrics
+final class StatusHandlers: ControlHandler {
+    let commands: Set<ControlCommand> = [.status, .metrics]
+    /// The live state a report reads, as the daemon wires it.
+    struct Sources {
+        let backlog: () -> (inboxFiles: Int, queueUnreadBytes: Int64)
+        /// The queue files' state (queue.jsonl and queue.d/*).
+        let queueFiles: () -> [QueueTailer.FileState]
+        let clients: () -> Int
+        let watching: () -> Int
+    }
+
+    private let loop: EventLoop
+    private let journal: Journal
+    private let scheduler: Scheduler
+    private let live: Sources
+    private let started = unixNow()
+
+    init(loop: EventLoop, journal: Journal, scheduler: Scheduler, live: Sources) {
+        self.loop = loop
+        self.journal = journal
+        self.scheduler = scheduler
+        self.live = live
+    }
+
+    func handle(_ command: ControlCommand, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection,
+                reply: @escaping Reply) throws {
+        if command == .status { status(caller, reply) } else { metrics(reply) }
+    }
 
     /// Counts for everyone; the queue files' state only for their owners (and admins).
     func status(_ caller: Caller, _ reply: @escaping Reply) {
-        let journal = p.journal
+        let journal = self.journal
         let snapshot = loopSnapshot()
-        let queueFiles = p.queueFiles().filter { caller.isAdmin || $0.owner == caller.uid }.sorted { $0.name < $1.name }.map { f in
+        let queueFiles = live.queueFiles().filter { caller.isAdmin || $0.owner == caller.uid }.sorted { $0.name < $1.name }.map { f in
             JSONValue.object(["name": .string(f.name), "owner": f.owner.map { .string(UnixUser.nameOrNumber($0)) } ?? .null,
                               "unread_bytes": .int(f.unreadBytes), "error": f.refused.map(JSONValue.string) ?? .null])
         }
-        offLoop(reply) {
+        loop.reply(reply) {
             let counts = try journal.counts()
             let stats = try journal.stageStats()
             let lastMinute = try journal.finishedCount(since: unixNow() - 60)
@@ -66,17 +93,17 @@ extension ControlCommands {
 
     /// The loop-owned state status and metrics report, copied so workers can read it.
     func loopSnapshot() -> LoopSnapshot {
-        let s = p.scheduler
+        let s = scheduler
         let names = s.definition.stages.map(\.name)
         return LoopSnapshot(started: started, paused: s.paused, pausedStages: s.pausedStages, definition: s.definition.name,
                             stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
-                            dependencies: s.dependencies, backlog: p.backlog(), clients: clientCount(), watchers: watchers.count)
+                            dependencies: s.dependencies, backlog: live.backlog(), clients: live.clients(), watchers: live.watching())
     }
 
     func metrics(_ reply: @escaping Reply) {
-        let journal = p.journal
+        let journal = self.journal
         let snapshot = loopSnapshot()
-        offLoop(reply) {
+        loop.reply(reply) {
             .object(["text": .string(try Metrics.render(journal: journal, snapshot: snapshot))])
         }
     }

@@ -1,3 +1,5 @@
+import ControlProtocol
+import EventLoop
 import Foundation
 import Index
 import Journal
@@ -6,7 +8,28 @@ import PhotomemoCore
 /// The record commands of the control socket: query, get, update, delete, asset, changes.
 /// The caller (SO_PEERCRED) decides what they see: admins see everything, anyone else what
 /// the records' ACL grants their user name (`AccessPolicy`).
-extension ControlCommands {
+final class RecordHandlers: ControlHandler {
+    let commands: Set<ControlCommand> = [.query, .get, .update, .delete, .asset, .changes]
+    let loop: EventLoop
+    let records: RecordStore
+    let assets: any AssetStore
+    private let journal: Journal
+    private let events: EventBus
+    private let wakeup: LoopWakeup.Sender
+    /// Runs the asset collector now (after a delete).
+    private let collectAssets: () -> Void
+
+    init(loop: EventLoop, records: RecordStore, assets: any AssetStore, journal: Journal, events: EventBus,
+         wakeup: LoopWakeup.Sender, collectAssets: @escaping () -> Void) {
+        self.loop = loop
+        self.records = records
+        self.assets = assets
+        self.journal = journal
+        self.events = events
+        self.wakeup = wakeup
+        self.collectAssets = collectAssets
+    }
+
     static func recordError(_ error: Error) -> Error {
         switch error {
         case RecordStore.WriteError.notFound: PhotomemoError(.notFound, "no such record (or not visible to you)")
@@ -18,11 +41,12 @@ extension ControlCommands {
         }
     }
 
-    func runRecord(_ cmd: String, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection, reply: @escaping Reply) throws {
-        let store = p.records
+    func handle(_ command: ControlCommand, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection,
+                reply: @escaping Reply) throws {
+        let store = records
         let viewer = caller.viewer
-        switch cmd {
-        case "query":
+        switch command {
+        case .query:
             let predicate = try req.string("predicate") ?? "TRUEPREDICATE"
             let type = try req.string("type")
             let sort = try req.string("sort") ?? ""
@@ -34,13 +58,13 @@ extension ControlCommands {
                                            limit: limit, cursor: cursor, viewer: viewer)
                 return ["records": .array(page.records.map(\.json)), "cursor": page.cursor.map(JSONValue.string) ?? .null]
             }
-        case "get":
+        case .get:
             let id = try req.requiredString("record")
             offLoopRecords(reply) {
                 guard let r = try store.get(id, viewer: viewer) else { throw RecordStore.WriteError.notFound }
                 return r.json
             }
-        case "update":
+        case .update:
             let id = try req.requiredString("record")
             let memo = try req.string("memo")
             let ifTag = try req.string("if_tag")
@@ -55,20 +79,20 @@ extension ControlCommands {
                 publishChange(r.id, "update", r.owner)
                 return r.json
             }
-        case "delete":
+        case .delete:
             let id = try req.requiredString("record")
             let publishChange = changePublisher()
-            let journal = p.journal
-            offLoopRecords({ [weak self] result in
+            let journal = self.journal, collect = collectAssets
+            offLoopRecords({ result in
                 reply(result)
-                self?.collectAssets()  // the released objects leave the store now, not at the next round
+                collect()  // the released objects leave the store now, not at the next round
             }) {
                 let (deleted, released, photos) = try store.delete(id, viewer: viewer)
                 try journal.recordsDeleted(photos: photos)
                 for d in deleted { publishChange(d, "delete", caller.ownScope) }
                 return ["deleted": .array(deleted.map(JSONValue.string)), "released_assets": .array(released.map(JSONValue.string))]
             }
-        case "changes":
+        case .changes:
             let since = try req.int("since") ?? 0
             let limit = Int(try req.int("limit") ?? 100)
             guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
@@ -76,10 +100,10 @@ extension ControlCommands {
                 let list = try store.changes(since: since, limit: limit, viewer: viewer)
                 return ["changes": .array(list.map(\.json)), "next": .int(list.last?.seq ?? since)]
             }
-        case "asset":
+        case .asset:
             try streamAsset(req, records: store, viewer: viewer, to: conn, reply: reply)
         default:
-            throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"")
+            throw PhotomemoError(.unknownCommand, "\(command.rawValue) is not a record command")
         }
     }
 
@@ -96,13 +120,13 @@ extension ControlCommands {
     /// Record changes made over the socket show in `watch` like the pipeline's.
     /// Each goes to the record's owner (and admins).
     private func changePublisher() -> @Sendable (_ id: String, _ op: String, _ owner: String?) -> Void {
-        nonisolated(unsafe) let events = p.events  // used only in closures run on the loop
-        let loop = p.wakeup
+        nonisolated(unsafe) let events = self.events  // used only in closures run on the loop
+        let loop = wakeup
         return { id, op, owner in loop.execute { events.publish("record_\(op)", job: nil, ["record": .string(id)], to: .owner(owner)) } }
     }
 
     private func offLoopRecords(_ reply: @escaping Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
-        offLoop(reply) {
+        loop.reply(reply) {
             do { return try work() } catch { throw Self.recordError(error) }
         }
     }

@@ -1,12 +1,58 @@
+import ControlProtocol
 import EventLoop
 import Foundation
 import Index
 import Journal
 import PhotomemoCore
 
-/// jobs, job, watch, enqueue, retry, cancel, pause/resume.
-extension ControlCommands {
-    // MARK: jobs
+/// jobs, job, watch, enqueue, retry, cancel, pause/resume, reload: the journal's jobs and
+/// the scheduler's switches. A user's are scoped to their own jobs (`AccessPolicy`).
+final class JobHandlers: ControlHandler {
+    let commands: Set<ControlCommand> = [.jobs, .job, .watch, .enqueue, .retry, .cancel, .pause, .resume, .reload]
+    private let loop: EventLoop
+    private let journal: Journal
+    private let scheduler: Scheduler
+    private let events: EventBus
+    private let lane: SerialLane
+    private let intake: MemoIntake
+    private let reload: () -> Result<JobDefinition, PhotomemoError>
+    /// Connections following `watch`.
+    private var watchers: [ObjectIdentifier: ControlConnection] = [:]
+    var watching: Int { watchers.count }
+
+    init(loop: EventLoop, journal: Journal, scheduler: Scheduler, events: EventBus, lane: SerialLane, intake: MemoIntake,
+         reload: @escaping () -> Result<JobDefinition, PhotomemoError>) {
+        self.loop = loop
+        self.journal = journal
+        self.scheduler = scheduler
+        self.events = events
+        self.lane = lane
+        self.intake = intake
+        self.reload = reload
+    }
+
+    func handle(_ command: ControlCommand, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection,
+                reply: @escaping Reply) throws {
+        switch command {
+        case .jobs: try jobs(req, caller, reply)
+        case .job: try job(req, caller, reply)
+        case .watch: watch(conn, caller, reply)
+        case .enqueue: try enqueue(req, caller, reply)
+        case .retry: try retry(req, caller, reply)
+        case .cancel: try cancel(req, caller, reply)
+        case .pause, .resume: try pause(command == .pause, req, reply)
+        default:
+            switch reload() {
+            case .success(let d): reply(.success(["name": .string(d.name), "source": .string(d.source),
+                                                  "stages": .array(d.stages.map { .string($0.name) })]))
+            case .failure(let e): reply(.failure(e))
+            }
+        }
+    }
+
+    func disconnected(_ conn: ControlConnection) {
+        if watchers.removeValue(forKey: ObjectIdentifier(conn)) != nil { events.unsubscribe(conn) }
+    }
 
     func jobs(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         let state = try req.string("state").map { s in
@@ -18,8 +64,8 @@ extension ControlCommands {
         let limit = Int(try req.int("limit") ?? 50)
         guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
         let before = try req.string("cursor").flatMap { Int64($0) }
-        let journal = p.journal, owner = caller.ownScope
-        offLoop(reply) {
+        let journal = self.journal, owner = caller.ownScope
+        loop.reply(reply) {
             let page = try journal.jobsPage(state: state, before: before, limit: limit, owner: owner)
             let cursor: JSONValue = page.count == limit ? .string(String(page.last!.id)) : .null
             return ["jobs": .array(page.map(Self.json)), "cursor": cursor]
@@ -43,8 +89,8 @@ extension ControlCommands {
 
     func job(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         let id = try req.requiredInt("job")
-        let journal = p.journal
-        offLoop(reply) {
+        let journal = self.journal
+        loop.reply(reply) {
             guard let j = try journal.job(id) else { throw PhotomemoError(.notFound, "no job \(id)") }
             try AccessPolicy.checkJob(id, owner: j.memo.owner, by: caller)
             guard case .object(var o) = Self.json(j) else { return .null }
@@ -65,7 +111,7 @@ extension ControlCommands {
     func watch(_ conn: ControlConnection, _ caller: Caller, _ reply: Reply) {
         reply(.success(["watching": true]))
         watchers[ObjectIdentifier(conn)] = conn
-        p.events.subscribe(conn, viewer: caller.ownScope) { [weak conn] event in conn?.push(event) }
+        events.subscribe(conn, viewer: caller.ownScope) { [weak conn] event in conn?.push(event) }
     }
 
     /// Enqueues a job line as the caller (an admin may name another owner).
@@ -77,11 +123,11 @@ extension ControlCommands {
         }
         if parsed.owner == nil || !caller.isAdmin { parsed.owner = caller.name }
         let memo = parsed
-        let intake = p.intake, journal = p.journal, events = p.events, scheduler = p.scheduler
+        let intake = self.intake, journal = self.journal, events = self.events, scheduler = self.scheduler
         let key = memo.key.map { JobKey.scoped($0, owner: memo.owner) } ?? "socket:" + UUID().uuidString.lowercased()
         let join = intake.joinTimeoutSeconds.value
         // Through the intake lane, so joining a photo never races the inbox scanner.
-        p.lane.enqueue({ () -> Result<IntakeOutcome, PhotomemoError> in
+        lane.enqueue({ () -> Result<IntakeOutcome, PhotomemoError> in
             do {
                 let photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
                 let queued = QueuedMemo(memo: memo, photo: photo, key: key, source: "socket", origin: "socket")
@@ -110,9 +156,9 @@ extension ControlCommands {
 
     func retry(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         let id = try req.requiredInt("job")
-        let journal = p.journal, scheduler = p.scheduler, events = p.events
-        let join = p.intake.joinTimeoutSeconds.value
-        offLoop({ result in
+        let journal = self.journal, scheduler = self.scheduler, events = self.events
+        let join = intake.joinTimeoutSeconds.value
+        loop.reply({ result in
             if case .success(let r) = result {
                 events.publish("job_retried", job: id, to: .owner(r["owner"]?.stringValue))
                 scheduler.pump()
@@ -133,8 +179,8 @@ extension ControlCommands {
 
     func cancel(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         let id = try req.requiredInt("job")
-        let journal = p.journal, events = p.events
-        offLoop({ result in
+        let journal = self.journal, events = self.events
+        loop.reply({ result in
             if case .success(let r) = result { events.publish("job_cancelled", job: id, to: .owner(r["owner"]?.stringValue)) }
             reply(result)
         }) {
@@ -147,10 +193,10 @@ extension ControlCommands {
 
     func pause(_ value: Bool, _ req: ControlRequest, _ reply: @escaping Reply) throws {
         let stage = try req.string("stage")
-        if let stage, p.scheduler.definition.index(ofStage: stage) == nil {
-            throw PhotomemoError(.notFound, "no stage \"\(stage)\" in job \(p.scheduler.definition.name); stages: \(p.scheduler.definition.stages.map(\.name).joined(separator: ", "))")
+        if let stage, scheduler.definition.index(ofStage: stage) == nil {
+            throw PhotomemoError(.notFound, "no stage \"\(stage)\" in job \(scheduler.definition.name); stages: \(scheduler.definition.stages.map(\.name).joined(separator: ", "))")
         }
-        let scheduler = p.scheduler
+        let scheduler = self.scheduler
         scheduler.setPaused(value, stage: stage) { error in
             if let error {
                 reply(.failure(PhotomemoError(.internalError, "cannot persist the pause flag: \(error)")))

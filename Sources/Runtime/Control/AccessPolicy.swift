@@ -1,3 +1,4 @@
+import ControlProtocol
 import Index
 import PhotomemoCore
 
@@ -34,34 +35,33 @@ struct Caller: Sendable, Equatable {
 enum AccessPolicy {
     enum Rule: Equatable { case anyone, ownJobs, asThemself, admins, recordACL, ownSubscriptions }
 
-    static let rules: [String: Rule] = [
-        "status": .anyone, "metrics": .anyone,
-        "jobs": .ownJobs, "job": .ownJobs, "watch": .ownJobs, "retry": .ownJobs, "cancel": .ownJobs,
-        "enqueue": .asThemself,
-        "pause": .admins, "resume": .admins, "reload": .admins,
-        "query": .recordACL, "get": .recordACL, "update": .recordACL, "delete": .recordACL, "asset": .recordACL,
-        "changes": .recordACL,
-        "subscribe": .ownSubscriptions, "unsubscribe": .ownSubscriptions, "subscriptions": .ownSubscriptions,
+    static let rules: [ControlCommand: Rule] = [
+        .status: .anyone, .metrics: .anyone,
+        .jobs: .ownJobs, .job: .ownJobs, .watch: .ownJobs, .retry: .ownJobs, .cancel: .ownJobs,
+        .enqueue: .asThemself,
+        .pause: .admins, .resume: .admins, .reload: .admins,
+        .query: .recordACL, .get: .recordACL, .update: .recordACL, .delete: .recordACL, .asset: .recordACL, .changes: .recordACL,
+        .subscribe: .ownSubscriptions, .unsubscribe: .ownSubscriptions, .subscriptions: .ownSubscriptions,
     ]
 
     /// Refuses what the caller may never do, whatever it is done to. What passes is then
     /// scoped by the caller (`ownScope`, `viewer`) and `checkJob`. A command without a rule
     /// is refused: a new command is not open to everyone by omission.
-    static func check(_ cmd: String, _ values: [String: JSONValue], by caller: Caller) throws {
+    static func check(_ cmd: ControlCommand, _ values: [String: JSONValue], by caller: Caller) throws {
         guard let rule = rules[cmd] else {
-            throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"")
+            throw PhotomemoError(.forbidden, "\(cmd.rawValue) has no access rule")
         }
         guard !caller.isAdmin else { return }
         switch rule {
         case .anyone, .ownJobs, .recordACL: return
         case .admins:
-            throw PhotomemoError(.forbidden, "\(cmd) is for admins (root and the daemon's user); you are \(caller.name)")
+            throw PhotomemoError(.forbidden, "\(cmd.rawValue) is for admins (root and the daemon's user); you are \(caller.name)")
         case .asThemself:
-            if let owner = values["job"]?["owner"], owner != .null, owner.stringValue != caller.name {
+            if let owner = values[ControlArgument.job]?[ControlArgument.owner], owner != .null, owner.stringValue != caller.name {
                 throw PhotomemoError(.forbidden, "only admins may enqueue for another owner; your jobs are yours (\(caller.name))")
             }
         case .ownSubscriptions:
-            if cmd == "subscribe", let exec = values["exec"], exec != .null {
+            if cmd == .subscribe, let exec = values[ControlArgument.exec], exec != .null {
                 throw PhotomemoError(.forbidden, "exec sinks run as the daemon and are for admins; use a webhook or --follow")
             }
         }

@@ -1,3 +1,4 @@
+import ControlProtocol
 import EventLoop
 import Foundation
 import PhotomemoCore
@@ -15,7 +16,7 @@ import PhotomemoCore
 ///   event and is disconnected.
 final class ControlConnection {
     let pipe: PipeConnection
-    private let commands: ControlCommands
+    private let commands: any ControlDispatch
     private var buffer: [UInt8] = []
     private var discarding = false
     private(set) var dropped = false
@@ -37,7 +38,7 @@ final class ControlConnection {
 
     var peer: PipeConnection.Peer { pipe.peer }
 
-    init(pipe: PipeConnection, commands: ControlCommands) {
+    init(pipe: PipeConnection, commands: any ControlDispatch) {
         self.pipe = pipe
         self.commands = commands
     }
@@ -128,11 +129,11 @@ final class ControlConnection {
     }
 
     func send(result: JSONValue, id: JSONValue) {
-        writeReply(["id": id, "ok": true, "result": result])
+        writeReply(ControlReply.ok(id: id, result))
     }
 
     func send(error: PhotomemoError, id: JSONValue) {
-        writeReply(["id": id, "ok": false, "error": ["code": .string(error.code.rawValue), "message": .string(error.message)]])
+        writeReply(ControlReply.error(id: id, error))
     }
 
     private func writeReply(_ value: JSONValue) {

@@ -11,11 +11,11 @@ import PhotomemoCore
 final class ControlServer {
     private var server: PipeServer?
     private var connections: [ObjectIdentifier: ControlConnection] = [:]
-    private let commands: ControlCommands
+    private let commands: any ControlDispatch
     /// Once a second: drops clients that leave their replies unread (ControlConnection.stallMs).
     private let stallTimer: LoopTimer
 
-    init(loop: EventLoop, path: String, group: gid_t?, commands: ControlCommands) throws {
+    init(loop: EventLoop, path: String, group: gid_t?, commands: any ControlDispatch) throws {
         self.commands = commands
         stallTimer = try LoopTimer(loop: loop)
         server = try PipeServer(loop: loop, path: path, mode: group == nil ? 0o600 : 0o660, group: group) { [unowned self] pipe in

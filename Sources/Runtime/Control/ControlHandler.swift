@@ -1,0 +1,41 @@
+import ControlProtocol
+import EventLoop
+import Journal
+import PhotomemoCore
+
+/// A group of control commands and the dependencies they need, like a swift-nio
+/// ChannelHandler: `handle` for its commands, a default for a connection that goes away.
+protocol ControlHandler: AnyObject {
+    typealias Reply = (Result<JSONValue, PhotomemoError>) -> Void
+    var commands: Set<ControlCommand> { get }
+    /// Runs on the loop thread; anything blocking goes through `loop.reply(...)`.
+    func handle(_ command: ControlCommand, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection,
+                reply: @escaping Reply) throws
+    func disconnected(_ conn: ControlConnection)
+}
+
+extension ControlHandler {
+    func disconnected(_ conn: ControlConnection) {}
+}
+
+/// What the transport (`ControlServer`) hands each request line to.
+protocol ControlDispatch: AnyObject {
+    func run(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, reply: @escaping ControlHandler.Reply)
+    func disconnected(_ conn: ControlConnection)
+}
+
+extension EventLoop {
+    /// Runs `work` off the loop and replies on it: control errors keep their code, journal
+    /// errors become `not_found`/`conflict`, anything else `internal`.
+    func reply(_ reply: @escaping ControlHandler.Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
+        submit({ () -> Result<JSONValue, PhotomemoError> in
+            do { return .success(try work()) } catch let e as PhotomemoError { return .failure(e) } catch Journal.ControlError.notFound {
+                return .failure(PhotomemoError(.notFound, "no such job"))
+            } catch Journal.ControlError.conflict(let m) {
+                return .failure(PhotomemoError(.conflict, m))
+            } catch {
+                return .failure(PhotomemoError(.internalError, "\(error)"))
+            }
+        }, then: reply)
+    }
+}

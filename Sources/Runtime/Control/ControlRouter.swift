@@ -1,0 +1,46 @@
+import ControlProtocol
+import PhotomemoCore
+
+/// Routes each request to the handler of its command, after the one authorization point
+/// (`AccessPolicy`) has seen the caller (SO_PEERCRED).
+///
+///     ControlServer ─line─▶ ControlRouter ─▶ AccessPolicy.check ─▶ JobHandlers | StatusHandlers
+///                                                                 | RecordHandlers | SubscriptionHandlers
+final class ControlRouter: ControlDispatch {
+    private let handlers: [ControlCommand: any ControlHandler]
+    private let all: [any ControlHandler]
+
+    init(_ handlers: [any ControlHandler]) {
+        var byCommand: [ControlCommand: any ControlHandler] = [:]
+        for h in handlers {
+            for c in h.commands {
+                precondition(byCommand[c] == nil, "two handlers for \(c.rawValue)")  // a programming error
+                byCommand[c] = h
+            }
+        }
+        precondition(byCommand.count == ControlCommand.allCases.count, "a command without a handler")
+        self.handlers = byCommand
+        all = handlers
+    }
+
+    func run(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, reply: @escaping ControlHandler.Reply) {
+        do {
+            let names = ControlCommand.allCases.map(\.rawValue)
+            guard let command = ControlCommand(rawValue: cmd), let handler = handlers[command] else {
+                let hint = didYouMean(cmd, names).map { " (did you mean \"\($0)\"?)" } ?? ""
+                throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"\(hint); commands: \(names.joined(separator: ", "))")
+            }
+            let caller = Caller(uid: conn.peer.uid)
+            try AccessPolicy.check(command, req.values, by: caller)
+            try handler.handle(command, req, caller, from: conn, reply: reply)
+        } catch let e as PhotomemoError {
+            reply(.failure(e))
+        } catch {
+            reply(.failure(PhotomemoError(.internalError, "\(error)")))
+        }
+    }
+
+    func disconnected(_ conn: ControlConnection) {
+        for h in all { h.disconnected(conn) }
+    }
+}

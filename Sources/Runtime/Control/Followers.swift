@@ -1,0 +1,72 @@
+import EventLoop
+import Foundation
+import Index
+import PhotomemoCore
+
+/// Socket-sink subscriptions followed by a connection, as a service of its own: each
+/// follower gets first what it missed after `since`, then new events as they are fanned
+/// out — read from the outbox, so nothing is lost between catch-up and live. A timer polls
+/// every 200 ms; one read is in flight at a time.
+final class Followers {
+    final class Follower {
+        let connection: ControlConnection
+        let subscription: RecordStore.Subscription
+        var last: Int64
+        init(connection: ControlConnection, subscription: RecordStore.Subscription, last: Int64) {
+            self.connection = connection
+            self.subscription = subscription
+            self.last = last
+        }
+    }
+
+    private let loop: EventLoop
+    private let records: RecordStore
+    private let timer: LoopTimer
+    private var followers: [ObjectIdentifier: Follower] = [:]
+    private var polling = false
+
+    init(loop: EventLoop, records: RecordStore) throws {
+        self.loop = loop
+        self.records = records
+        timer = try LoopTimer(loop: loop)
+    }
+
+    func start() { timer.start(afterMs: 200, repeatMs: 200) { [unowned self] in self.poll() } }
+
+    func close() { timer.close() }
+
+    func disconnected(_ conn: ControlConnection) { followers.removeValue(forKey: ObjectIdentifier(conn)) }
+
+    static func decodeSubscription(_ v: JSONValue) -> RecordStore.Subscription? {
+        guard let id = v["id"]?.stringValue, let type = v["type"]?.stringValue else { return nil }
+        return RecordStore.Subscription(id: id, owner: v["owner"]?.stringValue, type: type, predicate: v["predicate"]?.stringValue ?? "TRUEPREDICATE",
+                                        firesOn: (v["fires_on"]?.arrayValue ?? []).compactMap(\.stringValue), alert: v["alert"]?.stringValue,
+                                        sink: .socket, target: nil, secret: nil)
+    }
+
+    /// Streams a socket subscription's events to `conn`, starting after change `since`.
+    func follow(_ conn: ControlConnection, _ s: RecordStore.Subscription, since: Int64) {
+        followers[ObjectIdentifier(conn)] = Follower(connection: conn, subscription: s, last: since)
+        poll()
+    }
+
+    /// Sends each follower the events after the last one it got (the timer calls this too).
+    func poll() {
+        guard !polling, !followers.isEmpty else { return }
+        let store = records
+        polling = true
+        let list = followers.values.map { ($0, $0.subscription, $0.last) }
+        nonisolated(unsafe) let targets = list.map(\.0)  // touched again only on the loop
+        let work = list.map { ($0.1, $0.2) }
+        loop.submit({ work.map { (s, last) in (try? store.socketEvents(subscription: s, since: last)) ?? [] } }) { [weak self] results in
+            guard let self else { return }
+            self.polling = false
+            for (f, events) in zip(targets, results) where !f.connection.pipe.isClosed {
+                for e in events {
+                    f.connection.push(e)
+                    f.last = max(f.last, e["seq"]?.intValue ?? f.last)
+                }
+            }
+        }
+    }
+}
