@@ -1,5 +1,5 @@
-import CCurl
 import Foundation
+import HTTP
 import PhotomemoCore
 
 /// Delivers one event to its sink: an HTTP POST of the event JSON, signed with
@@ -12,30 +12,18 @@ public enum Sink {
     }
 
     public static func post(url: String, body: Data, secret: String?, eventID: String, timeoutMs: Int = 10_000) -> Result {
-        guard let curl = curl_easy_init() else { return .failed("curl_easy_init failed") }
-        defer { curl_easy_cleanup(curl) }
-        var headers: UnsafeMutablePointer<curl_slist>?
-        for h in ["Content-Type: application/json", "X-Photomemo-Event: \(eventID)", "Expect:"]
-            + (secret.map { ["X-Photomemo-Signature: sha256=\(HMACSHA256.hex(key: $0, data: body))"] } ?? []) {
-            headers = curl_slist_append(headers, h)
+        var r = HTTPRequest("POST", url)
+        r.headers = ["Content-Type: application/json", "X-Photomemo-Event: \(eventID)", "Expect:"]
+            + (secret.map { ["X-Photomemo-Signature: sha256=\(HMACSHA256.hex(key: $0, data: body))"] } ?? [])
+        r.body = .bytes(body)
+        r.timeoutMs = timeoutMs
+        r.keepBody = false  // the response body is not needed
+        do {
+            let status = try r.perform().status
+            return (200..<300).contains(status) ? .delivered : .failed("\(url) answered HTTP \(status)")
+        } catch {
+            return .failed("\(url): \(error)")
         }
-        defer { curl_slist_free_all(headers) }
-        pm_curl_set_string(curl, CURLOPT_URL, url)
-        pm_curl_set_slist(curl, CURLOPT_HTTPHEADER, headers)
-        pm_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
-        pm_curl_set_long(curl, CURLOPT_TIMEOUT_MS, timeoutMs)
-        pm_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, 5000)
-        pm_curl_set_long(curl, CURLOPT_POST, 1)
-        pm_curl_set_off(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
-        // The response body is not needed: discard it.
-        pm_curl_set_write(curl, { _, size, n, _ in size * n }, nil)
-        let rc = body.withUnsafeBytes { raw -> CURLcode in
-            pm_curl_set_pointer(curl, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress))
-            return curl_easy_perform(curl)
-        }
-        guard rc == CURLE_OK else { return .failed("\(url): \(String(cString: curl_easy_strerror(rc)))") }
-        let status = pm_curl_status(curl)
-        return (200..<300).contains(status) ? .delivered : .failed("\(url) answered HTTP \(status)")
     }
 
     /// The default deadline of an exec sink (`photomemo serve --sink-timeout`).

@@ -1,5 +1,3 @@
-import CCrypto
-import CCurl
 import Foundation
 import PhotomemoCore
 
@@ -38,10 +36,7 @@ public struct S3Store: AssetStore {
         accessKey = ak
         secretKey = sk
         sessionToken = environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
-        _ = Self.curlReady
     }
-
-    private static let curlReady: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
     func url(_ key: String, query: String = "") -> String {
         let path = ([bucket] + (prefix.isEmpty ? [] : [prefix]) + (key.isEmpty ? [] : [key])).joined(separator: "/")
