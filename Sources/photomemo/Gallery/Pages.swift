@@ -73,7 +73,9 @@ enum GalleryPages {
         let header = el("header", [], back, el("h1", [], HTML(r.title)), el("span", [.text("class", "type")], HTML(r.type)))
         var parts: [HTML] = []
         if let d = r.display { parts.append(el("figure", [], image(d, alt: "Photo: \(r.title)", depth: 1))) }
-        parts.append(el("p", [.text("class", "memo-text")], r.memo.isEmpty ? el("span", [.text("class", "muted")], "(no memo)") : HTML(r.memo)))
+        // The heading is the memo's first line; the whole memo follows when it says more.
+        if r.memo.isEmpty { parts.append(el("p", [.text("class", "muted")], "(no memo)")) }
+        else if r.memo != r.title { parts.append(el("p", [.text("class", "memo-text")], HTML(r.memo))) }
         if !r.fields.isEmpty {
             parts.append(section("Fields", r.fields.map { ($0.name, value($0.value, inGallery: inGallery, depth: 1)) }))
         }
