@@ -86,6 +86,16 @@ import Testing
         // On a terminal it draws a progress bar (script(1) gives it one).
         let (_, tty, _) = try DaemonHarness.spawn(["/usr/bin/script", "-qec", "\(DaemonHarness.binary) gallery \(d.root)/tty --home \(d.home)", "/dev/null"])
         #expect(tty.contains("█") && tty.contains("2/2 pages") && tty.contains("2 records"), "\(tty)")
+
+        // An image the daemon cannot send: reported, exit 1, the page written without it.
+        let key = try #require(ids["dish"]?["assets"]?["thumbnail"]?["key"]?.stringValue)
+        let thumbnail = try #require(ids["dish"]?["assets"]?["thumbnail"]?["sha256"]?.stringValue)
+        #expect(unlink(d.home + "/store/" + key) == 0)
+        let (lost, _, lostErr) = try DaemonHarness.run(["gallery", d.root + "/lost", "--home", d.home])
+        #expect(lost == 1 && lostErr.contains("record \(dish): no thumbnail image"), "\(lostErr)")
+        let lostIndex = try String(contentsOfFile: d.root + "/lost/index.html", encoding: .utf8)
+        #expect(lostIndex.contains("no image") && !lostIndex.contains(thumbnail), "the card shows no broken image")
+        #expect(FileManager.default.fileExists(atPath: d.root + "/lost/r/\(dish).html"))
         #expect(d.stop().status == 0)
     }
 }

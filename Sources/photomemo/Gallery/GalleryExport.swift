@@ -52,6 +52,7 @@ final class GalleryExport {
         var summary = Summary(records: records.count)
         let byID = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let old = GalleryManifest.load(from: folder)
+        let hasImage = { [folder] (a: GalleryRecord.Asset) in folder.exists(folder.assets + "/" + a.fileName) }
         var manifest = GalleryManifest()
 
         // A page is made from its record and the records it links to (a link's text is
@@ -75,7 +76,7 @@ final class GalleryExport {
                     summary.warnings.append("record \(r.id): no \(a.rendition) image (\(e.message))")
                 }
             }
-            try folder.write(GalleryPages.record(r, inGallery: byID), to: folder.pages + "/" + r.pageName)
+            try folder.write(GalleryPages.record(r, inGallery: byID, hasImage: hasImage), to: folder.pages + "/" + r.pageName)
             summary.written += 1
             // An entry with no tag is rewritten next run, to try its missing image again.
             manifest.records[r.id] = .init(tag: complete ? r.changeTag : "", refs: refTags(r, byID),
@@ -88,7 +89,7 @@ final class GalleryExport {
         }
 
         try folder.write(GalleryStylesheet.css, to: folder.root + "/" + GalleryStylesheet.fileName)
-        try folder.write(GalleryPages.index(records, summary: text, inGallery: byID), to: folder.root + "/index.html")
+        try folder.write(GalleryPages.index(records, summary: text, inGallery: byID, hasImage: hasImage), to: folder.root + "/index.html")
         summary.removed = try folder.prune(folder.pages, keep: Set(manifest.records.values.map(\.page))).count
         summary.assetsRemoved = try folder.prune(folder.assets, keep: Set(manifest.records.values.flatMap(\.assets))).count
         try manifest.save(to: folder)

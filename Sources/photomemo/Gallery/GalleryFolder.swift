@@ -82,8 +82,10 @@ struct GalleryFolder {
 /// tag and those of the records it links to) and the asset files it uses.
 struct GalleryManifest: Codable, Equatable {
     static let fileName = ".gallery.json"
-    /// Bumped when pages change shape, so that a newer photomemo rewrites every page.
+    /// Pages are rewritten when the program that made them differs (a new version may
+    /// shape them differently); `currentFormat` is bumped for changes within a version.
     static let currentFormat = 1
+    static let currentGenerator = "photomemo \(PhotomemoVersion.current), pages \(currentFormat)"
 
     struct Entry: Codable, Equatable {
         var tag: String
@@ -92,12 +94,12 @@ struct GalleryManifest: Codable, Equatable {
         var page: String
     }
 
-    var format = currentFormat
+    var generator = currentGenerator
     var records: [String: Entry] = [:]
 
     static func load(from folder: GalleryFolder) -> GalleryManifest {
         guard let data = FileManager.default.contents(atPath: folder.root + "/" + fileName),
-              let m = try? JSONDecoder().decode(GalleryManifest.self, from: data), m.format == currentFormat else { return GalleryManifest() }
+              let m = try? JSONDecoder().decode(GalleryManifest.self, from: data), m.generator == currentGenerator else { return GalleryManifest() }
         return m
     }
 

@@ -12,18 +12,21 @@ enum GalleryPages {
     }
 
     /// `index.html`: a card per record, `records` in order; `summary` says what was queried.
-    static func index(_ records: [GalleryRecord], summary: String, inGallery: [String: GalleryRecord]) -> String {
-        let cards = records.map { card($0, inGallery: inGallery) }
+    /// `hasImage` says whether an asset's file is in the gallery (one that could not be
+    /// fetched is left out rather than shown broken).
+    static func index(_ records: [GalleryRecord], summary: String, inGallery: [String: GalleryRecord],
+                      hasImage: (GalleryRecord.Asset) -> Bool) -> String {
+        let cards = records.map { card($0, inGallery: inGallery, hasImage: hasImage) }
         let header = el("header", [], el("h1", [], "photomemo gallery"),
                         el("p", [.text("class", "muted")], HTML("\(records.count) record\(records.count == 1 ? "" : "s") · \(summary)")))
         let main = el("main", [], records.isEmpty ? el("p", [], "No records match.") : HTML.element("ul", [.text("class", "grid")], cards))
         return HTML.document(title: "photomemo gallery", stylesheet: GalleryPath([GalleryStylesheet.fileName], fromDepth: 0), body: [header, main])
     }
 
-    private static func card(_ r: GalleryRecord, inGallery: [String: GalleryRecord]) -> HTML {
+    private static func card(_ r: GalleryRecord, inGallery: [String: GalleryRecord], hasImage: (GalleryRecord.Asset) -> Bool) -> HTML {
         let page = GalleryPath(["r", r.pageName], fromDepth: 0)
         let picture: HTML
-        if let t = r.thumbnail {
+        if let t = r.thumbnail, hasImage(t) {
             picture = image(t, alt: "Photo: \(r.title)", depth: 0)
         } else {
             picture = el("div", [.text("class", "noimage"), .text("role", "img"), .text("aria-label", "no image")], "no image")
@@ -50,7 +53,7 @@ enum GalleryPages {
         switch v {
         case .object(let o):
             guard let ref = o["ref"]?.stringValue else { return HTML(v.jsonString) }
-            let note = o["action"]?.stringValue == "deleteSelf" ? " (deleted with it)" : ""
+            let note = o["action"]?.stringValue == "deleteSelf" ? " (deleteSelf)" : ""
             guard let target = inGallery[ref] else { return HTML("\(ref) (not in this gallery)\(note)") }
             return HTML.join([el("a", [.path("href", GalleryPath(["r", target.pageName], fromDepth: depth)), .text("class", "ref")],
                                  HTML("\(target.type): \(target.title)")), HTML(note)])
@@ -68,11 +71,11 @@ enum GalleryPages {
 
     /// `r/<id>.html`: the display image, the memo, every field, EXIF, asset sizes and the
     /// record's own bookkeeping.
-    static func record(_ r: GalleryRecord, inGallery: [String: GalleryRecord]) -> String {
+    static func record(_ r: GalleryRecord, inGallery: [String: GalleryRecord], hasImage: (GalleryRecord.Asset) -> Bool) -> String {
         let back = el("p", [], el("a", [.path("href", GalleryPath(["index.html"], fromDepth: 1))], "← All records"))
         let header = el("header", [], back, el("h1", [], HTML(r.title)), el("span", [.text("class", "type")], HTML(r.type)))
         var parts: [HTML] = []
-        if let d = r.display { parts.append(el("figure", [], image(d, alt: "Photo: \(r.title)", depth: 1))) }
+        if let d = r.display, hasImage(d) { parts.append(el("figure", [], image(d, alt: "Photo: \(r.title)", depth: 1))) }
         // The heading is the memo's first line; the whole memo follows when it says more.
         if r.memo.isEmpty { parts.append(el("p", [.text("class", "muted")], "(no memo)")) }
         else if r.memo != r.title { parts.append(el("p", [.text("class", "memo-text")], HTML(r.memo))) }
