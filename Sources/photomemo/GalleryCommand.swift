@@ -22,9 +22,11 @@ let galleryCommand = clientCommand("gallery", "DIR [--type T] [--predicate P] [-
         guard n > 0 else { throw UsageError("--limit must be positive") }
         query.limit = Int(n)
     }
+    try GalleryFolder.check(args.positionals[0])  // before fetching anything
+    let export = GalleryExport(client: c)
+    let records = try export.fetch(query)
     let folder = try GalleryFolder(args.positionals[0])
     defer { folder.release() }
-    let export = GalleryExport(client: c, folder: folder)
     let bar = Output.isTTY && !args.has("json")
     if bar {
         export.progress = { done, total in
@@ -35,7 +37,7 @@ let galleryCommand = clientCommand("gallery", "DIR [--type T] [--predicate P] [-
     var described = [query.type.map { "type \($0)" }, query.predicate == "TRUEPREDICATE" ? nil : query.predicate,
                      "sorted by \(query.sort)"].compactMap { $0 }
     if let n = query.limit { described.append("at most \(n)") }
-    let s = try export.run(query, summary: described.joined(separator: " · "))
+    let s = try export.write(records, to: folder, summary: described.joined(separator: " · "))
     if bar { Output.write("\r\u{1B}[K") }
     for w in s.warnings { StandardStream.err("photomemo gallery: \(w)\n") }
     if args.has("json") {

@@ -33,7 +33,7 @@ struct GalleryHTMLTests {
              "fields": {"<k>": "<v>", "list": ["<a>", "b"]}, "exif": {"make": "<Canon>"}, "assets": {}}
             """#)
         let record = try #require(GalleryRecord(json))
-        let page = GalleryPages.record(record, inGallery: ["r1": record], hasImage: { _ in true })
+        let page = GalleryPages.record(record, .init(inGallery: ["r1": record], hasImage: { _ in true }))
         for raw in ["<img src=x", "<b>T", "<k>", "<v>", "<a>", "<Canon>"] { #expect(!page.contains(raw), "\(raw) unescaped") }
         #expect(page.contains("&lt;img src=x onerror=alert(1)&gt;") && page.contains("&lt;Canon&gt;"))
         #expect(!page.contains("<script"))

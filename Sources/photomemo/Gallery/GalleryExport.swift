@@ -19,14 +19,10 @@ final class GalleryExport {
     }
 
     let client: ControlClient
-    let folder: GalleryFolder
     /// Called as pages are written: (done, total).
     var progress: (Int, Int) -> Void = { _, _ in }
 
-    init(client: ControlClient, folder: GalleryFolder) {
-        self.client = client
-        self.folder = folder
-    }
+    init(client: ControlClient) { self.client = client }
 
     /// Pages through `query` (keyset cursor, up to 1000 a request) until the limit.
     func fetch(_ query: Query) throws -> [GalleryRecord] {
@@ -47,39 +43,31 @@ final class GalleryExport {
         return records
     }
 
-    func run(_ query: Query, summary text: String) throws -> Summary {
-        let records = try fetch(query)
+    /// Writes `records` into `folder`; `text` describes the query on the index page.
+    func write(_ records: [GalleryRecord], to folder: GalleryFolder, summary text: String) throws -> Summary {
         var summary = Summary(records: records.count)
-        let byID = Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let context = GalleryPages.Context(inGallery: Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }),
+                                           hasImage: { [folder] in folder.exists(folder.assets + "/" + $0.fileName) })
         let old = GalleryManifest.load(from: folder)
-        let hasImage = { [folder] (a: GalleryRecord.Asset) in folder.exists(folder.assets + "/" + a.fileName) }
         var manifest = GalleryManifest()
-
-        // A page is made from its record and the records it links to (a link's text is
-        // their title), so it is rewritten when any of their change tags differ.
-        let stale = records.filter { r in
-            let entry = old.records[r.id]
-            return entry == nil || entry!.tag != r.changeTag || entry!.refs != refTags(r, byID) || entry!.page != r.pageName
-                || !folder.exists(folder.pages + "/" + r.pageName)
-                || r.shownAssets.contains { !folder.exists(folder.assets + "/" + $0.fileName) }
-        }
+        let stale = records.filter { needsPage($0, old.records[$0.id], context, folder) }
         let staleIDs = Set(stale.map(\.id))
         for (i, r) in stale.enumerated() {
             progress(i, stale.count)
             var complete = true
-            for a in r.shownAssets where !folder.exists(folder.assets + "/" + a.fileName) {
+            for a in r.shownAssets where !context.hasImage(a) {
                 do {
-                    summary.bytesFetched += try download(r, a)
+                    summary.bytesFetched += try download(r, a, into: folder)
                     summary.assetsFetched += 1
                 } catch let e as PhotomemoError {
                     complete = false
                     summary.warnings.append("record \(r.id): no \(a.rendition) image (\(e.message))")
                 }
             }
-            try folder.write(GalleryPages.record(r, inGallery: byID, hasImage: hasImage), to: folder.pages + "/" + r.pageName)
+            try folder.write(GalleryPages.record(r, context), to: folder.pages + "/" + r.pageName)
             summary.written += 1
             // An entry with no tag is rewritten next run, to try its missing image again.
-            manifest.records[r.id] = .init(tag: complete ? r.changeTag : "", refs: refTags(r, byID),
+            manifest.records[r.id] = .init(tag: complete ? r.changeTag : "", refs: refTags(r, context),
                                            assets: r.shownAssets.map(\.fileName), page: r.pageName)
         }
         progress(stale.count, stale.count)
@@ -89,20 +77,28 @@ final class GalleryExport {
         }
 
         try folder.write(GalleryStylesheet.css, to: folder.root + "/" + GalleryStylesheet.fileName)
-        try folder.write(GalleryPages.index(records, summary: text, inGallery: byID, hasImage: hasImage), to: folder.root + "/index.html")
+        try folder.write(GalleryPages.index(records, summary: text, context), to: folder.root + "/index.html")
         summary.removed = try folder.prune(folder.pages, keep: Set(manifest.records.values.map(\.page))).count
         summary.assetsRemoved = try folder.prune(folder.assets, keep: Set(manifest.records.values.flatMap(\.assets))).count
         try manifest.save(to: folder)
         return summary
     }
 
+    /// A page is made from its record and the records it links to (a link's text is their
+    /// title), so it is rewritten when any of their change tags differ, or when it or one
+    /// of its images is missing.
+    private func needsPage(_ r: GalleryRecord, _ entry: GalleryManifest.Entry?, _ context: GalleryPages.Context, _ folder: GalleryFolder) -> Bool {
+        guard let entry, entry.tag == r.changeTag, entry.refs == refTags(r, context), entry.page == r.pageName else { return true }
+        return !folder.exists(folder.pages + "/" + r.pageName) || !r.shownAssets.allSatisfy(context.hasImage)
+    }
+
     /// The change tags of the records `r` links to, "" for one not in this gallery.
-    private func refTags(_ r: GalleryRecord, _ byID: [String: GalleryRecord]) -> [String: String] {
-        Dictionary(r.referencedIDs.map { ($0, byID[$0]?.changeTag ?? "") }, uniquingKeysWith: { a, _ in a })
+    private func refTags(_ r: GalleryRecord, _ context: GalleryPages.Context) -> [String: String] {
+        Dictionary(r.referencedIDs.map { ($0, context.inGallery[$0]?.changeTag ?? "") }, uniquingKeysWith: { a, _ in a })
     }
 
     /// One rendition through the socket's `asset` stream, checked against its SHA-256.
-    private func download(_ r: GalleryRecord, _ a: GalleryRecord.Asset) throws -> Int64 {
+    private func download(_ r: GalleryRecord, _ a: GalleryRecord.Asset, into folder: GalleryFolder) throws -> Int64 {
         let reply = try client.request("asset", ["record": .string(r.id), "rendition": .string(a.rendition)])
         let d = try AssetDownload(into: folder.assets + "/" + a.fileName, expectedBytes: reply["bytes"]?.intValue ?? -1,
                                   sha256: reply["sha256"]?.stringValue ?? a.sha256)

@@ -15,19 +15,24 @@ struct GalleryFolder {
     var assets: String { root + "/assets" }
     private var lock: Int32 = -1
 
-    /// Creates DIR (and r/, assets/) or checks it is an earlier gallery, and takes its
-    /// lock so two runs never write one folder at once.
-    init(_ dir: String) throws {
-        root = dir.count > 1 && dir.hasSuffix("/") ? String(dir.dropLast()) : dir
+    /// Fails unless DIR is new, empty, or an earlier gallery (before anything is fetched).
+    static func check(_ dir: String) throws {
         let fm = FileManager.default
         var isDir: ObjCBool = false
-        if fm.fileExists(atPath: root, isDirectory: &isDir) {
-            guard isDir.boolValue else { throw PhotomemoError(.badUsage, "\(root) is a file, not a folder") }
-            let entries = (try? fm.contentsOfDirectory(atPath: root)) ?? []
-            if !entries.isEmpty && !entries.contains(GalleryManifest.fileName) {
-                throw PhotomemoError(.badUsage, "\(root) is not empty and holds no gallery (\(GalleryManifest.fileName)); give an empty or new folder")
-            }
+        guard fm.fileExists(atPath: dir, isDirectory: &isDir) else { return }
+        guard isDir.boolValue else { throw PhotomemoError(.badUsage, "\(dir) is a file, not a folder") }
+        let entries = (try? fm.contentsOfDirectory(atPath: dir)) ?? []
+        if !entries.isEmpty && !entries.contains(GalleryManifest.fileName) {
+            throw PhotomemoError(.badUsage, "\(dir) is not empty and holds no gallery (\(GalleryManifest.fileName)); give an empty or new folder")
         }
+    }
+
+    /// Checks DIR, creates it (and r/, assets/), and takes its lock so two runs never
+    /// write one folder at once.
+    init(_ dir: String) throws {
+        root = dir.count > 1 && dir.hasSuffix("/") ? String(dir.dropLast()) : dir
+        try Self.check(root)
+        let fm = FileManager.default
         do {
             for d in [root, pages, assets] { try fm.createDirectory(atPath: d, withIntermediateDirectories: true) }
         } catch {
@@ -75,37 +80,5 @@ struct GalleryFolder {
             if !name.hasPrefix(".") { removed.append(name) }
         }
         return removed
-    }
-}
-
-/// `DIR/.gallery.json`: for each record shown, what its page was made from (its change
-/// tag and those of the records it links to) and the asset files it uses.
-struct GalleryManifest: Codable, Equatable {
-    static let fileName = ".gallery.json"
-    /// Pages are rewritten when the program that made them differs (a new version may
-    /// shape them differently); `currentFormat` is bumped for changes within a version.
-    static let currentFormat = 1
-    static let currentGenerator = "photomemo \(PhotomemoVersion.current), pages \(currentFormat)"
-
-    struct Entry: Codable, Equatable {
-        var tag: String
-        var refs: [String: String]
-        var assets: [String]
-        var page: String
-    }
-
-    var generator = currentGenerator
-    var records: [String: Entry] = [:]
-
-    static func load(from folder: GalleryFolder) -> GalleryManifest {
-        guard let data = FileManager.default.contents(atPath: folder.root + "/" + fileName),
-              let m = try? JSONDecoder().decode(GalleryManifest.self, from: data), m.generator == currentGenerator else { return GalleryManifest() }
-        return m
-    }
-
-    func save(to folder: GalleryFolder) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        try folder.write(String(decoding: try encoder.encode(self), as: UTF8.self) + "\n", to: folder.root + "/" + Self.fileName)
     }
 }
