@@ -5,9 +5,10 @@ import PhotomemoCore
 /// "Looking at it"). The work is in `Gallery/`; this is the command line and its output.
 let galleryCommand = clientCommand("gallery", "DIR [--type T] [--predicate P] [--sort KEYS] [--limit N] [--json]",
     """
-    Writes the records you may read as a static site in DIR: index.html (a grid of cards in the query's order),
-    r/<id>.html per record and their images in assets/. Re-running rewrites only what changed and removes the pages
+    Writes the records you may read as a static site in DIR. index.html is a grid of cards in the query's order,
+    r/<id>.html one record, assets/ their images. Re-running rewrites only what changed and removes the pages
     of records that are gone. No script, nothing fetched from outside DIR: open DIR/index.html or serve DIR.
+    --json prints a summary: records, written, unchanged, removed, assets_fetched, assets_removed, warnings.
     """,
     extra: [.value("type", "T", "only records of this type"),
             .value("predicate", "P", "only records matching P (default TRUEPREDICATE)"),

@@ -38,4 +38,16 @@ struct GalleryHTMLTests {
         #expect(page.contains("&lt;img src=x onerror=alert(1)&gt;") && page.contains("&lt;Canon&gt;"))
         #expect(!page.contains("<script"))
     }
+
+    @Test func gpsIsShownOnlyWhereTheJobKeptIt() throws {
+        func page(_ exif: String) throws -> String {
+            let json = try PhotomemoCore.JSONValue.parse(#"{"id": "r1", "type": "Photo", "memo": "m", "exif": \#(exif)}"#)
+            let record = try #require(GalleryRecord(json))
+            return GalleryPages.record(record, .init(inGallery: [:], hasImage: { _ in true }))
+        }
+        let kept = try page(#"{"make": "Canon", "model": "EOS 40D", "orientation": 1, "gps": {"latitude": 43.4674, "longitude": 11.8851}}"#)
+        #expect(kept.contains("GPS") && kept.contains("43.46740, 11.88510") && kept.contains("Canon EOS 40D"))
+        let stripped = try page(#"{"make": "Canon", "model": "EOS 40D", "orientation": 1}"#)
+        #expect(!stripped.contains("GPS") && stripped.contains("orientation"))
+    }
 }
