@@ -37,7 +37,13 @@ enum GalleryStylesheet {
     dl.fields dt { color: var(--muted); }
     dl.fields dd { margin: 0; overflow-wrap: anywhere; }
     figure { margin: 0 0 16px; }
-    figure img { display: block; max-width: 100%; height: auto; border-radius: 8px; background: var(--shade); }
+    figure img { display: block; max-width: 100%; max-height: 80vh; width: auto; height: auto; border-radius: 8px;
+                 background: var(--shade); }
+    @media (min-width: 820px) {
+      main.record { display: grid; grid-template-columns: minmax(0, 3fr) minmax(300px, 2fr); gap: 20px; align-items: start; }
+      main.record > .details { grid-column: 2; }
+      main.record > figure { position: sticky; top: 16px; }
+    }
     section { background: var(--card); border: 1px solid var(--line); border-radius: 12px; padding: 12px 16px; margin: 0 0 16px; }
     section h2 { font-size: 1rem; margin: 0 0 8px; }
     table { border-collapse: collapse; width: 100%; font-size: .875rem; }
