@@ -48,9 +48,11 @@ struct HTML: Sendable, ExpressibleByStringLiteral {
             element("meta", [.text("name", "viewport"), .text("content", "width=device-width, initial-scale=1")]),
             element("meta", [.text("name", "color-scheme"), .text("content", "light dark")]),
             // Defence in depth: even a page that somehow held markup could run no script
-            // and load nothing from outside the gallery's own files.
+            // and load nothing but images and styles of its own origin. `file:` because
+            // browsers differ on whether 'self' matches anything when a page is opened from
+            // a file (Chromium treats 'self' there as every file: URL anyway).
             element("meta", [.text("http-equiv", "Content-Security-Policy"),
-                             .text("content", "default-src 'none'; img-src 'self'; style-src 'self'; base-uri 'none'; form-action 'none'")]),
+                             .text("content", "default-src 'none'; img-src 'self' file:; style-src 'self' file:; base-uri 'none'; form-action 'none'")]),
             element("meta", [.text("name", "referrer"), .text("content", "no-referrer")]),
             element("title", [], [HTML(title)]),
             element("link", [.text("rel", "stylesheet"), .path("href", stylesheet)]),
