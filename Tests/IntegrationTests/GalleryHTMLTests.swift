@@ -21,6 +21,12 @@ struct GalleryHTMLTests {
         #expect(GalleryPath(["é \""], fromDepth: 0).url == "%C3%A9%20%22")
     }
 
+    @Test func aURLOrAScriptCannotBeWrittenAsText() async {
+        await #expect(processExitsWith: .failure) { _ = HTML.element("a", [.text("href", "javascript:alert(1)")]) }
+        await #expect(processExitsWith: .failure) { _ = HTML.element("img", [.text("onerror", "alert(1)")]) }
+        await #expect(processExitsWith: .failure) { _ = HTML.element("script", [], ["alert(1)"]) }
+    }
+
     @Test func recordPagesAreNamedSafely() {
         #expect(GalleryRecord.pageName("r3c1f0e0a4e2b7d915c6a08f") == "r3c1f0e0a4e2b7d915c6a08f.html")
         let odd = GalleryRecord.pageName("../../etc/passwd")

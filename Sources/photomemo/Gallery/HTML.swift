@@ -21,14 +21,21 @@ struct HTML: Sendable, ExpressibleByStringLiteral {
 
         var rendered: String {
             switch self {
-            case .text(let name, let value): " \(HTML.checkedName(name))=\"\(HTML.escape(value, quotes: true))\""
-            case .path(let name, let path): " \(HTML.checkedName(name))=\"\(HTML.escape(path.url, quotes: true))\""
+            case .text(let name, let value):
+                // A URL goes through `.path`; script and inline style have no way in at all.
+                precondition(!HTML.urlAttributes.contains(name) && !name.hasPrefix("on") && name != "style",
+                             "\(name) cannot take a text value")
+                return " \(HTML.checkedName(name))=\"\(HTML.escape(value, quotes: true))\""
+            case .path(let name, let path):
+                precondition(HTML.urlAttributes.contains(name), "\(name) does not take a URL")
+                return " \(HTML.checkedName(name))=\"\(HTML.escape(path.url, quotes: true))\""
             }
         }
     }
 
     /// `<name attrs>children</name>`; void elements (`img`, `meta`, `link`) take no children.
     static func element(_ name: String, _ attributes: [Attribute] = [], _ children: [HTML] = []) -> HTML {
+        precondition(!forbiddenElements.contains(name), "the gallery writes no <\(name)>")
         let open = "<" + checkedName(name) + attributes.map(\.rendered).joined() + ">"
         if voidElements.contains(name) {
             precondition(children.isEmpty, "<\(name)> cannot have children")
@@ -61,6 +68,9 @@ struct HTML: Sendable, ExpressibleByStringLiteral {
     }
 
     private static let voidElements: Set<String> = ["img", "meta", "link", "br"]
+    fileprivate static let urlAttributes: Set<String> = ["href", "src", "srcset", "action", "formaction", "poster", "data", "cite"]
+    /// Elements that run or embed something: never written.
+    private static let forbiddenElements: Set<String> = ["script", "style", "iframe", "object", "embed", "frame", "base", "form"]
 
     /// Element and attribute names come from this program, never from a record; checked anyway.
     private static func checkedName(_ name: String) -> String {
