@@ -10,7 +10,7 @@ The test decides what is right; this only observes.
 
 usage: gallery-probe.py OUTDIR URL...
 """
-import base64, json, os, subprocess, sys, time
+import base64, json, os, select, subprocess, sys, time
 
 VIEWS = {"desktop": (1200, 900, False, "light"), "phone": (390, 844, True, "dark")}
 FACTS = """(() => ({
@@ -60,7 +60,8 @@ class Browser:
 
     def read(self, end):
         while b"\0" not in self.buf:
-            if time.time() > end: raise TimeoutError("no message from chromium")
+            ready, _, _ = select.select([self.resp_r], [], [], max(0, end - time.time()))
+            if not ready: raise TimeoutError("no message from chromium")
             chunk = os.read(self.resp_r, 1 << 20)
             if not chunk: raise RuntimeError("chromium closed the pipe")
             self.buf += chunk
