@@ -35,7 +35,7 @@ let commands: [Command] = [
     serveCommand, checkCommand, stagesCommand, statusCommand, jobsCommand, jobCommand, watchCommand, enqueueCommand,
     retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand,
     queryCommand, getCommand, updateCommand, deleteCommand, assetCommand, changesCommand,
-    subscribeCommand, unsubscribeCommand, subscriptionsCommand,
+    subscribeCommand, unsubscribeCommand, subscriptionsCommand, galleryCommand,
 ]
 
 let serveCommand = Command(
