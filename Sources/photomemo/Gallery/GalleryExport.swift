@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import PhotomemoCore
 
@@ -34,7 +35,7 @@ final class GalleryExport {
             req["limit"] = .int(Int64(min(1000, (query.limit ?? .max) - records.count)))
             if let t = query.type { req["type"] = .string(t) }
             if let cursor { req["cursor"] = .string(cursor) }
-            let page = try client.request("query", req)
+            let page = try client.request(.query, req)
             for json in page["records"]?.arrayValue ?? [] {
                 if let r = GalleryRecord(json), seen.insert(r.id).inserted { records.append(r) }
             }
@@ -99,7 +100,7 @@ final class GalleryExport {
 
     /// One rendition through the socket's `asset` stream, checked against its SHA-256.
     private func download(_ r: GalleryRecord, _ a: GalleryRecord.Asset, into folder: GalleryFolder) throws -> Int64 {
-        let reply = try client.request("asset", ["record": .string(r.id), "rendition": .string(a.rendition)])
+        let reply = try client.request(.asset, [ControlArgument.record: .string(r.id), ControlArgument.rendition: .string(a.rendition)])
         let d = try AssetDownload(into: folder.assets + "/" + a.fileName, expectedBytes: reply["bytes"]?.intValue ?? -1,
                                   sha256: reply["sha256"]?.stringValue ?? a.sha256)
         try d.receive(from: client, id: client.lastRequestID)
