@@ -65,7 +65,7 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV", "PhotomemoCore"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "SQLite", "PhotomemoCore"]),
         .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "IndexTests", dependencies: ["Index", "SQLite", "PhotomemoCore"]),
+        .testTarget(name: "IndexTests", dependencies: ["Index", "SQLite", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "PhotomemoCore"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),

@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import TestSupport
 import Testing
 @testable import Index
 
@@ -7,16 +8,7 @@ import Testing
 /// exactly what a plain Swift evaluation of the same predicate returns, in the same order,
 /// and paging through cursors must give the same list.
 @Suite struct QueryPropertyTests {
-    struct Rng: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    typealias Rng = SeededRandom
 
     static let words = ["apple", "banana", "cherry", "date", "elder", "fig"]
     static let codes = ["A-1", "A-2", "B-1", "B-20", "C"]

@@ -74,11 +74,13 @@ import Testing
         let fd = path.withUnsafeBufferPointer { open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_WRONLY | O_CREAT, 0o644) }
         #expect(fd >= 0)
         close(fd)
-        try d.waitUntil("the file is quarantined") { d.quarantined().contains("inbox-name-66fffe2e6a7067") }
+        // Quarantined first, recorded as a failed job right after.
+        try d.waitUntil("the file is quarantined and its job failed") {
+            d.quarantined().contains("inbox-name-66fffe2e6a7067") && (try d.jobs("state = 'failed'").count) == 1
+        }
         let reason = try String(contentsOfFile: d.home + "/quarantine/inbox-name-66fffe2e6a7067.reason.json", encoding: .utf8)
         #expect(reason.contains(#"is not valid UTF-8"#) && reason.contains(#"f\\xFF\\xFE.jpg"#), "\(reason)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: d.home + "/inbox").isEmpty)
-        #expect(try d.jobs("state = 'failed'").count == 1)
         #expect(d.stop().status == 0)
     }
 

@@ -1,26 +1,15 @@
 import PhotomemoCore
+import TestSupport
 import Testing
 
 /// The job state machine, without SQLite or sleeps: every outcome at a middle and at the
 /// last stage, with a seeded random source so back-off delays are exact.
 @Suite struct JobStateMachineTests {
-    /// SplitMix64: a fixed sequence for a fixed seed.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     let policy = RetryPolicy.exponentialJitter(maxAttempts: 3, baseMs: 100, maxMs: 1000)
 
     func step(_ outcome: StageOutcome, attempt: Int = 1, outages: Int = 0, stage: Int = 0, of count: Int = 3, batch: Int = 1,
               seed: UInt64 = 7) -> JobStep {
-        var rng = Seeded(state: seed)
+        var rng = SeededRandom(state: seed)
         return JobStateMachine.step(after: outcome, attempt: attempt, outages: outages, stageIndex: stage, stageCount: count,
                                     batch: batch, retry: policy, using: &rng)
     }
