@@ -91,6 +91,7 @@ enum Schema {
         """
         ALTER TABLE jobs ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE jobs ADD COLUMN after_job INTEGER REFERENCES jobs(id);
+        CREATE INDEX jobs_crashed ON jobs(stage_index) WHERE crashes > 0;
         """,
     ]
 }
