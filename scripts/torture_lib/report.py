@@ -3,7 +3,7 @@ deliveries, and says what was lost or duplicated."""
 from collections import Counter, defaultdict
 
 
-def check(inputs, records, failed_jobs, changes, deliveries, subscriptions):
+def check(inputs, records, failed_jobs, changes, deliveries, subscriptions, followed):
     by_sha, by_n = defaultdict(list), defaultdict(list)
     for r in records:
         sha = ((r.get("assets") or {}).get("original") or {}).get("sha256")
@@ -45,12 +45,15 @@ def check(inputs, records, failed_jobs, changes, deliveries, subscriptions):
             continue  # a type nobody subscribed to, or a record deleted since
         if sub not in delivered.get(c["seq"], set()):
             missing.append("change %d (create %s %s)" % (c["seq"], c.get("type"), c["record_id"]))
+    # Every create change must reach the socket follower of its type (across reconnects).
+    unfollowed = ["change %d (create %s %s)" % (c["seq"], c.get("type"), c["record_id"]) for c in creates
+                  if c.get("type") in followed and c["seq"] not in followed[c["type"]]]
     redelivered = sum(k - 1 for k in Counter(e for e, _, _, _ in deliveries).values() if k > 1)
     return {
         "lost": lost, "duplicated": duplicated, "misjoined": misjoined, "created_twice": created_twice,
         "failed": ["job %s (%s, %s): %s" % (j.get("id"), j.get("photo") or "no photo", j.get("stage") or "-", j.get("error"))
                    for j in failed_jobs],
-        "missing": missing, "creates": len(creates), "deliveries": len(deliveries),
+        "missing": missing, "unfollowed": unfollowed, "creates": len(creates), "deliveries": len(deliveries),
         "redelivered": redelivered, "bad_signatures": bad_signatures,
     }
 
@@ -69,10 +72,12 @@ def print_report(result, n_inputs, kills, seconds, records):
     section("records created twice in the change feed", result["created_twice"])
     section("failed jobs", result["failed"])
     section("create changes never delivered", result["missing"])
+    section("create changes the socket followers never saw", result["unfollowed"])
+    print("missing notifications: %d webhook, %d socket follower" % (len(result["missing"]), len(result["unfollowed"])))
     print("records %d, create changes %d, webhook deliveries %d (%d repeats of an event id, %d bad signatures), %.0f s"
           % (records, result["creates"], result["deliveries"], result["redelivered"], result["bad_signatures"], seconds))
     print("torture: %d inputs, %d kills: %d lost, %d duplicated records, %d missing notifications"
-          % (n_inputs, kills, len(result["lost"]), len(result["duplicated"]), len(result["missing"])))
-    bad = result["lost"] or result["duplicated"] or result["missing"] or result["misjoined"] or result["created_twice"] \
-        or result["bad_signatures"]
+          % (n_inputs, kills, len(result["lost"]), len(result["duplicated"]), len(result["missing"]) + len(result["unfollowed"])))
+    bad = result["lost"] or result["duplicated"] or result["missing"] or result["unfollowed"] or result["misjoined"] \
+        or result["created_twice"] or result["bad_signatures"]
     return 1 if bad else 0
