@@ -100,11 +100,11 @@ extension Journal {
                 // A memo whose photo never came: wait for it again.
                 try db.run("""
                     UPDATE jobs SET state = 'waiting', wait_reason = 'photo', deadline = ?, error = NULL, finished = NULL,
-                           attempts = 0, outages = 0, updated = ? WHERE id = ?
+                           attempts = 0, outages = 0, crashes = 0, updated = ? WHERE id = ?
                     """, [.double(now + Double(joinTimeoutSeconds)), .double(now), .int(id)])
             } else {
                 try db.run("""
-                    UPDATE jobs SET state = 'queued', ready_at = ?, error = NULL, finished = NULL, attempts = 0, outages = 0,
+                    UPDATE jobs SET state = 'queued', ready_at = ?, error = NULL, finished = NULL, attempts = 0, outages = 0, crashes = 0,
                            quarantine = NULL, updated = ? WHERE id = ?
                     """, [.double(now), .double(now), .int(id)])
             }

@@ -64,14 +64,16 @@ extension Journal {
         // Only a photo of the memo's own owner: another user's photo of that name is as
         // good as absent (nothing of it is revealed), and the memo waits for its own.
         let photoJob = try db.queryOne("""
-            SELECT j.id, j.state, j.error, j.origin, j.photo_path, j.photo_sha256 FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
+            SELECT j.id, j.state, j.error, j.origin, j.photo_path, j.photo_sha256, j.stage_index FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
             WHERE t.name = ? AND j.owner IS ?
             """, [.text(name), SQLValue(m.memo.owner)])
         if let r = photoJob {
             let id = r.int(0)!
             let state = JobState(rawValue: r.string(1)!) ?? .failed
             let unfinished = state == .queued || state == .running || state == .waiting
-            if unfinished && r.string(3) == "inbox" {
+            // Joined only before a stage that reads the memo has begun: a record stage
+            // that already read the photo-only memo would write the record without it.
+            if unfinished && r.string(3) == "inbox" && Int(r.int(6)!) < memoStageIndex.value {
                 // One job: the memo's type, fields and memo replace the photo-only defaults.
                 try db.run("UPDATE jobs SET memo = ?, key = ?, origin = 'inbox+queue', updated = ? WHERE id = ?",
                            [.text(m.memo.json.jsonString), .text(m.key), .double(now), .int(id)])
@@ -87,8 +89,10 @@ extension Journal {
             // The photo already went through (or already has its memo): this memo is a job
             // of its own that the index stage applies as an update of the record with the
             // photo's bytes. The photo stages have nothing to do (the file may be gone).
+            // It runs once the photo's job has ended, so the record it updates exists.
             let nid = try insertJob(db, key: m.key, origin: m.origin, photo: nil, photoPath: nil, sha256: r.string(5),
                                     memo: m.memo, state: .queued, readyAt: now, source: m.source, now: now)
+            if unfinished { try db.run("UPDATE jobs SET after_job = ? WHERE id = ?", [.int(id), .int(nid)]) }
             try event(db, job: nid, stage: nil, attempt: nil, "updates", message: "job \(id)", at: now)
             return .created(job: nid, state: .queued)
         }

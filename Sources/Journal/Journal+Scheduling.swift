@@ -3,44 +3,100 @@ import SQLite
 
 /// Scheduling: claiming runnable jobs per stage and recording what each stage run decided.
 extension Journal {
-    /// After a crash or stop, jobs that were `running` resume at their stage. The
-    /// interrupted run counts as an attempt, so a photo that crashes the daemon every time
-    /// fails after `maxAttempts` instead of crash-looping it. Returns (resumed, failed).
+    /// After a crash or stop, jobs that were `running` resume at their stage, and the
+    /// interrupted run counts as an attempt (out of attempts, the job fails). A job the
+    /// last process was running when it died of a fatal signal (`crashed`: job → stage,
+    /// from its crash log) has a crash counted at that stage; the second fails it with
+    /// a reason, so one poisonous input costs at most two restarts.
     @discardableResult
-    public func resumeInterrupted(maxAttempts: Int, now: Double = unixNow()) throws -> (resumed: Int, failed: Int) {
+    public func resumeInterrupted(maxAttempts: Int, crashed: [Int64: String] = [:], signal: String = "a fatal signal",
+                                  now: Double = unixNow()) throws -> ResumeCounts {
         try write { db in
-            var resumed = 0, failed = 0
-            for r in try db.query("SELECT id, stage, attempts FROM jobs WHERE state = 'running'") {
-                let id = r.int(0)!, attempts = Int(r.int(2)!) + 1
-                if attempts >= maxAttempts {
-                    let reason = "interrupted \(attempts) times during stage \(r.string(1) ?? "?") (the daemon stopped or crashed while it ran)"
+            var counts = ResumeCounts()
+            for r in try db.query("SELECT id, stage, attempts, crashes FROM jobs WHERE state = 'running'") {
+                let id = r.int(0)!, stage = r.string(1) ?? "?", attempts = Int(r.int(2)!) + 1
+                let crashes = Int(r.int(3)!) + (crashed[id] == stage ? 1 : 0)
+                let reason: String? = crashes >= 2
+                    ? "the daemon died twice while stage \(stage) ran on this job (last: \(signal)); not retried (photomemo retry \(id) runs it again)"
+                    : attempts >= maxAttempts
+                    ? "interrupted \(attempts) times during stage \(stage) (the daemon stopped or crashed while it ran)" : nil
+                if let reason {
                     try db.run("""
-                        UPDATE jobs SET state = 'failed', attempts = ?, error = ?, updated = ?, finished = ?,
+                        UPDATE jobs SET state = 'failed', attempts = ?, crashes = ?, error = ?, updated = ?, finished = ?,
                                quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END WHERE id = ?
-                        """, [.int(Int64(attempts)), .text(reason), .double(now), .double(now), .int(id)])
-                    try event(db, job: id, stage: r.string(1), attempt: attempts, "failed", message: reason, at: now)
-                    failed += 1
+                        """, [.int(Int64(attempts)), .int(Int64(crashes)), .text(reason), .double(now), .double(now), .int(id)])
+                    try event(db, job: id, stage: stage, attempt: attempts, "failed", message: reason, at: now)
+                    if crashes >= 2 { counts.crashLooped.append(id) } else { counts.failed += 1 }
                 } else {
-                    try db.run("UPDATE jobs SET state = 'queued', attempts = ?, ready_at = ?, updated = ? WHERE id = ?",
-                               [.int(Int64(attempts)), .double(now), .double(now), .int(id)])
-                    try event(db, job: id, stage: r.string(1), attempt: attempts, "resumed", message: "after restart", at: now)
-                    resumed += 1
+                    try db.run("UPDATE jobs SET state = 'queued', attempts = ?, crashes = ?, ready_at = ?, updated = ? WHERE id = ?",
+                               [.int(Int64(attempts)), .int(Int64(crashes)), .double(now), .double(now), .int(id)])
+                    let why = crashed[id] == stage ? "after the daemon died of \(signal) while this stage ran (it runs alone now)" : "after restart"
+                    try event(db, job: id, stage: stage, attempt: attempts, "resumed", message: why, at: now)
+                    counts.resumed += 1
                 }
             }
-            return (resumed, failed)
+            return counts
+        }
+    }
+
+    /// After a reload changed the stages: jobs waiting or queued at a stage move to where
+    /// it (or the next stage still there) now stands; a job with no stage left is done.
+    /// Returns how many moved.
+    @discardableResult
+    public func moveStages(from old: [String], to new: [String], now: Double = unixNow()) throws -> Int {
+        guard old != new else { return 0 }
+        return try write { db in
+            var moved = 0
+            for r in try db.query("SELECT id, stage_index FROM jobs WHERE state IN ('queued', 'waiting')") {
+                let id = r.int(0)!, index = Int(r.int(1)!)
+                let next = JobStateMachine.stage(index, from: old, to: new)
+                if next == index && index < old.count && index < new.count && old[index] == new[index] { continue }
+                if next < new.count {
+                    try db.run("UPDATE jobs SET stage_index = ?, updated = ? WHERE id = ?", [.int(Int64(next)), .double(now), .int(id)])
+                    try event(db, job: id, stage: nil, attempt: nil, "moved", message: "the reload put it at stage \(new[next])", at: now)
+                } else {
+                    try db.run("""
+                        UPDATE jobs SET state = 'done', stage_index = ?, stage = NULL, ready_at = NULL, wait_reason = NULL,
+                               deadline = NULL, error = NULL, updated = ?, finished = ? WHERE id = ? AND wait_reason IS NOT 'photo'
+                        """, [.int(Int64(next)), .double(now), .double(now), .int(id)])
+                    try event(db, job: id, stage: nil, attempt: nil, "finished", message: "the reload removed the stages it had left", at: now)
+                }
+                moved += 1
+            }
+            return moved
+        }
+    }
+
+    /// Whether a job that crashed the daemon once is runnable at one of `stageIndexes`:
+    /// the scheduler then lets running stages drain and runs it alone.
+    public func crashSuspectReady(stageIndexes: [Int], now: Double = unixNow()) throws -> Bool {
+        guard !stageIndexes.isEmpty else { return false }
+        return try read { db in
+            try db.queryOne("""
+                SELECT 1 FROM jobs WHERE crashes > 0 AND state IN ('queued', 'waiting') AND ready_at IS NOT NULL AND ready_at <= ?
+                AND stage_index IN (\(stageIndexes.map(String.init).joined(separator: ",")))
+                AND (after_job IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM jobs p WHERE p.id = jobs.after_job AND p.state IN ('queued', 'running', 'waiting')))
+                LIMIT 1
+                """, [.double(now)]) != nil
         }
     }
 
     /// Claims up to `limit` runnable jobs at stage `stageIndex` (queued, or waiting whose
     /// back-off is over), marks them `running` and returns their contexts.
-    public func claim(stageIndex: Int, stageName: String, limit: Int, now: Double = unixNow()) throws -> [ClaimedJob] {
+    /// `crashSuspects` claims only jobs that crashed the daemon once (to run alone), else only the others.
+    public func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool = false,
+                      now: Double = unixNow()) throws -> [ClaimedJob] {
         guard limit > 0 else { return [] }
         return try write { db in
             let rows = try db.query("""
                 SELECT id, key, photo_path, memo, results, attempts, photo_sha256, outages FROM jobs
                 WHERE stage_index = ? AND ready_at IS NOT NULL AND ready_at <= ? AND state IN ('queued', 'waiting')
+                AND (crashes > 0) = ?
+                AND (after_job IS NULL OR NOT EXISTS (
+                    SELECT 1 FROM jobs p WHERE p.id = jobs.after_job AND p.state IN ('queued', 'running', 'waiting')))
                 ORDER BY ready_at, id LIMIT ?
-                """, [.int(Int64(stageIndex)), .double(now), .int(Int64(limit))])
+                """, [.int(Int64(stageIndex)), .double(now), .int(crashSuspects ? 1 : 0), .int(Int64(limit))])
             var out: [ClaimedJob] = []
             for r in rows {
                 let id = r.int(0)!
@@ -116,7 +172,7 @@ extension Journal {
             let json = JSONValue.object(results).jsonString
             if case .advance(let next) = step.next {
                 try db.run("""
-                    UPDATE jobs SET state = 'queued', stage_index = ?, stage = NULL, attempts = 0, outages = 0, ready_at = ?,
+                    UPDATE jobs SET state = 'queued', stage_index = ?, stage = NULL, attempts = 0, outages = 0, crashes = 0, ready_at = ?,
                            results = ?, error = NULL, updated = ? WHERE id = ?
                     """, [.int(Int64(next)), .double(now), .text(json), .double(now), .int(id)])
                 return Transition(kind: .advanced(toStage: next), quarantinePhoto: nil)

@@ -14,6 +14,10 @@ public final class Journal: @unchecked Sendable {
     private let db: Database
     private let lock = NSLock()
     public let path: String
+    /// The first stage that reads a job's memo (the record-writing stages; validate, compress
+    /// and upload read only the photo). A memo joins its photo's job only before it; set by
+    /// the scheduler from the job definition.
+    public let memoStageIndex = LockedValue(Int.max)
 
     public init(path: String) throws {
         self.path = path

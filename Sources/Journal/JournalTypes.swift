@@ -162,3 +162,15 @@ extension JobStateMachine {
         }
     }
 }
+
+/// What `resumeInterrupted` did at start-up with the jobs the last process left running.
+public struct ResumeCounts: Sendable, Equatable {
+    /// Queued again at their stage.
+    public var resumed = 0
+    /// Out of attempts.
+    public var failed = 0
+    /// Failed because the daemon died of a fatal signal twice while their stage ran.
+    public var crashLooped: [Int64] = []
+
+    public init() {}
+}

@@ -83,5 +83,15 @@ enum Schema {
             SELECT 'queue.jsonl', inode, 0, offset, line FROM queue_position;
         DROP TABLE queue_position;
         """,
+        // 3: how many times the daemon died of a fatal signal while the job's current stage
+        // ran (reset when the job moves on or is retried): twice fails it, and a job that
+        // crashed once runs alone, so a crash names it and no bystander.
+        // A memo that arrives once its photo's job has begun writing the record is a job of
+        // its own that updates the record: it runs after that job (`after_job`) ends.
+        """
+        ALTER TABLE jobs ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE jobs ADD COLUMN after_job INTEGER REFERENCES jobs(id);
+        CREATE INDEX jobs_crashed ON jobs(stage_index) WHERE crashes > 0;
+        """,
     ]
 }

@@ -3,24 +3,38 @@ import Glibc
 
 /// Crash-injection points for the durability tests (like FreeBSD's fail(9) or TiKV's
 /// fail-rs). `PHOTOMEMO_FAILPOINTS="queue.before_commit=3"` makes the process SIGKILL
-/// itself the 3rd time it passes that point. Unset, a point is one dictionary lookup.
+/// itself the 3rd time it passes that point. `NAME@SUBJECT=segv` instead raises SIGSEGV
+/// every time the point is passed for that subject — a poisonous input, e.g.
+/// `stage.run@compress:bad.jpg=segv` (stage `compress` about to run on photo `bad.jpg`).
+/// Unset, a point is one dictionary lookup.
 public enum Failpoint {
-    static let armed: [String: Int] = {
+    enum Action: Equatable { case killAt(Int), segfault }
+
+    static let armed: [String: Action] = {
         guard let spec = ProcessInfo.processInfo.environment["PHOTOMEMO_FAILPOINTS"] else { return [:] }
-        var out: [String: Int] = [:]
+        var out: [String: Action] = [:]
         for item in spec.split(separator: ",") {
             let parts = item.split(separator: "=")
-            out[String(parts[0])] = parts.count > 1 ? Int(parts[1]) ?? 1 : 1
+            out[String(parts[0])] = parts.count > 1 && parts[1] == "segv" ? .segfault : .killAt(parts.count > 1 ? Int(parts[1]) ?? 1 : 1)
         }
         return out
     }()
 
+    /// Whether any point is armed (callers skip building subjects when not).
+    public static var anyArmed: Bool { !armed.isEmpty }
+
     private static let hits = LockedValue<[String: Int]>([:])
 
     /// Points: `queue.before_commit`, `inbox.before_commit`, `stage.before_journal`,
-    /// `store.before_rename`, `notify.before_send`.
-    public static func hit(_ name: String) {
-        guard let n = armed[name] else { return }
+    /// `store.before_rename`, `notify.before_send`, and `stage.run` (subject `STAGE:PHOTO`,
+    /// or `STAGE:KEY` for a job without a photo).
+    public static func hit(_ name: String, subject: String? = nil) {
+        guard !armed.isEmpty else { return }
+        if let subject, armed["\(name)@\(subject)"] == .segfault {
+            StandardStream.err("failpoint \(name)@\(subject) hit: raising SIGSEGV\n")
+            raise(SIGSEGV)
+        }
+        guard case .killAt(let n)? = armed[name] else { return }
         let count = hits.withLock { h -> Int in
             h[name, default: 0] += 1
             return h[name]!

@@ -65,3 +65,27 @@ public enum JobStateMachine {
         }
     }
 }
+
+extension JobStateMachine {
+    /// Where a job at stage `index` of the `old` stage list stands in the `new` one after a
+    /// reload: at the same stage by name, else at the first later stage that is still
+    /// there, else past the end (nothing left to do: the job is done).
+    public static func stage(_ index: Int, from old: [String], to new: [String]) -> Int {
+        guard index < old.count else { return new.count }
+        for name in old[index...] {
+            if let j = new.firstIndex(of: name) { return j }
+        }
+        return new.count
+    }
+}
+
+extension JobStep {
+    /// The step with its next stage moved from the `old` stage list to the `new` one (a
+    /// run that started before a reload ends after it).
+    public func moved(from old: [String], to new: [String]) -> JobStep {
+        guard old != new, case .advance(let next) = self.next else { return self }
+        let n = JobStateMachine.stage(next, from: old, to: new)
+        return JobStep(next: n < new.count ? .advance(toStage: n) : .finish, event: event, message: message, result: result)
+    }
+}
+

@@ -80,9 +80,18 @@ public final class Daemon {
         let assets = try environment.assetStore()
 
         let journal = try Journal(path: records.path)
-        let (resumed, crashed) = try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts)
-        if resumed > 0 { Log.notice("resuming \(resumed) interrupted jobs") }
-        if crashed > 0 { Log.warning("\(crashed) jobs failed: interrupted too many times") }
+        // A fatal signal left its line in the crash log: the jobs it names have a crash
+        // counted at their stage (a SIGKILL or a clean stop leaves the log empty).
+        let crash = FatalSignalLog.lastCrash(in: home.crashLog)
+        if let crash { Log.warning("the last run died of \(crash.signal) while running \(crash.running.count) jobs") }
+        let counts = try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts, crashed: crash?.running ?? [:],
+                                                   signal: crash?.signal ?? "a fatal signal")
+        if counts.resumed > 0 { Log.notice("resuming \(counts.resumed) interrupted jobs") }
+        if counts.failed > 0 { Log.warning("\(counts.failed) jobs failed: interrupted too many times") }
+        for id in counts.crashLooped {
+            Log.error("failed: the daemon died twice while its stage ran; not retried (photomemo retry \(id) runs it again)", job: id)
+        }
+        try FatalSignalLog.install(crashFile: home.crashLog, json: Log.format == .json)
 
         let loop = try EventLoop()
         let photos = PhotoPolicy(inbox: home.inbox, allowedRoots: options.allowRoots)

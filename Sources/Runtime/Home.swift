@@ -22,6 +22,8 @@ public struct Home: Sendable {
     public var store: String { root + "/store" }
     public var quarantine: String { root + "/quarantine" }
     public var lockFile: String { root + "/photomemo.lock" }
+    /// The fatal-signal line of the last run that crashed (empty otherwise); read at start.
+    public var crashLog: String { root + "/crash.log" }
 
     /// Refuses a home that other users can write (they could swap the journal or plant
     /// symlinks) before touching anything in it, then creates the layout.

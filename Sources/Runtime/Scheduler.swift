@@ -25,6 +25,8 @@ final class Scheduler {
     private var running: [String: Int] = [:]
     private var slotsInUse: [String: Int] = [:]
     private var claiming = false
+    /// A reload is moving waiting jobs to the new stages: no claim until it is done.
+    private var movingStages = false
     private var pumpAgain = false
     private var stopping = false
     private let wakeTimer: LoopTimer
@@ -41,6 +43,13 @@ final class Scheduler {
     /// Dependencies a stage reported unreachable, and whether they answer again.
     private(set) var dependencies: [String: Bool] = [:]
     private var stageDependencies: [String: Set<String>] = [:]
+    /// Job → stage of every job running now: what a fatal signal's log line names.
+    private var runningJobs: [Int64: String] = [:]
+    /// A job that crashed the daemon once runs alone (nothing else starts meanwhile), so
+    /// a second crash names it and no bystander.
+    private var crashSuspectRunning: Int64?
+    /// Stages that read only the photo, never the memo (DESIGN.md's "photo stages").
+    static let photoStages: Set<String> = ["validate", "compress", "upload"]
 
     init(loop: EventLoop, journal: Journal, quarantine: Quarantine, definition: JobDefinition, events: EventBus,
          wakeup: LoopWakeup.Sender) throws {
@@ -54,16 +63,36 @@ final class Scheduler {
         recordTimer = try LoopTimer(loop: loop)
         paused = try journal.setting("paused") == "true"
         pausedStages = Set((try journal.setting("paused_stages") ?? "").split(separator: ",").map(String.init))
+        Self.setMemoStage(of: definition, in: journal)
+    }
+
+    /// Tells the journal where a memo stops joining its photo's job: the first stage that reads it.
+    private static func setMemoStage(of def: JobDefinition, in journal: Journal) {
+        journal.memoStageIndex.value = def.stages.firstIndex { !photoStages.contains(type(of: $0.stage).name) } ?? def.stages.count
     }
 
     var runningCount: Int { running.values.reduce(0, +) }
 
     func running(stage: String) -> Int { running[stage, default: 0] }
 
-    /// Swaps the job definition; running stages finish with the one they started with.
-    func replace(definition: JobDefinition) {
-        self.definition = definition
-        pump()
+    /// Swaps the job definition; running stages finish with the one they started with and
+    /// their jobs go on at the new one's stages. Jobs waiting at a stage the new definition
+    /// no longer has move to the next one it has (or are done): none is stranded.
+    func replace(definition next: JobDefinition) {
+        let old = definition.stages.map(\.name), new = next.stages.map(\.name)
+        definition = next
+        Self.setMemoStage(of: next, in: journal)
+        guard old != new else { return pump() }
+        movingStages = true
+        let journal = self.journal
+        loop.submit({ () -> Result<Int, Error> in Result { try journal.moveStages(from: old, to: new) } }) { [unowned self] result in
+            self.movingStages = false
+            switch result {
+            case .success(let moved): if moved > 0 { Log.notice("reload: \(moved) waiting jobs moved to the new stages") }
+            case .failure(let error): Log.error("reload: cannot move waiting jobs to the new stages: \(error)")
+            }
+            self.pump()
+        }
     }
 
     /// Pauses or resumes the whole pipeline (`stage` nil) or one stage. The flag is
@@ -137,31 +166,44 @@ final class Scheduler {
     }
 
     func pump() {
-        guard !stopping, !paused else { return }
+        guard !stopping, !paused, !movingStages else { return }
         guard !claiming else { pumpAgain = true; return }
         let def = definition
         let free = def.stages.enumerated().map { i, s in (i, s.name, s.concurrency - slotsInUse[s.name, default: 0]) }
             .filter { $0.2 > 0 && !pausedStages.contains($0.1) }
-        guard !free.isEmpty else { return }
+        guard !free.isEmpty, crashSuspectRunning == nil else { return }
         claiming = true
         let journal = self.journal
+        let idle = runningCount == 0
         // Each stage's claim is its own transaction: what was claimed before an error is
         // `running` in the journal and must be dispatched, or it would be stranded there.
-        loop.submit({ () -> (claimed: [ClaimedJob], wake: Double?, error: Error?) in
+        loop.submit({ () -> (claimed: [ClaimedJob], suspect: Bool, wake: Double?, error: Error?) in
             let now = unixNow()
             var claimed: [ClaimedJob] = []
             do {
                 for id in try journal.expireJoins(now: now) { Log.warning("gave up waiting for the photo", job: id) }
+                if try journal.crashSuspectReady(stageIndexes: free.map(\.0), now: now) {
+                    // Let what runs drain, then run the suspect alone.
+                    for (index, name, _) in free where idle && claimed.isEmpty {
+                        claimed = try journal.claim(stageIndex: index, stageName: name, limit: 1, crashSuspects: true, now: now)
+                    }
+                    return (claimed, !claimed.isEmpty, try journal.nextWakeAt(), nil)
+                }
                 for (index, name, slots) in free {
                     let limit = slots * type(of: def.stages[index].stage).jobsPerRun
                     claimed += try journal.claim(stageIndex: index, stageName: name, limit: limit, now: now)
                 }
-                return (claimed, try journal.nextWakeAt(), nil)
+                return (claimed, false, try journal.nextWakeAt(), nil)
             } catch {
-                return (claimed, nil, error)
+                return (claimed, false, nil, error)
             }
         }) { [unowned self] result in
             self.claiming = false
+            if result.suspect, let job = result.claimed.first {
+                Log.notice("running alone: the daemon died of a fatal signal while this stage ran on it once", job: job.context.id,
+                           stage: def.stages[job.stageIndex].name)
+                self.crashSuspectRunning = job.context.id
+            }
             for index in Set(result.claimed.map(\.stageIndex)).sorted() {
                 let jobs = result.claimed.filter { $0.stageIndex == index }
                 let size = type(of: def.stages[index].stage).jobsPerRun
@@ -194,6 +236,8 @@ final class Scheduler {
         let entry = def.stages[jobs[0].stageIndex]
         running[entry.name, default: 0] += jobs.count
         slotsInUse[entry.name, default: 0] += 1
+        for job in jobs { runningJobs[job.context.id] = entry.name }
+        FatalSignalLog.setRunning(runningJobs.map { ($0.key, $0.value) })
         let contexts = jobs.map { job in
             Log.debug("started (attempt \(job.context.attempt))", job: job.context.id, stage: entry.name)
             let owner = EventBus.Audience.owner(job.context.memo.owner)
@@ -207,6 +251,8 @@ final class Scheduler {
         loop.submit({ () -> (outcomes: [StageOutcome], ms: Double) in
             let clock = ContinuousClock()
             let started = clock.now
+            FatalSignalLog.prepareThisThread()
+            if Failpoint.anyArmed { for c in contexts { Failpoint.hit("stage.run", subject: "\(entry.name):\(c.photoPath.map { ($0 as NSString).lastPathComponent } ?? c.key)") } }
             let outcomes = entry.stage.run(jobs: contexts).map { DiskSpace.classify($0, home: disk) }
             precondition(outcomes.count == jobs.count, "\(entry.name) returned \(outcomes.count) outcomes for \(jobs.count) jobs")
             let elapsed = (clock.now - started).components
@@ -223,7 +269,10 @@ final class Scheduler {
                         definition def: JobDefinition, failures: Int = 0) {
         let journal = self.journal, quarantine = self.quarantine
         let stageCount = def.stages.count, retry = def.retry
+        // Decided with the definition the run started with, then moved to the current one.
+        let old = def.stages.map(\.name), now = definition.stages.map(\.name)
         let steps = JobStateMachine.steps(Array(zip(jobs, outcomes)), stageCount: stageCount, retry: retry)
+            .map { ($0.job, $0.step.moved(from: old, to: now)) }
         loop.submit({ () -> Result<([Transition], [String]), Error> in
             Failpoint.hit("stage.before_journal")
             return Result {
@@ -246,8 +295,7 @@ final class Scheduler {
                     self.dependencies["journal"] = true
                     Log.notice("the journal records again")
                 }
-                self.running[entry.name, default: jobs.count] -= jobs.count
-                self.slotsInUse[entry.name, default: 1] -= 1
+                self.ended(jobs, stage: entry.name)
                 for (job, (t, outcome)) in zip(jobs, zip(transitions, outcomes)) {
                     self.report(job: job.context.id, owner: job.context.memo.owner, stage: entry.name, transition: t, outcome: outcome, ms: ms)
                 }
@@ -263,13 +311,23 @@ final class Scheduler {
                 return
             case .failure(let error):
                 // Stopping: the jobs stay `running` and resume at the next start (stages are idempotent).
-                self.running[entry.name, default: jobs.count] -= jobs.count
-                self.slotsInUse[entry.name, default: 1] -= 1
+                self.ended(jobs, stage: entry.name)
                 for job in jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: entry.name) }
             }
             self.pump()
             self.checkIdle()
         }
+    }
+
+    /// A stage run's jobs are recorded: free its slot, and forget them as running.
+    private func ended(_ jobs: [ClaimedJob], stage: String) {
+        running[stage, default: jobs.count] -= jobs.count
+        slotsInUse[stage, default: 1] -= 1
+        for job in jobs {
+            runningJobs[job.context.id] = nil
+            if crashSuspectRunning == job.context.id { crashSuspectRunning = nil }
+        }
+        FatalSignalLog.setRunning(runningJobs.map { ($0.key, $0.value) })
     }
 
     /// A progress callback for one stage run: at most one event per 100 ms (and always

@@ -68,7 +68,7 @@ final class DaemonHarness {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binary)
         p.arguments = ["serve", "--home", home, "--job", jobFile, "--log-level", "info", "--settle", "0.3",
-                       "--rescan-interval", "2", "--grace", "10"] + args
+                       "--rescan-interval", "2"] + (args.contains("--grace") ? [] : ["--grace", "10"]) + args
         var env = ProcessInfo.processInfo.environment
         env["EFFECTS"] = effects
         env.removeValue(forKey: "PHOTOMEMO_FAILPOINTS")

@@ -76,7 +76,8 @@ import Testing
         close(fd)
         // Quarantined first, recorded as a failed job right after.
         try d.waitUntil("the file is quarantined and its job failed") {
-            d.quarantined().contains("inbox-name-66fffe2e6a7067") && (try d.jobs("state = 'failed'").count) == 1
+            let failed = try d.jobs("state = 'failed'").count
+            return d.quarantined().contains("inbox-name-66fffe2e6a7067") && failed == 1
         }
         let reason = try String(contentsOfFile: d.home + "/quarantine/inbox-name-66fffe2e6a7067.reason.json", encoding: .utf8)
         #expect(reason.contains(#"is not valid UTF-8"#) && reason.contains(#"f\\xFF\\xFE.jpg"#), "\(reason)")

@@ -172,9 +172,35 @@ import PhotomemoCore
             #expect(claimed.count == 1)
             #expect(claimed.first?.context.attempt == round)
             let r = try journal.resumeInterrupted(maxAttempts: 3)
-            #expect(r == (round < 3 ? (1, 0) : (0, 1)))
+            #expect((r.resumed, r.failed) == (round < 3 ? (1, 0) : (0, 1)))
         }
         #expect(try journal.counts()[.failed] == 1)
+    }
+
+    @Test func twoFatalSignalsAtOneStageFailTheJobAndSuspectsAreClaimedApart() throws {
+        _ = try journal.commitMemos([memo("poison"), memo("bystander")], position: nil, joinTimeoutSeconds: 60)
+        let both = try journal.claim(stageIndex: 0, stageName: "one", limit: 2).map(\.context.id)
+        #expect(both.count == 2)
+        // The first crash names both running jobs: each is resumed once, as a suspect.
+        var r = try journal.resumeInterrupted(maxAttempts: 6, crashed: [both[0]: "one", both[1]: "one"], signal: "SIGSEGV")
+        #expect(r.resumed == 2 && r.crashLooped.isEmpty)
+        #expect(try journal.crashSuspectReady(stageIndexes: [0]))
+        #expect(try journal.claim(stageIndex: 0, stageName: "one", limit: 2).isEmpty)  // suspects run alone
+        let alone = try journal.claim(stageIndex: 0, stageName: "one", limit: 1, crashSuspects: true)
+        #expect(alone.map(\.context.id) == [both[0]])
+        // The second crash while it ran alone fails it, with the reason; the bystander waits its turn.
+        r = try journal.resumeInterrupted(maxAttempts: 6, crashed: [both[0]: "one"], signal: "SIGSEGV")
+        #expect(r.crashLooped == [both[0]])
+        let failed = try summary(both[0])
+        #expect(failed.state == .failed)
+        #expect(failed.error == "the daemon died twice while stage one ran on this job (last: SIGSEGV); not retried (photomemo retry \(both[0]) runs it again)")
+        #expect(try summary(both[1]).state == .queued)
+        // A crash at another stage, or a kill that left no crash log, does not count at this one.
+        let next = try journal.claim(stageIndex: 0, stageName: "one", limit: 1, crashSuspects: true)
+        #expect(next.map(\.context.id) == [both[1]])
+        r = try journal.resumeInterrupted(maxAttempts: 6, crashed: [both[1]: "two"])
+        #expect(r.resumed == 1 && r.crashLooped.isEmpty)
+        #expect(try summary(both[1]).state == .queued)
     }
 
     @Test func claimRespectsTheLimitAndOrder() throws {
