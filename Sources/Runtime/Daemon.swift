@@ -9,9 +9,11 @@ import Stores
 
 /// `photomemo serve`: the daemon's services, started in order and stopped in reverse.
 ///
-///     start: home layout + lock ─▶ journal (resume interrupted) ─▶ job definition
-///            ─▶ scheduler ─▶ queue tailer ─▶ inbox watcher ─▶ signals
-///     SIGTERM/SIGINT: stop intake ─▶ let running stages finish (grace) ─▶ close ─▶ exit 0;
+///     start: home layout + lock ─▶ job definition ─▶ database + store (ResourcePool)
+///            ─▶ journal (resume interrupted) ─▶ services, in order: scheduler, deliverer,
+///            collector, followers, queue tailers, inbox watcher, control server ─▶ signals
+///     SIGTERM/SIGINT: services stopped in reverse (socket and intake first; the scheduler
+///            lets running stages finish within the grace) ─▶ close ─▶ exit 0;
 ///            subprocesses still running then (exec sinks, or stages past the grace) get
 ///            SIGTERM, SIGKILL 2 s later, and the daemon exits at most 3 s after that
 ///     SIGHUP: re-read the job definition; swap only if it is valid
@@ -110,7 +112,9 @@ public final class Daemon {
             QueueFolder(path: home.root, prefix: "", isQueueFile: { $0 == "queue.jsonl" }, makeReader: makeReader),
             QueueFolder(path: home.queueFolder, prefix: "queue.d/",
                         isQueueFile: { $0.hasSuffix(".jsonl") && !PhotoPolicy.isIgnoredInboxName($0) }, makeReader: makeReader),
-        ].map { folder in try QueueTailer(loop: loop, lane: lane, folder: folder, events: events) { scheduler.pump() } }
+        ].map { folder in
+            try QueueTailer(loop: loop, lane: lane, folder: folder, events: events, pollSeconds: options.queuePollSeconds) { scheduler.pump() }
+        }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine, photos: photos,
                                    settleSeconds: options.settleSeconds)
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
@@ -154,8 +158,11 @@ public final class Daemon {
             SubscriptionHandlers(loop: loop, records: records, followers: followers),
         ])
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
-        clients = { control.clientCount }
+        clients = { [weak control] in control?.clientCount ?? 0 }  // weak: the server holds the router
 
+        // Started in this order, stopped in reverse: the socket and intake first, the
+        // scheduler (which lets running stages finish) last.
+        let services = ServiceGroup(services: [scheduler, deliverer, collector, followers] + tailers + [inbox, control])
         var signals: [SignalWatcher] = []
         let graceTimer = try LoopTimer(loop: loop)
         let exitTimer = try LoopTimer(loop: loop)
@@ -181,17 +188,11 @@ public final class Daemon {
             stopping = true
             notify.send("STOPPING=1")
             Log.notice("signal \(signum): stopping intake, letting \(scheduler.runningCount) running stages finish")
-            inbox.close()
-            for t in tailers { t.close() }
-            control.close()
-            deliverer.close()
-            followers.close()
-            collector.close()
             graceTimer.start(afterMs: UInt64(self.options.graceSeconds * 1000)) {
                 Log.warning("grace period over with \(scheduler.runningCount) stages running; they resume at the next start")
                 endSubprocesses()
             }
-            scheduler.stop {
+            services.stop {
                 lane.whenIdle {
                     graceTimer.close()
                     scheduler.close()
@@ -207,12 +208,7 @@ public final class Daemon {
         signals.append(try SignalWatcher(loop: loop, signal: SIGINT, shutdown))
         signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in _ = reload() })
 
-        scheduler.start()
-        deliverer.start()
-        collector.start()
-        followers.start()
-        for t in tailers { t.start(pollSeconds: options.queuePollSeconds) }
-        inbox.start()
+        services.start()
         Log.notice("photomemo serving \(home.root) with job \(definition.name) (\(definition.stages.map(\.name).joined(separator: " → ")))")
         notify.send("READY=1\nSTATUS=serving \(home.root) with job \(definition.name)\nMAINPID=\(getpid())")
         loop.run()

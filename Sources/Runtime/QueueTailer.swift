@@ -32,7 +32,12 @@ final class QueueTailer {
 
     var unreadBytes: Int64 { files.values.reduce(0) { $0 + $1.unreadBytes } }
 
-    init(loop: EventLoop, lane: SerialLane, folder: QueueFolder, events: EventBus, onJobs: @escaping () -> Void) throws {
+    /// The poll period of the safety-net timer (1 s at most without inotify).
+    private let pollSeconds: Double
+
+    init(loop: EventLoop, lane: SerialLane, folder: QueueFolder, events: EventBus, pollSeconds: Double,
+         onJobs: @escaping () -> Void) throws {
+        self.pollSeconds = pollSeconds
         self.loop = loop
         self.lane = lane
         self.folder = folder
@@ -41,7 +46,7 @@ final class QueueTailer {
         pollTimer = try LoopTimer(loop: loop)
     }
 
-    func start(pollSeconds: Double) {
+    func start() {
         do {
             watcher = try FolderWatcher(loop: loop, path: folder.path, modifications: true) { [unowned self] events in
                 let relevant = events.contains {

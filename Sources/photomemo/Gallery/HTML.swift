@@ -19,23 +19,34 @@ struct HTML: Sendable, ExpressibleByStringLiteral {
         case text(String, String)
         case path(String, GalleryPath)
 
-        var rendered: String {
+        /// Why this attribute may not be written, or nil: a URL goes through `.path`;
+        /// script and inline style have no way in at all.
+        var misuse: String? {
             switch self {
-            case .text(let name, let value):
-                // A URL goes through `.path`; script and inline style have no way in at all.
-                precondition(!HTML.urlAttributes.contains(name) && !name.hasPrefix("on") && name != "style",
-                             "\(name) cannot take a text value")
-                return " \(HTML.checkedName(name))=\"\(HTML.escape(value, quotes: true))\""
-            case .path(let name, let path):
-                precondition(HTML.urlAttributes.contains(name), "\(name) does not take a URL")
-                return " \(HTML.checkedName(name))=\"\(HTML.escape(path.url, quotes: true))\""
+            case .text(let name, _):
+                HTML.urlAttributes.contains(name) || name.hasPrefix("on") || name == "style" ? "\(name) cannot take a text value" : nil
+            case .path(let name, _):
+                HTML.urlAttributes.contains(name) ? nil : "\(name) does not take a URL"
+            }
+        }
+
+        var rendered: String {
+            precondition(misuse == nil, misuse ?? "")  // a template's programming error, never input
+            switch self {
+            case .text(let name, let value): return " \(HTML.checkedName(name))=\"\(HTML.escape(value, quotes: true))\""
+            case .path(let name, let path): return " \(HTML.checkedName(name))=\"\(HTML.escape(path.url, quotes: true))\""
             }
         }
     }
 
+    /// Why an element may not be written, or nil.
+    static func misuse(element name: String) -> String? {
+        forbiddenElements.contains(name) ? "the gallery writes no <\(name)>" : nil
+    }
+
     /// `<name attrs>children</name>`; void elements (`img`, `meta`, `link`) take no children.
     static func element(_ name: String, _ attributes: [Attribute] = [], _ children: [HTML] = []) -> HTML {
-        precondition(!forbiddenElements.contains(name), "the gallery writes no <\(name)>")
+        precondition(misuse(element: name) == nil, misuse(element: name) ?? "")
         let open = "<" + checkedName(name) + attributes.map(\.rendered).joined() + ">"
         if voidElements.contains(name) {
             precondition(children.isEmpty, "<\(name)> cannot have children")
