@@ -12,7 +12,6 @@ final class InboxScanner: @unchecked Sendable {
     let inbox: String
     let journal: Journal
     let quarantine: Quarantine
-    let photos: PhotoPolicy
     /// A file found by a rescan (not by a close event) is taken once untouched this long.
     let settleSeconds: Double
 
@@ -28,11 +27,10 @@ final class InboxScanner: @unchecked Sendable {
         var errors: [String] = []
     }
 
-    init(inbox: String, journal: Journal, quarantine: Quarantine, photos: PhotoPolicy, settleSeconds: Double) {
+    init(inbox: String, journal: Journal, quarantine: Quarantine, settleSeconds: Double) {
         self.inbox = inbox
         self.journal = journal
         self.quarantine = quarantine
-        self.photos = photos
         self.settleSeconds = settleSeconds
         realInbox = realpath(inbox, nil).map { p in defer { free(p) }; return String(cString: p) } ?? inbox
     }

@@ -28,7 +28,7 @@ final class TestHome {
     }
 
     func scanner(settle: Double = 0) -> InboxScanner {
-        InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine, photos: photos, settleSeconds: settle)
+        InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine, settleSeconds: settle)
     }
 
     func append(_ text: String, to path: String? = nil) throws {
