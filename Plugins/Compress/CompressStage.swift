@@ -1,4 +1,3 @@
-import CVips
 import Foundation
 import PhotomemoCore
 
@@ -131,10 +130,10 @@ public struct CompressStage: Stage {
         }
         if orientation != 1 {
             // Rotation reads out of order: it needs the (already small) image in memory.
-            image = try image.inMemory().then("rotate") { pm_vips_autorot($0, $1) }
+            image = try image.inMemory().autorotated()
         }
         if !wide { image = try Self.toSRGB8(image) }
-        if image.hasAlpha { image = try image.then("flatten") { pm_vips_flatten_white($0, $1) } }
+        if image.hasAlpha { image = try image.flattenedOnWhite() }
         if !keepMetadata || stripGPS { Self.removeGPS(image) }
         let base = try image.inMemory()
 
@@ -151,7 +150,7 @@ public struct CompressStage: Stage {
                       let w = Int32(exactly: ow), let h = Int32(exactly: oh) else {
                     throw Vips.Failure(description: "crop to \(ow)x\(oh) is out of range")
                 }
-                out = try out.then("crop") { pm_vips_extract($0, $1, left, top, w, h) }
+                out = try out.cropped(left: left, top: top, width: w, height: h)
             }
             let data = try out.encode(r.format, quality: r.quality, strip: !keepMetadata)
             outputs.append((r, data, out.width, out.height))
@@ -163,25 +162,16 @@ public struct CompressStage: Stage {
     static func toSRGB8(_ input: VipsImageRef) throws -> VipsImageRef {
         var image = input
         if image.has("icc-profile-data") {
-            image = try image.then("colour transform") { pm_vips_icc_to_srgb($0, $1) }
+            image = try image.iccToSRGB()
         } else if image.interpretation != "srgb" {
-            image = try image.then("colour conversion") { pm_vips_colourspace_srgb($0, $1) }
+            image = try image.inSRGB()
         }
-        if !image.isUchar { image = try image.then("8-bit conversion") { pm_vips_cast_uchar($0, $1) } }
+        if !image.isUchar { image = try image.castToUchar() }
         return image
     }
 
     /// Drops the GPS IFD: libvips rebuilds the EXIF block from these fields on save.
     static func removeGPS(_ image: VipsImageRef) {
-        guard let fields = vips_image_get_fields(image.ptr) else { return }
-        defer { g_strfreev(fields) }
-        var i = 0
-        var names: [String] = []
-        while let f = fields[i] {
-            let name = String(cString: f)
-            if name.hasPrefix("exif-ifd3-") { names.append(name) }
-            i += 1
-        }
-        for n in names { vips_image_remove(image.ptr, n) }
+        for name in image.fieldNames where name.hasPrefix("exif-ifd3-") { image.remove(field: name) }
     }
 }

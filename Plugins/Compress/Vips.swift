@@ -40,6 +40,31 @@ final class VipsImageRef {
         return VipsImageRef(out, source: source)
     }
 
+    // The operations compress applies, each a new image.
+    func autorotated() throws -> VipsImageRef { try then("rotate") { pm_vips_autorot($0, $1) } }
+    func flattenedOnWhite() throws -> VipsImageRef { try then("flatten") { pm_vips_flatten_white($0, $1) } }
+    func iccToSRGB() throws -> VipsImageRef { try then("colour transform") { pm_vips_icc_to_srgb($0, $1) } }
+    func inSRGB() throws -> VipsImageRef { try then("colour conversion") { pm_vips_colourspace_srgb($0, $1) } }
+    func castToUchar() throws -> VipsImageRef { try then("8-bit conversion") { pm_vips_cast_uchar($0, $1) } }
+    func cropped(left: Int32, top: Int32, width: Int32, height: Int32) throws -> VipsImageRef {
+        try then("crop") { pm_vips_extract($0, $1, left, top, width, height) }
+    }
+
+    /// The names of the image's metadata fields.
+    var fieldNames: [String] {
+        guard let fields = vips_image_get_fields(ptr) else { return [] }
+        defer { g_strfreev(fields) }
+        var names: [String] = []
+        var i = 0
+        while let f = fields[i] {
+            names.append(String(cString: f))
+            i += 1
+        }
+        return names
+    }
+
+    func remove(field: String) { vips_image_remove(ptr, field) }
+
     /// Computes the pixels into memory (where decode errors surface).
     func inMemory() throws -> VipsImageRef {
         guard let m = vips_image_copy_memory(ptr) else { throw Vips.error("decode") }

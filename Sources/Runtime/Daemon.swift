@@ -1,4 +1,3 @@
-import CPosix
 import EventLoop
 import Foundation
 import Glibc
@@ -64,7 +63,7 @@ public final class Daemon {
     /// Runs until SIGTERM/SIGINT; returns the process exit code.
     public func run() throws -> Int32 {
         umask(0o027)  // journal, quarantine and store files: owner rw, group r, others nothing
-        pm_limit_malloc_arenas(2)  // before any worker thread starts (PLATFORM.md: flat RSS)
+        limitMallocArenas(2)  // before any worker thread starts (PLATFORM.md: flat RSS)
         try home.prepare()
         let lockFD = try home.lock()
         defer { close(lockFD) }
