@@ -26,30 +26,23 @@ struct ServiceGroup {
     }
 }
 
-// The daemon's services. Those that only hold handles close them at once.
-extension NotificationDeliverer: DaemonService {
-    /// In-flight deliveries finish (or are ended with the subprocesses) after the stages.
-    func stop(_ done: @escaping () -> Void) { close(); done() }
+/// A service that stops by closing its handles at once (what it has in flight finishes on
+/// its own: the deliverer's deliveries are ended with the subprocesses after the stages).
+protocol ClosingService: DaemonService {
+    func close()
 }
 
-extension AssetCollector: DaemonService {
-    func stop(_ done: @escaping () -> Void) { close(); done() }
+extension ClosingService {
+    func stop(_ done: @escaping () -> Void) {
+        close()
+        done()
+    }
 }
 
-extension Followers: DaemonService {
-    func stop(_ done: @escaping () -> Void) { close(); done() }
-}
-
-extension InboxWatcher: DaemonService {
-    func stop(_ done: @escaping () -> Void) { close(); done() }
-}
-
-extension QueueTailer: DaemonService {
-    func stop(_ done: @escaping () -> Void) { close(); done() }
-}
-
-extension ControlServer: DaemonService {
-    func stop(_ done: @escaping () -> Void) { close(); done() }
-}
-
+extension NotificationDeliverer: ClosingService {}
+extension AssetCollector: ClosingService {}
+extension Followers: ClosingService {}
+extension InboxWatcher: ClosingService {}
+extension QueueTailer: ClosingService {}
+extension ControlServer: ClosingService {}
 extension Scheduler: DaemonService {}
