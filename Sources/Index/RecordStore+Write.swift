@@ -181,6 +181,8 @@ extension RecordStore {
                     throw WriteError.notFound
                 }
                 guard Self.canWrite(r, viewer) else { throw WriteError.forbidden }
+                // Who may see and change a record is its owner's to say (and an admin's), not a writer's.
+                if acl != nil, case .user(let name) = viewer, r.owner != name { throw WriteError.forbidden }
                 if let ifTag, ifTag != r.changeTag { throw WriteError.conflict(current: r.changeTag) }
                 if let memo { r.memo = memo }
                 for (k, v) in fields { if v == .null { r.fields.removeValue(forKey: k) } else { r.fields[k] = v } }

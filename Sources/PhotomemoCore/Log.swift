@@ -41,9 +41,26 @@ public enum Log {
             line = "\(timestamp()) \(level)"
             if let job { line += " job=\(job)" }
             if let stage { line += " stage=\(stage)" }
-            line += " " + message() + "\n"
+            line += " " + oneLine(message()) + "\n"
         }
         StandardStream.err(line)
+    }
+
+    /// A message as one line: control characters (a file name may hold a newline) are
+    /// shown escaped, so no one can forge a log line through a name or a memo.
+    static func oneLine(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return text }
+        var out = ""
+        for s in text.unicodeScalars {
+            switch s {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where s.value < 0x20 || s.value == 0x7F: out += "\\x" + String(s.value, radix: 16, uppercase: true)
+            default: out.unicodeScalars.append(s)
+            }
+        }
+        return out
     }
 
     public static func debug(_ m: @autoclosure () -> String, job: Int64? = nil, stage: String? = nil) { log(.debug, m(), job: job, stage: stage) }

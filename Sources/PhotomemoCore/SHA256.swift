@@ -48,6 +48,33 @@ public struct SHA256: ~Copyable {
     }
 
     /// Hashes a file in 1 MiB chunks; returns the hex digest and the byte count.
+    /// The hash of the regular file at `path` as it is now: opened without following a
+    /// link or blocking (a FIFO or a link swapped in after a check is refused, never read),
+    /// and only if it is still the file `expected` names (device and inode), when given.
+    public static func hexOfRegularFile(atPath path: String, expected: (dev: UInt64, ino: UInt64)? = nil) throws
+        -> (hex: String, bytes: Int64) {
+        let fd = try PhotoBytes.openNoFollow(path)
+        defer { close(fd) }
+        var st = Glibc.stat()
+        guard fstat(fd, &st) == 0 else { throw PhotomemoError(.io, "cannot fstat \(path): \(String(cString: strerror(errno)))") }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw PhotomemoError(.badImage, "\(path) is not a regular file") }
+        if let expected, UInt64(st.st_dev) != expected.dev || UInt64(st.st_ino) != expected.ino {
+            throw PhotomemoError(.badImage, "\(path) was replaced while it was taken")
+        }
+        var h = SHA256()
+        var total: Int64 = 0
+        var buf = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw PhotomemoError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            total += Int64(n)
+            buf.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        }
+        return (h.finalizeHex(), total)
+    }
+
     public static func hexOfFile(atPath path: String) throws -> (hex: String, bytes: Int64) {
         guard let fh = FileHandle(forReadingAtPath: path) else {
             throw PhotomemoError(.io, "cannot open \(path)")

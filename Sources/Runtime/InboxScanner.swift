@@ -137,7 +137,13 @@ final class InboxScanner: @unchecked Sendable {
             default:
                 return reject(name, identity, owner, "a \(Files.kind(st)) is not a photo", &report)
             }
-            let sha = try SHA256.hexOfFile(atPath: path).hex
+            // The very file lstat saw: a FIFO or a link renamed over it meanwhile is not read.
+            let sha: String
+            do {
+                sha = try SHA256.hexOfRegularFile(atPath: path, expected: (UInt64(st.st_dev), UInt64(st.st_ino))).hex
+            } catch let e as PhotomemoError where e.code == .badImage {
+                return nil  // replaced under us: what is there now comes back with its own event or the rescan
+            }
             // Still being written (a rescan raced a writer): its close event brings it back.
             guard let after = try? Files.lstatEntry(path), Files.identity(after) == identity else { return nil }
             return TakenPhoto(name: name, path: path, identity: identity, sha256: sha, owner: owner)

@@ -26,20 +26,25 @@ struct MemoIntake: Sendable {
             }
             return .inbox(name: name)
         case .absolute(let path):
-            guard let real = realpath(path, nil) else { return .unusable(path: path, reason: "photo \(path) not found") }
+            // The daemon resolves paths as root: for a user, a missing file and another's
+            // answer alike, so nothing is learnt of what exists where they cannot look.
+            let admin = UnixUser.isAdmin(name: owner)
+            let notYours = PhotomemoError(.forbidden, "photo \(path) is not a file of yours (or does not exist); a job may name only its owner's files")
+            guard let real = realpath(path, nil) else {
+                if admin { return .unusable(path: path, reason: "photo \(path) not found") }
+                throw notYours
+            }
             let resolved = String(cString: real)
             free(real)
             guard case .absolute = try photos.resolve(resolved) else {
                 throw PhotomemoError(.badPath, "photo \(path) resolves to \(resolved), outside every --allow-root")
             }
             let st = try Files.lstatEntry(resolved)
+            guard admin || UnixUser.nameOrNumber(st.st_uid) == owner else { throw notYours }
             guard st.st_mode & S_IFMT == S_IFREG else {
                 return .unusable(path: path, reason: "photo \(path) is a \(Files.kind(st)), not a regular file")
             }
-            guard UnixUser.isAdmin(name: owner) || UnixUser.nameOrNumber(st.st_uid) == owner else {
-                throw PhotomemoError(.forbidden, "photo \(path) belongs to another user; a job may name only its owner's files")
-            }
-            return .file(path: resolved, sha256: try SHA256.hexOfFile(atPath: resolved).hex)
+            return .file(path: resolved, sha256: try SHA256.hexOfRegularFile(atPath: resolved, expected: (UInt64(st.st_dev), UInt64(st.st_ino))).hex)
         }
     }
 }

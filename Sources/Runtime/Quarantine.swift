@@ -36,9 +36,14 @@ struct Quarantine: Sendable {
         return target
     }
 
-    /// Copies a line too long to hold in memory (`length` bytes at `offset` of `fd`),
-    /// a megabyte at a time, as a file of its own with its reason.
-    func copyLine(from fd: Int32, offset: Int64, length: Int64, name: String, reason: JSONValue) throws -> String {
+    /// At most this much of an over-long line is kept: a sparse queue file costs its writer
+    /// nothing, and the daemon (as root) must not fill the disk copying it.
+    static let maxKeptLineBytes: Int64 = 16 << 20
+
+    /// Copies a line too long to hold in memory (`length` bytes at `offset` of `fd`, up to
+    /// `maxKeptLineBytes`), a megabyte at a time, as a file of its own with its reason.
+    func copyLine(from fd: Int32, offset: Int64, length fullLength: Int64, name: String, reason: JSONValue) throws -> String {
+        let length = min(fullLength, Self.maxKeptLineBytes)
         let target = folder + "/" + name
         try DurableFile.write(reason.jsonData, to: target + ".reason.json")
         try DurableFile.write(to: target) { out in

@@ -147,8 +147,9 @@ final class QueueReader: @unchecked Sendable {
                 guard let end = try findNewline(fd, from: pos.offset + Int64(n)) else { return }
                 next.line += 1
                 let length = end - pos.offset
+                let kept = length > Quarantine.maxKeptLineBytes ? " (its first \(Quarantine.maxKeptLineBytes >> 20) MiB are kept)" : ""
                 try quarantineLongLine(fd, at: next, length: length,
-                                       reason: "line is \(length) bytes, longer than the 1 MiB limit", &report)
+                                       reason: "line is \(length) bytes, longer than the 1 MiB limit\(kept)", &report)
                 next.offset = end + 1
             }
             if next.offset == pos.offset { return }

@@ -203,4 +203,41 @@ struct WhoMayDoWhatTests {
         #expect(try d.jobs().first?.memo.contains("from an open file") == true)
         #expect(d.stop().status == 0)
     }
+
+    /// One user cannot take every descriptor: past 32 connections of theirs the daemon
+    /// hangs up at once (with a log line), while others and admins still get in.
+    @Test func aUserHasAtMostThirtyTwoConnections() throws {
+        let d = try start()
+        let script = """
+            import socket, sys, time
+            socks = []
+            for i in range(40):
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); socks.append(s)
+            time.sleep(1.5)
+            closed = 0
+            for s in socks:
+                s.setblocking(False)
+                try:
+                    if s.recv(1) == b"": closed += 1
+                except BlockingIOError: pass
+            print(closed, flush=True)
+            time.sleep(float(sys.argv[2]))
+            """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+        p.arguments = ["-u", bob, "-g", "nogroup", "--", "/usr/bin/python3", "-c", script, d.home + "/photomemo.sock", "4"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        Thread.sleep(forTimeInterval: 2.5)  // bob holds his connections
+        #expect(try cliJSON(alice, d, ["status"])["version"] != nil, "another user still gets in")
+        #expect(try json(d, ["status"])["clients"]?["connected"]?.intValue ?? 0 >= 32)
+        p.waitUntilExit()
+        let closed = Int(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(closed == 8, "connections refused: \(String(describing: closed))")
+        #expect(d.log.contains("refusing a control connection from uid"))
+        #expect(d.stop().status == 0)
+    }
 }
+

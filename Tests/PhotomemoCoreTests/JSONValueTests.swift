@@ -78,3 +78,11 @@ import Testing
         #expect(delays.contains { $0 < 1000 } && delays.contains { $0 > 3000 })
     }
 }
+
+@Suite struct LogLineTests {
+    @Test func aMessageIsOneLineWhateverItHolds() {
+        #expect(Log.oneLine("took new\nline.jpg") == "took new\\nline.jpg")
+        #expect(Log.oneLine("a\r\u{1B}[31mb\u{7F}") == "a\\r\\x1B[31mb\\x7F")
+        #expect(Log.oneLine("plain é") == "plain é")
+    }
+}

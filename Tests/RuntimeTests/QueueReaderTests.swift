@@ -177,4 +177,22 @@ import Testing
         // The same client key from nobody's file and from root's file (on nobody's behalf) is one job.
         #expect(jobs[0].key == "nobody/k" && jobs[2].duplicateOf == jobs[0].id)
     }
+
+    /// A sparse file costs its writer nothing: the daemon keeps at most 16 MiB of a line.
+    @Test func aHugeSparseLineKeepsOnlyItsHeadInQuarantine() throws {
+        let t = try TestHome()
+        FileManager.default.createFile(atPath: t.home.queueFile, contents: nil)
+        let fd = open(t.home.queueFile, O_WRONLY)
+        #expect(ftruncate(fd, 40 << 20) == 0)  // 40 MiB of holes, then a newline
+        #expect(pwrite(fd, "\n\n", 2, 40 << 20) == 2)
+        close(fd)
+        try t.append(#"{"memo":"after it"}"# + "\n")
+        let report = try t.queueReader().catchUp()
+        #expect(report.quarantined.count == 1 && report.quarantined[0].contains("its first 16 MiB are kept"), "\(report.quarantined)")
+        let kept = try #require(try t.quarantined().first)
+        let size = try FileManager.default.attributesOfItem(atPath: t.home.quarantine + "/" + kept)[.size] as? Int
+        #expect(size == 16 << 20)
+        #expect(try t.jobs().map(\.memo.memo) == ["after it"])
+    }
 }
+
