@@ -5,7 +5,8 @@ import Notify
 import PhotomemoCore
 
 /// Delivers queued notifications (webhook and exec sinks) from the record index's
-/// outbox: at most one in flight per subscription (change order), a few overall, each
+/// outbox: at most one in flight per subscription (change order), `maxPerOwner` per
+/// subscriber (so one user's tarpit webhooks cannot hold every slot), a few overall, each
 /// off the loop. A failure is retried with the job definition's back-off and jitter and,
 /// after its attempts, parked as `failed` (retryable with `subscriptions --retry-failed`).
 final class NotificationDeliverer {
@@ -17,8 +18,11 @@ final class NotificationDeliverer {
     private let timer: LoopTimer
     private var claiming = false
     private var inFlight: Set<String> = []
+    /// In-flight deliveries per subscriber ("" for an admin's subscriptions).
+    private var perOwner: [String: Int] = [:]
     private var idleWaiters: [() -> Void] = []
     static let maxInFlight = 8
+    static let maxPerOwner = 2
 
     init(loop: EventLoop, events: EventBus, store: RecordStore, retry: @escaping () -> RetryPolicy,
          execTimeoutMs: Int = Sink.defaultExecTimeoutMs) throws {
@@ -45,13 +49,15 @@ final class NotificationDeliverer {
         guard !claiming, inFlight.count < Self.maxInFlight else { return }
         let store = self.store
         claiming = true
-        loop.submit({ Result { try store.dueDeliveries(limit: Self.maxInFlight * 2) } }) { [unowned self] result in
+        // Enough due deliveries to find some of every subscriber behind a busy one.
+        loop.submit({ Result { try store.dueDeliveries(limit: 256) } }) { [unowned self] result in
             self.claiming = false
             guard case .success(let due) = result else {
                 if case .failure(let e) = result { Log.error("notifications: \(e)") }
                 return
             }
-            for d in due where !self.inFlight.contains(d.subscription.id) && self.inFlight.count < Self.maxInFlight {
+            for d in due where !self.inFlight.contains(d.subscription.id) && self.inFlight.count < Self.maxInFlight
+                && self.perOwner[d.subscription.owner ?? "", default: 0] < Self.maxPerOwner {
                 self.deliver(d, store)
             }
         }
@@ -59,6 +65,8 @@ final class NotificationDeliverer {
 
     private func deliver(_ d: RecordStore.Delivery, _ store: RecordStore) {
         inFlight.insert(d.subscription.id)
+        let owner = d.subscription.owner ?? ""
+        perOwner[owner, default: 0] += 1
         let policy = retry()
         let execTimeoutMs = execTimeoutMs
         loop.submit({ () -> (Sink.Result, Bool) in
@@ -94,6 +102,8 @@ final class NotificationDeliverer {
             return (result, parked)
         }) { [unowned self] (result, parked) in
             self.inFlight.remove(d.subscription.id)
+            self.perOwner[owner, default: 1] -= 1
+            if self.perOwner[owner] == 0 { self.perOwner.removeValue(forKey: owner) }
             if self.inFlight.isEmpty {
                 let waiters = self.idleWaiters
                 self.idleWaiters = []

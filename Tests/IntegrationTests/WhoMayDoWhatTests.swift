@@ -239,5 +239,35 @@ struct WhoMayDoWhatTests {
         #expect(d.log.contains("refusing a control connection from uid"))
         #expect(d.stop().status == 0)
     }
+
+    /// One user's webhooks that never answer cannot hold every delivery slot: another
+    /// user's notification still goes out at once.
+    @Test func aUsersTarpitWebhooksDoNotDelayOthers() throws {
+        let d = try start()
+        // A loopback listener that never accepts: each POST to it hangs until curl's timeout.
+        let tarpit = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(tarpit) }
+        var addr = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(tarpit, $0, len) } }
+        listen(tarpit, 64)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(tarpit, $0, &len) } }
+        let port = UInt16(bigEndian: addr.sin_port)
+        for i in 0..<10 {
+            #expect(try cli(bob, d, ["subscribe", "--type", "Memo", "--fires-on", "create", "--webhook", "http://127.0.0.1:\(port)/t\(i)",
+                                     "--secret", "s"]).0 == 0)
+        }
+        let receiver = try Receiver(dir: d.root, secret: "alices", failFirst: 0)
+        #expect(try cli(alice, d, ["subscribe", "--type", "Memo", "--fires-on", "create", "--webhook", receiver.url, "--secret", "alices"]).0 == 0)
+        #expect(try cli(bob, d, ["enqueue", "--memo", "tarpit bait"]).0 == 0)
+        Thread.sleep(forTimeInterval: 1)  // bob's ten deliveries are hanging now
+        let sent = Date()
+        #expect(try cli(alice, d, ["enqueue", "--memo", "alice on time"]).0 == 0)
+        try d.waitUntil("alice's webhook hears of her memo", timeout: 20) {
+            receiver.requests.contains { $0["body"]?["record"]?["memo"] == "alice on time" }
+        }
+        #expect(Date().timeIntervalSince(sent) < 6, "alice waited \(Date().timeIntervalSince(sent)) s behind bob's tarpits")
+        #expect(d.stop().status == 0)
+    }
 }
 

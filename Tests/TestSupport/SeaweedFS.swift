@@ -4,7 +4,7 @@ import Foundation
 /// own `scripts/seaweedfs`, on a random loopback port, with a fresh data folder.
 public final class SeaweedFS: @unchecked Sendable {
     public let dir: String
-    public let port: Int
+    public private(set) var port: Int
     public let accessKey = "photomemo-test"
     public let secretKey = "photomemo-secret-\(UInt32.random(in: 0...UInt32.max))"
     public let bucket = "photos"
@@ -12,9 +12,18 @@ public final class SeaweedFS: @unchecked Sendable {
 
     public init() throws {
         dir = NSTemporaryDirectory() + "pm-s3-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        port = Int.random(in: 20_000...40_000) / 16 * 16
-        try start()
+        port = Self.randomPort()
+        // A random port block can be taken (another test run on the machine): try others.
+        for attempt in 1...3 {
+            do { try start(); return } catch where attempt < 3 {
+                _ = Self.script(["stop", dir, "now"])
+                try? FileManager.default.removeItem(atPath: dir)
+                port = Self.randomPort()
+            }
+        }
     }
+
+    static func randomPort() -> Int { Int.random(in: 20_000...40_000) / 16 * 16 }
 
     deinit {
         _ = Self.script(["stop", dir, "now"])  // throwaway data: no need to wait for a clean exit
