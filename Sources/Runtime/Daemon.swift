@@ -112,13 +112,16 @@ public final class Daemon {
             wakeup: wakeup.sender, backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) },
             queueFiles: { tailers.flatMap { $0.files.values } }, reload: reload))
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: commands)
-        commands.clientCount = { control.clientCount }
+        // Weak: `control` and `collector` hold `commands`, so strong captures here would be
+        // cycles that keep the whole daemon (journal, loop, stores) alive after run() returns
+        // (found by LeakSanitizer on the sanitized daemon).
+        commands.clientCount = { [weak control] in control?.clientCount ?? 0 }
         let deliverer = try NotificationDeliverer(loop: loop, events: events, store: { try? commands.recordStore() },
                                                   retry: { scheduler.definition.retry },
                                                   execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000))
         let followTimer = try LoopTimer(loop: loop)
         let collector = try AssetCollector(loop: loop, records: { try? commands.recordStore() }, assets: { commands.assetStore() })
-        commands.collectAssets = { collector.collect() }
+        commands.collectAssets = { [weak collector] in collector?.collect() }
 
         var signals: [SignalWatcher] = []
         let graceTimer = try LoopTimer(loop: loop)
