@@ -21,6 +21,12 @@ let package = Package(
     products: [
         .executable(name: "photomemo", targets: ["photomemo"]),
         .executable(name: "photomemo-bench", targets: ["photomemo-bench"]),
+        // For the fuzz targets in Fuzz/, a package of its own that depends on this one by path.
+        .library(name: "PhotomemoCore", targets: ["PhotomemoCore"]),
+        .library(name: "Index", targets: ["Index"]),
+        .library(name: "Runtime", targets: ["Runtime"]),
+        .library(name: "ControlProtocol", targets: ["ControlProtocol"]),
+        .library(name: "ValidateStage", targets: ["ValidateStage"]),
     ],
     targets: [
         .systemLibrary(name: "CUV", path: "Sources/CUV", pkgConfig: "libuv",

@@ -41,7 +41,11 @@ import Testing
                 c.resumeReading()
             }
         }
+        // The client's writes to `log` are read here after it signals: the socket's close
+        // orders them in the kernel, which ThreadSanitizer cannot see (it reported a race).
+        let clientDone = DispatchSemaphore(value: 0)
         let client = Thread {
+            defer { clientDone.signal() }
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             _ = try? UnixSocketAddress(path).connect(fd)
             let ten = [UInt8](repeating: 0x0A, count: 10)
@@ -60,6 +64,7 @@ import Testing
         }
         client.start()
         loop.run()
+        clientDone.wait()
         #expect(log.receivedWhilePaused == 10)
         #expect(log.received == 20)
         #expect(log.pendingWhileUnread > 0 && log.pendingWhileUnread <= reply)

@@ -1,6 +1,7 @@
 import Foundation
 import PhotomemoCore
 import TestSupport
+import Synchronization
 import Testing
 
 /// The control socket and CLI, against the real daemon.
@@ -148,13 +149,15 @@ import Testing
         try d.append((0..<jobs).map { #"{"memo":"m\#($0)"}"# + "\n" }.joined())
 
         // The reading watcher sees every job finish, while the stuck one backs up.
-        final class Counter: @unchecked Sendable { var done = 0; var finished = false }  // written by one thread; read after a fence-free poll is fine for a test
+        // Atomics: the reader thread writes them while this one polls (ThreadSanitizer
+        // reported the plain fields as a data race).
+        final class Counter: Sendable { let done = Atomic<Int>(0); let finished = Atomic<Bool>(false) }
         let counter = Counter()
         let thread = Thread {
             while let e = reader.readLine(timeout: 30) {
-                if e["event"] == "job_done" { counter.done += 1; if counter.done == jobs { break } }
+                if e["event"] == "job_done", counter.done.add(1, ordering: .relaxed).newValue == jobs { break }
             }
-            counter.finished = true
+            counter.finished.store(true, ordering: .releasing)
         }
         thread.start()
         var slowest = 0.0
@@ -163,7 +166,7 @@ import Testing
         // line for 10 s, however long the flood takes on a loaded machine).
         var last: JSONValue?
         var drained = false
-        while !counter.finished {
+        while !counter.finished.load(ordering: .acquiring) {
             for (i, c) in others.enumerated() {
                 let t = Date()
                 #expect(c.call("status", id: Int64(rounds * 100 + i))?["ok"] == true)
@@ -175,7 +178,7 @@ import Testing
                 drained = true
             }
         }
-        #expect(counter.done == jobs)
+        #expect(counter.done.load(ordering: .relaxed) == jobs)
         #expect(rounds > 1)
         #expect(slowest < 2, "slowest status reply took \(slowest) s")
         #expect(d.log.contains("dropping a control client"))

@@ -97,27 +97,16 @@ final class ControlConnection {
     }
 
     private func handle(_ line: [UInt8]) {
-        if line.allSatisfy({ $0 == 0x20 || $0 == 0x0D || $0 == 0x09 }) { return }
-        let request: [String: JSONValue]
-        do {
-            guard case .object(let o) = try JSONValue.parse(Data(line)) else {
-                throw PhotomemoError(.badRequest, "a request must be a JSON object")
-            }
-            request = o
-        } catch let e as PhotomemoError {
-            send(error: PhotomemoError(.badRequest, e.message), id: .null)
+        let id: JSONValue, cmd: String, request: ControlRequest
+        switch ControlRequestLine(line) {
+        case .blank: return
+        case .invalid(let errorID, let error):
+            send(error: error, id: errorID)
             return
-        } catch {
-            send(error: PhotomemoError(.badRequest, "\(error)"), id: .null)
-            return
-        }
-        let id = request["id"] ?? .null
-        guard let cmd = request["cmd"]?.stringValue else {
-            send(error: PhotomemoError(.badRequest, "\"cmd\" (a string) is required"), id: id)
-            return
+        case .request(let i, let c, let r): (id, cmd, request) = (i, c, r)
         }
         inFlight += 1
-        commands.run(cmd, ControlRequest(values: request), from: self) { [weak self] result in
+        commands.run(cmd, request, from: self) { [weak self] result in
             guard let self else { return }
             self.inFlight -= 1
             switch result {

@@ -70,7 +70,7 @@ final class ControlServer {
 }
 
 /// A request's arguments with typed accessors whose errors name the argument.
-struct ControlRequest {
+struct ControlRequest: Equatable {
     let values: [String: JSONValue]
 
     func string(_ name: String) throws -> String? {
