@@ -7,7 +7,7 @@ import PhotomemoCore
 /// limits, retries with back-off, dependency outages, the journal and quarantine.
 ///
 ///     pump ─▶ [pool] claim runnable jobs per stage (free slots only) ─▶ dispatch
-///     dispatch ─▶ [pool] stage.run(jobs) ─▶ journal.recordOutcomes ─▶ quarantine if failed
+///     dispatch ─▶ [pool] stage.run(jobs) ─▶ JobStateMachine decides ─▶ queue.recordSteps ─▶ quarantine if failed
 ///              ─▶ [loop] free the slot, pump again
 ///
 /// A slot runs one job, or for a `BatchStage` up to `batchLimit` jobs claimed together
@@ -18,7 +18,8 @@ import PhotomemoCore
 /// 100,000 photos in the inbox are 100,000 rows, not 100,000 objects.
 final class Scheduler {
     private let loop: EventLoop
-    private let journal: Journal
+    /// The job store (`JobQueue`: the SQLite journal today).
+    private let journal: any JobQueue
     private let quarantine: Quarantine
     private(set) var definition: JobDefinition
     /// Jobs running per stage, and the slots (stage runs) they take.
@@ -51,7 +52,7 @@ final class Scheduler {
     /// Stages that read only the photo, never the memo (DESIGN.md's "photo stages").
     static let photoStages: Set<String> = ["validate", "compress", "upload"]
 
-    init(loop: EventLoop, journal: Journal, quarantine: Quarantine, definition: JobDefinition, events: EventBus,
+    init(loop: EventLoop, journal: any JobQueue, quarantine: Quarantine, definition: JobDefinition, events: EventBus,
          wakeup: LoopWakeup.Sender) throws {
         self.wakeup = wakeup
         self.loop = loop
@@ -67,7 +68,7 @@ final class Scheduler {
     }
 
     /// Tells the journal where a memo stops joining its photo's job: the first stage that reads it.
-    private static func setMemoStage(of def: JobDefinition, in journal: Journal) {
+    private static func setMemoStage(of def: JobDefinition, in journal: any JobQueue) {
         journal.memoStageIndex.value = def.stages.firstIndex { !photoStages.contains(type(of: $0.stage).name) } ?? def.stages.count
     }
 
@@ -85,7 +86,7 @@ final class Scheduler {
         guard old != new else { return pump() }
         movingStages = true
         let journal = self.journal
-        loop.submit({ () -> Result<Int, Error> in Result { try journal.moveStages(from: old, to: new) } }) { [unowned self] result in
+        loop.submit({ () -> Result<Int, Error> in Result { try journal.moveStages(from: old, to: new, now: unixNow()) } }) { [unowned self] result in
             self.movingStages = false
             switch result {
             case .success(let moved): if moved > 0 { Log.notice("reload: \(moved) waiting jobs moved to the new stages") }
@@ -191,7 +192,7 @@ final class Scheduler {
                 }
                 for (index, name, slots) in free {
                     let limit = slots * type(of: def.stages[index].stage).jobsPerRun
-                    claimed += try journal.claim(stageIndex: index, stageName: name, limit: limit, now: now)
+                    claimed += try journal.claim(stageIndex: index, stageName: name, limit: limit, crashSuspects: false, now: now)
                 }
                 return (claimed, false, try journal.nextWakeAt(), nil)
             } catch {
@@ -276,7 +277,7 @@ final class Scheduler {
         loop.submit({ () -> Result<([Transition], [String]), Error> in
             Failpoint.hit("stage.before_journal")
             return Result {
-                let transitions = try journal.recordSteps(steps, stageName: entry.name, durationMs: ms)
+                let transitions = try journal.recordSteps(steps, stageName: entry.name, durationMs: ms, now: unixNow())
                 // Recorded: a photo that fails to move now is moved at the next start.
                 var errors: [String] = []
                 for (job, t) in zip(jobs, transitions) {
@@ -400,14 +401,14 @@ final class Scheduler {
         }
     }
 
-    static func quarantinePhoto(_ p: PendingQuarantine, journal: Journal, quarantine: Quarantine) throws {
+    static func quarantinePhoto(_ p: PendingQuarantine, journal: any JobQueue, quarantine: Quarantine) throws {
         let name = (p.photoPath as NSString).lastPathComponent
         guard p.photoPath.hasPrefix(quarantine.inbox + "/") else {
-            try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) is outside the inbox)")
+            try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) is outside the inbox)", now: unixNow())
             return
         }
         let why = Quarantine.reason(p.reason, job: p.job, stage: p.stage, extra: ["source": "inbox", "name": .string(name)])
         let moved = try quarantine.moveFile(at: p.photoPath, name: name, reason: why, job: p.job)
-        try journal.markQuarantined(job: p.job, at: moved)
+        try journal.markQuarantined(job: p.job, at: moved, now: unixNow())
     }
 }

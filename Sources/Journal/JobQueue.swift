@@ -1,0 +1,30 @@
+import PhotomemoCore
+
+/// What the scheduler needs of the job store: claiming runnable jobs, persisting what it
+/// decided for them, and the few settings it keeps. `Journal` (SQLite) is one; the
+/// PostgreSQL queue shared by several daemons is meant to be the next (issue #15), behind
+/// the same calls. Every call blocks: run them off the loop.
+public protocol JobQueue: AnyObject, Sendable {
+    /// Claims up to `limit` runnable jobs at a stage and marks them running;
+    /// `crashSuspects` claims only jobs that crashed the daemon once (to run alone).
+    func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, now: Double) throws -> [ClaimedJob]
+    /// Persists the steps `JobStateMachine` decided for one stage run's jobs.
+    func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double,
+                     now: Double) throws -> [Transition]
+    /// Fails the memos whose photo did not arrive in time; returns their ids.
+    func expireJoins(now: Double) throws -> [Int64]
+    /// The earliest moment a waiting job becomes runnable or a join deadline passes.
+    func nextWakeAt() throws -> Double?
+    func crashSuspectReady(stageIndexes: [Int], now: Double) throws -> Bool
+    /// After a reload changed the stages: moves waiting jobs to where their stage now is.
+    func moveStages(from old: [String], to new: [String], now: Double) throws -> Int
+    func pendingQuarantines() throws -> [PendingQuarantine]
+    func markQuarantined(job: Int64, at path: String, now: Double) throws
+    func setting(_ key: String) throws -> String?
+    func setSetting(_ key: String, _ value: String?) throws
+    /// The first stage that reads a job's memo (a late memo joins its photo's job only
+    /// before it), set by the scheduler from the definition.
+    var memoStageIndex: LockedValue<Int> { get }
+}
+
+extension Journal: JobQueue {}
