@@ -213,9 +213,15 @@ final class Scheduler {
                 }
             }
             if let error = result.error {
+                // The journal cannot write (a full disk, most likely): an outage, shown in status.
+                self.dependencies["journal"] = false
                 Log.error("claiming jobs: \(error); retrying in 1 s")
                 self.arm(unixNow() + 1)
             } else {
+                if self.dependencies["journal"] == false, self.unrecorded.isEmpty {
+                    self.dependencies["journal"] = true
+                    Log.notice("the journal records again")
+                }
                 self.arm(result.wake)
             }
             if self.pumpAgain {
