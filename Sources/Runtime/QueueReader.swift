@@ -31,6 +31,7 @@ final class QueueReader: @unchecked Sendable {
     private var held: (fd: Int32, inode: UInt64)?
     /// The uid owning the queue file being read.
     private var queueOwner: UInt32 = 0
+    private var queueOwnerName = ""
 
     static let chunkBytes = 4 << 20
     /// How many bytes before the offset are fingerprinted.
@@ -95,6 +96,7 @@ final class QueueReader: @unchecked Sendable {
         var st = stat()
         fstat(held!.fd, &st)
         queueOwner = st.st_uid
+        queueOwnerName = UnixUser.nameOrNumber(st.st_uid)  // once per read, not once per line
         report.owner = st.st_uid
         if let refused = Self.refusal(st, path: path) {
             report.refused = refused
@@ -185,7 +187,7 @@ final class QueueReader: @unchecked Sendable {
         do {
             memo = try MemoJob.parse(line: Array(bytes))
             // The lines are the file owner's; only an admin's file may name another owner.
-            if memo.owner == nil || !UnixUser.isAdmin(uid: queueOwner) { memo.owner = UnixUser.nameOrNumber(queueOwner) }
+            if memo.owner == nil || !UnixUser.isAdmin(uid: queueOwner) { memo.owner = queueOwnerName }
             photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
         } catch {
             let reason = (error as? PhotomemoError)?.message ?? "\(error)"

@@ -37,6 +37,8 @@ final class ControlConnection {
     static let stallMs: UInt64 = 10_000
 
     var peer: PipeConnection.Peer { pipe.peer }
+    /// Who the peer is, looked up once (a passwd lookup per request would read NSS on the loop).
+    private(set) lazy var caller = Caller(uid: peer.uid)
 
     init(pipe: PipeConnection, commands: any ControlDispatch) {
         self.pipe = pipe

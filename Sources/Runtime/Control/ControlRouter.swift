@@ -25,12 +25,12 @@ final class ControlRouter: ControlDispatch {
 
     func run(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, reply: @escaping ControlHandler.Reply) {
         do {
-            let names = ControlCommand.allCases.map(\.rawValue)
             guard let command = ControlCommand(rawValue: cmd), let handler = handlers[command] else {
+                let names = ControlCommand.allCases.map(\.rawValue)
                 let hint = didYouMean(cmd, names).map { " (did you mean \"\($0)\"?)" } ?? ""
                 throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"\(hint); commands: \(names.joined(separator: ", "))")
             }
-            let caller = Caller(uid: conn.peer.uid)
+            let caller = conn.caller
             try AccessPolicy.check(command, req.values, by: caller)
             try handler.handle(command, req, caller, from: conn, reply: reply)
         } catch let e as PhotomemoError {
