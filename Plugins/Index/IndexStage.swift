@@ -13,10 +13,10 @@ public struct IndexStage: BatchStage {
         StageOption("index", .string, "sqlite:FILE (relative to the home); default: the job definition's \"database\""),
     ]
 
-    let store: RecordStore
+    let store: any RecordIndex
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
-        store = try environment.recordStore(options.string("index"))
+        store = try environment.recordIndex(options.string("index"))
     }
 
     /// Under load the scheduler hands over up to 64 jobs: they are written in one
@@ -29,9 +29,9 @@ public struct IndexStage: BatchStage {
         return jobs.map { job in
             do {
                 return Self.outcome(try store.apply(Self.input(job)))
-            } catch RecordStore.WriteError.notFound {
+            } catch RecordWriteError.notFound {
                 return .fail(reason: "record \(job.memo.record ?? "?") named by the job does not exist (or is not visible to \(job.memo.owner ?? "its owner"))")
-            } catch RecordStore.WriteError.forbidden {
+            } catch RecordWriteError.forbidden {
                 return .fail(reason: "record \(job.memo.record ?? "?") named by the job may not be changed by \(job.memo.owner ?? "its owner")")
             } catch {
                 return .retry(reason: "index: \(error)")
@@ -39,10 +39,10 @@ public struct IndexStage: BatchStage {
         }
     }
 
-    static func input(_ job: JobContext) -> RecordStore.Input {
+    static func input(_ job: JobContext) -> RecordInput {
         let compress = job.results["compress"]
         let original = compress?["original"] ?? job.results["validate"]
-        return RecordStore.Input(
+        return RecordInput(
             jobKey: job.key, photoSHA256: job.photoSHA256, memo: job.memo,
             assets: job.results["upload"]?["assets"] ?? .emptyObject, exif: compress?["exif"] ?? .emptyObject,
             width: original?["width"]?.intValue.map(Int.init), height: original?["height"]?.intValue.map(Int.init))

@@ -14,10 +14,10 @@ public struct NotifyStage: Stage {
         StageOption("index", .string, "the record index whose changes to fan out (as the index stage's); default: the job definition's \"database\""),
     ]
 
-    let store: RecordStore
+    let store: any RecordIndex
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
-        store = try environment.recordStore(options.string("index"))
+        store = try environment.recordIndex(options.string("index"))
     }
 
     public func run(_ job: JobContext) -> StageOutcome {

@@ -7,42 +7,6 @@ import PhotomemoCore
 /// record: one `deliveries` row each, committed in one transaction, delivered at least
 /// once, in change order per subscription.
 extension RecordStore {
-    public struct Subscription: Sendable, Equatable {
-        public enum Sink: String, Sendable { case socket, webhook, exec }
-        public var id: String
-        public var owner: String?
-        public var type: String
-        public var predicate: String
-        public var firesOn: [String]
-        public var alert: String?
-        public var sink: Sink
-        /// Webhook URL, or the exec command as a JSON array.
-        public var target: String?
-        public var secret: String?
-
-        public init(id: String = "s" + String(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(15)),
-                    owner: String?, type: String, predicate: String, firesOn: [String], alert: String?, sink: Sink,
-                    target: String?, secret: String?) {
-            self.id = id
-            self.owner = owner
-            self.type = type
-            self.predicate = predicate
-            self.firesOn = firesOn
-            self.alert = alert
-            self.sink = sink
-            self.target = target
-            self.secret = secret
-        }
-
-        public var json: JSONValue {
-            var o: [String: JSONValue] = ["id": .string(id), "type": .string(type), "predicate": .string(predicate),
-                                          "fires_on": .array(firesOn.map(JSONValue.string)), "sink": .string(sink.rawValue)]
-            o["owner"] = owner.map(JSONValue.string) ?? .null
-            o["alert"] = alert.map(JSONValue.string) ?? .null
-            o["target"] = target.map(JSONValue.string) ?? .null
-            return .object(o)
-        }
-    }
 
     static let subscriptionColumns = "id, owner, type, predicate, fires_on, alert, sink, target, secret"
 
@@ -55,7 +19,7 @@ extension RecordStore {
     /// Stores a subscription whose predicate parses and compiles to SQL that SQLite
     /// accepts (else `PredicateSyntaxError`, with its column): one that cannot be
     /// evaluated would fail at every fan-out.
-    public func subscribe(_ s: Subscription, now: Double = unixNow()) throws -> Subscription {
+    public func subscribe(_ s: Subscription, now: Double) throws -> Subscription {
         let predicate = try PredicateParser.parse(s.predicate)
         try locked {
             _ = try matches(predicate, recordID: "")
@@ -69,8 +33,8 @@ extension RecordStore {
     /// Removes a subscription the viewer owns (admins: any).
     public func unsubscribe(_ id: String, viewer: Viewer) throws {
         try locked {
-            guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw WriteError.notFound }
-            if case .user(let name) = viewer, owner.string(0) != name { throw WriteError.notFound }
+            guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw RecordWriteError.notFound }
+            if case .user(let name) = viewer, owner.string(0) != name { throw RecordWriteError.notFound }
             try db.run("DELETE FROM subscriptions WHERE id = ?", [.text(id)])
         }
     }
@@ -118,7 +82,7 @@ extension RecordStore {
     /// Fans out every change not yet fanned out, in change order; returns deliveries made.
     /// Idempotent: a delivery is unique per (subscription, change).
     @discardableResult
-    public func fanOutPending(now: Double = unixNow()) throws -> Int {
+    public func fanOutPending(now: Double) throws -> Int {
         try locked { try db.transaction { try fanOutPendingInTransaction(now: now) } }
     }
 
@@ -163,17 +127,9 @@ extension RecordStore {
         return made
     }
 
-    public struct Delivery: Sendable {
-        public let id: Int64
-        public let subscription: Subscription
-        public let seq: Int64
-        public let attempts: Int
-        public let event: JSONValue
-    }
-
     /// The next due delivery of each webhook/exec subscription (the lowest change number
     /// not yet delivered: per-subscription order), at most `limit`.
-    public func dueDeliveries(limit: Int, now: Double = unixNow()) throws -> [Delivery] {
+    public func dueDeliveries(limit: Int, now: Double) throws -> [OutboxDelivery] {
         try locked {
             try db.query("""
                 SELECT d.id, d.seq, d.attempts, s.\(Self.subscriptionColumns.replacingOccurrences(of: ", ", with: ", s.")),
@@ -184,32 +140,15 @@ extension RecordStore {
                 ORDER BY d.next_at LIMIT ?
                 """, [.double(now), .int(Int64(limit))]).map { r in
                 let s = Self.subscription(Row(values: Array(r.values[3..<12])))
-                let event = Self.event(subscription: s, seq: r.int(1)!, op: r.string(12)!, type: r.string(13)!, at: r.double(14)!,
+                let event = s.event(seq: r.int(1)!, op: r.string(12)!, type: r.string(13)!, at: r.double(14)!,
                                        record: try JSONValue.parse(r.string(15)!))
-                return Delivery(id: r.int(0)!, subscription: s, seq: r.int(1)!, attempts: Int(r.int(2)!), event: event)
+                return OutboxDelivery(id: r.int(0)!, subscription: s, seq: r.int(1)!, attempts: Int(r.int(2)!), event: event)
             }
         }
     }
 
-    /// The event a subscriber receives; `event_id` is stable across redeliveries.
-    public static func event(subscription s: Subscription, seq: Int64, op: String, type: String, at: Double, record: JSONValue) -> JSONValue {
-        var o: [String: JSONValue] = ["event_id": .string("\(s.id)-\(seq)"), "subscription": .string(s.id), "seq": .int(seq),
-                                      "op": .string(op), "type": .string(type), "time": .string(isoTimestamp(at)), "record": record]
-        if let alert = s.alert { o["alert"] = .string(render(alert, record: record)) }
-        return .object(o)
-    }
-
-    /// `"A new {type} was added: {memo}"`: built-in keys and fields by name.
-    static func render(_ template: String, record: JSONValue) -> String {
-        var out = template
-        for (k, v) in (record["fields"]?.objectValue ?? [:]).merging(["type": record["type"] ?? "", "memo": record["memo"] ?? "", "id": record["id"] ?? ""], uniquingKeysWith: { a, _ in a }) {
-            out = out.replacingOccurrences(of: "{\(k)}", with: v.stringValue ?? v.jsonString)
-        }
-        return out
-    }
-
     /// Records a delivery attempt: delivered, retry at `retryAt`, or parked as failed.
-    public func finishDelivery(_ id: Int64, delivered: Bool, error: String?, retryAt: Double?, now: Double = unixNow()) throws {
+    public func finishDelivery(_ id: Int64, delivered: Bool, error: String?, retryAt: Double?, now: Double) throws {
         try locked {
             if delivered {
                 try db.run("UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, delivered_at = ?, last_error = NULL WHERE id = ?",
@@ -225,10 +164,10 @@ extension RecordStore {
     }
 
     /// Puts a subscription's failed deliveries back in line; returns how many.
-    public func retryFailedDeliveries(subscription id: String, viewer: Viewer, now: Double = unixNow()) throws -> Int {
+    public func retryFailedDeliveries(subscription id: String, viewer: Viewer, now: Double) throws -> Int {
         try locked {
-            guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw WriteError.notFound }
-            if case .user(let name) = viewer, owner.string(0) != name { throw WriteError.notFound }
+            guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw RecordWriteError.notFound }
+            if case .user(let name) = viewer, owner.string(0) != name { throw RecordWriteError.notFound }
             return try db.run("UPDATE deliveries SET state = 'pending', attempts = 0, next_at = ? WHERE subscription_id = ? AND state = 'failed'",
                               [.double(now), .text(id)])
         }
@@ -241,7 +180,7 @@ extension RecordStore {
                 SELECT d.seq, c.op, c.type, c.at, c.record FROM deliveries d JOIN changes c ON c.seq = d.seq
                 WHERE d.subscription_id = ? AND d.seq > ? ORDER BY d.seq
                 """, [.text(s.id), .int(since)]).map {
-                Self.event(subscription: s, seq: $0.int(0)!, op: $0.string(1)!, type: $0.string(2)!, at: $0.double(3)!,
+                s.event(seq: $0.int(0)!, op: $0.string(1)!, type: $0.string(2)!, at: $0.double(3)!,
                            record: try JSONValue.parse($0.string(4)!))
             }
         }

@@ -4,55 +4,28 @@ import PhotomemoCore
 
 /// Creating, updating and deleting records; each in one transaction with its change.
 extension RecordStore {
-    public enum WriteError: Error, Equatable {
-        case notFound
-        case forbidden
-        /// The record changed since the tag the client named.
-        case conflict(current: String)
-    }
-
-    /// What the index stage writes for a job.
-    public struct Input: Sendable {
-        public var jobKey: String
-        public var photoSHA256: String?
-        public var memo: MemoJob
-        public var assets: JSONValue
-        public var exif: JSONValue
-        public var width: Int?
-        public var height: Int?
-
-        public init(jobKey: String, photoSHA256: String?, memo: MemoJob, assets: JSONValue, exif: JSONValue, width: Int?, height: Int?) {
-            self.jobKey = jobKey
-            self.photoSHA256 = photoSHA256
-            self.memo = memo
-            self.assets = assets
-            self.exif = exif
-            self.width = width
-            self.height = height
-        }
-    }
 
     /// Deterministic from the job key: a repeated index run finds its own record.
     static func recordID(jobKey: String) -> String { "r" + String(SHA256.hex(Data(jobKey.utf8)).prefix(23)) }
 
     /// Creates the job's record, or returns it when this job already did (idempotent).
     /// A memo for a photo that already has a record (from another job) updates that one.
-    public func apply(_ input: Input, now: Double = unixNow()) throws -> (record: Record, op: String) {
+    public func apply(_ input: RecordInput, now: Double) throws -> (record: Record, op: String) {
         try locked { try db.transaction { try applyInTransaction(input, now: now) } }
     }
 
     /// Many inputs in one transaction (one fsync): for bulk loads.
-    public func apply(batch inputs: [Input], now: Double = unixNow()) throws -> [(record: Record, op: String)] {
+    public func apply(batch inputs: [RecordInput], now: Double) throws -> [(record: Record, op: String)] {
         try locked { try db.transaction { try inputs.map { try applyInTransaction($0, now: now) } } }
     }
 
-    private func applyInTransaction(_ input: Input, now: Double) throws -> (record: Record, op: String) {
+    private func applyInTransaction(_ input: RecordInput, now: Double) throws -> (record: Record, op: String) {
                 // A job already applied (a re-run after a crash) changes nothing.
                 if let done = try db.queryOne("SELECT record_id FROM applied_jobs WHERE job_key = ?", [.text(input.jobKey)])?.string(0) {
                     if let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(done)]) {
                         return (try Self.record(row), "none")
                     }
-                    throw WriteError.notFound
+                    throw RecordWriteError.notFound
                 }
                 // A line naming a record updates it — if the job's owner may write it: memo,
                 // type, the fields given, and the images when it brings a photo. A memo for an
@@ -63,9 +36,9 @@ extension RecordStore {
                 if let id = input.memo.record {
                     var vis: [SQLValue] = [.text(id)]
                     guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) else {
-                        throw WriteError.notFound
+                        throw RecordWriteError.notFound
                     }
-                    guard Self.canWrite(try Self.record(row), viewer) else { throw WriteError.forbidden }
+                    guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
                     target = row
                 } else if let sha = input.photoSHA256 {
                     target = try db.queryOne("""
@@ -168,22 +141,22 @@ extension RecordStore {
 
     /// Changes memo and fields (a field set to null is removed), optionally only if the
     /// record still has `ifTag`.
-    public func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL? = nil, ifTag: String?, viewer: Viewer,
-                       now: Double = unixNow()) throws -> Record {
+    public func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL?, ifTag: String?, viewer: Viewer,
+                       now: Double) throws -> Record {
         try locked {
             try db.transaction {
                 guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
-                    throw WriteError.notFound
+                    throw RecordWriteError.notFound
                 }
                 var r = try Self.record(row)
                 var vis: [SQLValue] = [.text(id)]
                 guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
-                    throw WriteError.notFound
+                    throw RecordWriteError.notFound
                 }
-                guard Self.canWrite(r, viewer) else { throw WriteError.forbidden }
+                guard Self.canWrite(r, viewer) else { throw RecordWriteError.forbidden }
                 // Who may see and change a record is its owner's to say (and an admin's), not a writer's.
-                if acl != nil, case .user(let name) = viewer, r.owner != name { throw WriteError.forbidden }
-                if let ifTag, ifTag != r.changeTag { throw WriteError.conflict(current: r.changeTag) }
+                if acl != nil, case .user(let name) = viewer, r.owner != name { throw RecordWriteError.forbidden }
+                if let ifTag, ifTag != r.changeTag { throw RecordWriteError.conflict(current: r.changeTag) }
                 if let memo { r.memo = memo }
                 for (k, v) in fields { if v == .null { r.fields.removeValue(forKey: k) } else { r.fields[k] = v } }
                 if let acl { r.acl = acl }
@@ -197,18 +170,18 @@ extension RecordStore {
     /// Deletes a record and, through `deleteSelf` references, the records that refer to
     /// it. Returns the deleted ids, the asset keys no remaining record uses, and the photos
     /// (bytes, owner) whose records are gone.
-    public func delete(_ id: String, viewer: Viewer, now: Double = unixNow()) throws
+    public func delete(_ id: String, viewer: Viewer, now: Double) throws
         -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
         try locked {
             try db.transaction {
                 guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
-                    throw WriteError.notFound
+                    throw RecordWriteError.notFound
                 }
                 var vis: [SQLValue] = [.text(id)]
                 guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
-                    throw WriteError.notFound
+                    throw RecordWriteError.notFound
                 }
-                guard Self.canWrite(try Self.record(row), viewer) else { throw WriteError.forbidden }
+                guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
                 var deleted: [String] = []
                 var photos: [(sha256: String, owner: String?)] = []
                 var keys = Set<String>()
@@ -234,22 +207,8 @@ extension RecordStore {
         }
     }
 
-    public struct Change: Sendable {
-        public let seq: Int64
-        public let recordID: String
-        public let type: String
-        public let op: String
-        public let at: Double
-        public let record: JSONValue
-
-        public var json: JSONValue {
-            ["seq": .int(seq), "record_id": .string(recordID), "type": .string(type), "op": .string(op),
-             "time": .string(isoTimestamp(at)), "record": record]
-        }
-    }
-
     /// Changes after `since`, oldest first, that the viewer could read when they happened.
-    public func changes(since: Int64, limit: Int, viewer: Viewer) throws -> [Change] {
+    public func changes(since: Int64, limit: Int, viewer: Viewer) throws -> [RecordChange] {
         try locked {
             var params: [SQLValue] = [.int(since)]
             var filter = ""
@@ -259,7 +218,7 @@ extension RecordStore {
             }
             params.append(.int(Int64(limit)))
             return try db.query("SELECT seq, record_id, type, op, at, record FROM changes WHERE seq > ?\(filter) ORDER BY seq LIMIT ?", params)
-                .map { Change(seq: $0.int(0)!, recordID: $0.string(1)!, type: $0.string(2)!, op: $0.string(3)!, at: $0.double(4)!,
+                .map { RecordChange(seq: $0.int(0)!, recordID: $0.string(1)!, type: $0.string(2)!, op: $0.string(3)!, at: $0.double(4)!,
                               record: try JSONValue.parse($0.string(5)!)) }
         }
     }

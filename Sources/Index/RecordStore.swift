@@ -17,7 +17,7 @@ public enum Viewer: Sendable, Equatable {
 /// The record index on SQLite (WAL): records, typed field rows, ACL rows, asset keys,
 /// full-text on memo, and the change feed. One connection behind a lock; called off the
 /// loop thread.
-public final class RecordStore: @unchecked Sendable {
+public final class RecordStore: RecordIndex, @unchecked Sendable {
     // Safe: `db` is only touched with `lock` held.
     let db: Database
     let lock = NSLock()
@@ -73,16 +73,11 @@ public final class RecordStore: @unchecked Sendable {
         }
     }
 
-    public struct Page: Sendable {
-        public let records: [Record]
-        public let cursor: String?
-    }
-
     /// Records matching `predicate` (and `type`), sorted, `limit` at a time; ties (and no
     /// sort at all) go in creation order. The cursor is the last row's sort values and
     /// position (keyset paging), so it stays right while records are added or removed.
     public func query(_ predicate: RecordPredicate, type: String? = nil, sort: [SortKey] = [], limit: Int = 100,
-                      cursor: String? = nil, viewer: Viewer) throws -> Page {
+                      cursor: String? = nil, viewer: Viewer) throws -> RecordPage {
         var params: [SQLValue] = []
         var whereSQL = PredicateCompiler.compile(predicate, &params)
         if let type { whereSQL += " AND r.type = ?"; params.append(.text(type)) }
@@ -131,7 +126,7 @@ public final class RecordStore: @unchecked Sendable {
         if rows.count == limit, let last = rows.last {
             next = Self.encode(Array(last.values[12..<(12 + exprs.count)]), last.int(11)!)
         }
-        return Page(records: records, cursor: next)
+        return RecordPage(records: records, cursor: next)
     }
 
     /// Keyset condition: rows strictly after (values, rowid) in the sort order, NULLS LAST.

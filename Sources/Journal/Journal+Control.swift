@@ -3,22 +3,6 @@ import SQLite
 
 /// What the control socket asks of the journal: statistics, paging, retry and cancel.
 extension Journal {
-    public struct StageStats: Sendable, Equatable {
-        public var done = 0, failed = 0, retried = 0, skipped = 0, unavailable = 0
-        /// Latencies (ms) of the most recent successful runs, oldest first.
-        public var recentMs: [Double] = []
-
-        public init() {}
-
-        /// Nearest-rank percentile (p in 0...1) of `recentMs`.
-        public func percentile(_ p: Double) -> Double? {
-            guard !recentMs.isEmpty else { return nil }
-            let sorted = recentMs.sorted()
-            let rank = Int((p * Double(sorted.count)).rounded(.up))
-            return sorted[min(sorted.count, max(1, rank)) - 1]
-        }
-    }
-
     /// Per-stage outcome counts since the journal began, and the latencies of the last
     /// `window` successful runs of each stage.
     public func stageStats(window: Int = 1000) throws -> [String: StageStats] {
@@ -80,21 +64,16 @@ extension Journal {
         }
     }
 
-    public enum ControlError: Error, Equatable {
-        case notFound
-        case conflict(String)
-    }
-
     /// Runs a failed or cancelled job again from the stage where it stopped, with fresh
     /// attempts. Returns the quarantined file to move back to the photo's path, if any.
     public func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double = unixNow()) throws -> (quarantined: String?, photoPath: String?) {
         try write { db in
             guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine FROM jobs WHERE id = ?", [.int(id)]) else {
-                throw ControlError.notFound
+                throw JobControlError.notFound
             }
             let state = r.string(0)!
             guard state == "failed" || state == "cancelled" else {
-                throw ControlError.conflict("job \(id) is \(state); only failed or cancelled jobs can be retried")
+                throw JobControlError.conflict("job \(id) is \(state); only failed or cancelled jobs can be retried")
             }
             if r.string(1) != nil && r.string(2) == nil {
                 // A memo whose photo never came: wait for it again.
@@ -118,10 +97,10 @@ extension Journal {
     public func cancel(job id: Int64, now: Double = unixNow()) throws {
         try write { db in
             guard let state = try db.queryOne("SELECT state FROM jobs WHERE id = ?", [.int(id)])?.string(0) else {
-                throw ControlError.notFound
+                throw JobControlError.notFound
             }
             guard ["queued", "waiting", "running"].contains(state) else {
-                throw ControlError.conflict("job \(id) is already \(state)")
+                throw JobControlError.conflict("job \(id) is already \(state)")
             }
             try db.run("""
                 UPDATE jobs SET state = 'cancelled', ready_at = NULL, deadline = NULL, wait_reason = NULL, updated = ?, finished = ?

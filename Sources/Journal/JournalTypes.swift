@@ -174,3 +174,26 @@ public struct ResumeCounts: Sendable, Equatable {
 
     public init() {}
 }
+
+/// A stage's outcome counts and recent latencies, for `status` and `metrics`.
+public struct StageStats: Sendable, Equatable {
+    public var done = 0, failed = 0, retried = 0, skipped = 0, unavailable = 0
+    /// Latencies (ms) of the most recent successful runs, oldest first.
+    public var recentMs: [Double] = []
+
+    public init() {}
+
+    /// Nearest-rank percentile (p in 0...1) of `recentMs`.
+    public func percentile(_ p: Double) -> Double? {
+        guard !recentMs.isEmpty else { return nil }
+        let sorted = recentMs.sorted()
+        let rank = Int((p * Double(sorted.count)).rounded(.up))
+        return sorted[min(sorted.count, max(1, rank)) - 1]
+    }
+}
+
+/// Why `retry` or `cancel` refused.
+public enum JobControlError: Error, Equatable {
+    case notFound
+    case conflict(String)
+}

@@ -7,12 +7,12 @@ import PhotomemoCore
 /// poked. A store that is down keeps them queued for the next round.
 final class AssetCollector {
     private let loop: EventLoop
-    private let records: RecordStore
+    private let records: any RecordIndex
     private let assets: any AssetStore
     private let timer: LoopTimer
     private var running = false
 
-    init(loop: EventLoop, records: RecordStore, assets: any AssetStore) throws {
+    init(loop: EventLoop, records: any RecordIndex, assets: any AssetStore) throws {
         self.loop = loop
         self.records = records
         self.assets = assets

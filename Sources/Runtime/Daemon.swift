@@ -77,16 +77,16 @@ public final class Daemon {
         EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)))
         let environment = StageEnvironment(home: URL(fileURLWithPath: home.root), database: definition.database,
                                            store: definition.store, resources: resources)
-        let records = try environment.recordStore()
+        let backend = try Backend(environment: environment)
+        let (journal, records) = (backend.journal, backend.records)
         let assets = try environment.assetStore()
 
-        let journal = try Journal(path: records.path)
         // A fatal signal left its line in the crash log: the jobs it names have a crash
         // counted at their stage (a SIGKILL or a clean stop leaves the log empty).
         let crash = FatalSignalLog.lastCrash(in: home.crashLog)
         if let crash { Log.warning("the last run died of \(crash.signal) while running \(crash.running.count) jobs") }
         let counts = try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts, crashed: crash?.running ?? [:],
-                                                   signal: crash?.signal ?? "a fatal signal")
+                                                   signal: crash?.signal ?? "a fatal signal", now: unixNow())
         if counts.resumed > 0 { Log.notice("resuming \(counts.resumed) interrupted jobs") }
         if counts.failed > 0 { Log.warning("\(counts.failed) jobs failed: interrupted too many times") }
         for id in counts.crashLooped {

@@ -10,7 +10,7 @@ import PhotomemoCore
 final class InboxScanner: @unchecked Sendable {
     // Safe: used only from the serial intake lane.
     let inbox: String
-    let journal: Journal
+    let journal: any JobIntake
     let quarantine: Quarantine
     /// A file found by a rescan (not by a close event) is taken once untouched this long.
     let settleSeconds: Double
@@ -27,7 +27,7 @@ final class InboxScanner: @unchecked Sendable {
         var errors: [String] = []
     }
 
-    init(inbox: String, journal: Journal, quarantine: Quarantine, settleSeconds: Double) {
+    init(inbox: String, journal: any JobIntake, quarantine: Quarantine, settleSeconds: Double) {
         self.inbox = inbox
         self.journal = journal
         self.quarantine = quarantine
@@ -103,7 +103,7 @@ final class InboxScanner: @unchecked Sendable {
         guard !batch.isEmpty else { return }
         do {
             Failpoint.hit("inbox.before_commit")
-            let outcomes = try journal.commitPhotos(batch)
+            let outcomes = try journal.commitPhotos(batch, now: unixNow())
             report.outcomes += zip(batch, outcomes).map { ($0.name, $1, $0.owner) }
         } catch where batch.count > 1 {
             for photo in batch { commit([photo], &report) }
@@ -172,7 +172,7 @@ final class InboxScanner: @unchecked Sendable {
             }
             try DurableFile.fsyncFolder(inbox)
             _ = try journal.recordRejectedEntry(name: shown, identity: Files.identity(st), owner: UnixUser.nameOrNumber(st.st_uid),
-                                                reason: reason, quarantinePath: target)
+                                                reason: reason, quarantinePath: target, now: unixNow())
             report.rejected.append("\(shown): \(reason)")
         } catch {
             report.errors.append("cannot quarantine \(shown): \(error)")
@@ -183,7 +183,7 @@ final class InboxScanner: @unchecked Sendable {
         do {
             let why = Quarantine.reason(reason, extra: ["source": "inbox", "name": .string(name)])
             let moved = try quarantine.moveFile(at: inbox + "/" + name, name: name, reason: why, job: nil)
-            _ = try journal.recordRejectedEntry(name: name, identity: identity, owner: owner, reason: reason, quarantinePath: moved)
+            _ = try journal.recordRejectedEntry(name: name, identity: identity, owner: owner, reason: reason, quarantinePath: moved, now: unixNow())
             report.rejected.append("\(name): \(reason)")
         } catch {
             report.errors.append("cannot quarantine \(name) (\(reason)): \(error)")

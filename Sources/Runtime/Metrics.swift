@@ -7,7 +7,7 @@ import PhotomemoCore
 enum Metrics {
     static let boundsMs: [Double] = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000]
 
-    static func render(journal: Journal, snapshot: StatusHandlers.LoopSnapshot) throws -> String {
+    static func render(journal: any JobControl, snapshot: StatusHandlers.LoopSnapshot) throws -> String {
         var out = ""
         func family(_ name: String, _ type: String, _ help: String) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
@@ -36,7 +36,7 @@ enum Metrics {
         let stats = try journal.stageStats(window: 0)
         family("photomemo_stage_runs_total", "counter", "Stage runs by stage and outcome.")
         for name in snapshot.stageNames {
-            let s = stats[name] ?? Journal.StageStats()
+            let s = stats[name] ?? StageStats()
             for (outcome, n) in [("done", s.done), ("skipped", s.skipped), ("retry", s.retried), ("unavailable", s.unavailable), ("failed", s.failed)] {
                 sample("photomemo_stage_runs_total", [("stage", name), ("outcome", outcome)], Double(n))
             }

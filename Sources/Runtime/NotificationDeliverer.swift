@@ -12,7 +12,7 @@ import PhotomemoCore
 final class NotificationDeliverer {
     private let loop: EventLoop
     private let events: EventBus
-    private let store: RecordStore
+    private let store: any RecordIndex
     private let retry: () -> RetryPolicy
     private let execTimeoutMs: Int
     private let timer: LoopTimer
@@ -24,7 +24,7 @@ final class NotificationDeliverer {
     static let maxInFlight = 8
     static let maxPerOwner = 2
 
-    init(loop: EventLoop, events: EventBus, store: RecordStore, retry: @escaping () -> RetryPolicy,
+    init(loop: EventLoop, events: EventBus, store: any RecordIndex, retry: @escaping () -> RetryPolicy,
          execTimeoutMs: Int = Sink.defaultExecTimeoutMs) throws {
         self.execTimeoutMs = execTimeoutMs
         self.loop = loop
@@ -63,7 +63,7 @@ final class NotificationDeliverer {
         }
     }
 
-    private func deliver(_ d: RecordStore.Delivery, _ store: RecordStore) {
+    private func deliver(_ d: OutboxDelivery, _ store: any RecordIndex) {
         inFlight.insert(d.subscription.id)
         let owner = d.subscription.owner ?? ""
         perOwner[owner, default: 0] += 1

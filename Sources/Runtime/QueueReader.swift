@@ -25,7 +25,7 @@ final class QueueReader: @unchecked Sendable {
     /// The file relative to the home: its key in the journal and in derived job keys.
     let name: String
     let path: String
-    let journal: Journal
+    let journal: any JobIntake
     let quarantine: Quarantine
     let intake: MemoIntake
     private var held: (fd: Int32, inode: UInt64)?
@@ -49,7 +49,7 @@ final class QueueReader: @unchecked Sendable {
         var owner: UInt32?
     }
 
-    init(path: String, name: String, journal: Journal, quarantine: Quarantine, intake: MemoIntake) {
+    init(path: String, name: String, journal: any JobIntake, quarantine: Quarantine, intake: MemoIntake) {
         self.path = path
         self.name = name
         self.journal = journal
@@ -157,7 +157,7 @@ final class QueueReader: @unchecked Sendable {
             if next.offset == pos.offset { return }
             next.tail = try fingerprint(fd, before: next.offset)
             Failpoint.hit("queue.before_commit")
-            let outcomes = try journal.commitMemos(memos, position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value)
+            let outcomes = try journal.commitMemos(memos, position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value, now: unixNow())
             report.outcomes += zip(outcomes, memos).map { ($0, $1.memo.owner) }
             report.lines += Int(next.line - pos.line)
             pos = next

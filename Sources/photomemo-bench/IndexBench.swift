@@ -20,7 +20,7 @@ enum IndexBench {
         let stage = try IndexStage(options: StageOptions(validating: [:], against: IndexStage.options, place: "bench"),
                                    environment: environment)
         let journal = try Journal(path: dir + "/journal.sqlite")
-        let store = try environment.recordStore()
+        let store = try environment.recordIndex()
         var g = SystemRandomNumberGenerator()
         let memos = (0..<n).map { i -> QueuedMemo in
             let memo = (0..<4).map { _ in words.randomElement(using: &g)! }.joined(separator: " ")
@@ -54,7 +54,7 @@ enum IndexBench {
             for _ in 0..<200 {
                 let (p, s) = make()
                 let start = Date()
-                _ = try store.query(p, sort: s, limit: 50, viewer: .admin)
+                _ = try store.query(p, type: nil, sort: s, limit: 50, cursor: nil, viewer: .admin)
                 ms.append(Date().timeIntervalSince(start) * 1000)
             }
             ms.sort()

@@ -156,7 +156,7 @@ import Testing
         var models: [Model] = []
         for i in 0..<80 {
             var m = randomModel(&g)
-            let (r, _) = try store.apply(RecordStore.Input(jobKey: "k\(i)", photoSHA256: nil,
+            let (r, _) = try store.apply(RecordInput(jobKey: "k\(i)", photoSHA256: nil,
                                                            memo: MemoJob(memo: m.memo, type: m.type, fields: fields(m)),
                                                            assets: .emptyObject, exif: .emptyObject, width: nil, height: nil))
             m.id = r.id

@@ -10,8 +10,8 @@ func tempStore() throws -> RecordStore {
 }
 
 func input(_ key: String, type: String = "Memo", memo: String = "", fields: [String: JSONValue] = [:], owner: String? = "alice",
-           sha: String? = nil, assets: JSONValue = .emptyObject) -> RecordStore.Input {
-    RecordStore.Input(jobKey: key, photoSHA256: sha, memo: MemoJob(memo: memo, type: type, fields: fields, owner: owner),
+           sha: String? = nil, assets: JSONValue = .emptyObject) -> RecordInput {
+    RecordInput(jobKey: key, photoSHA256: sha, memo: MemoJob(memo: memo, type: type, fields: fields, owner: owner),
                       assets: assets, exif: .emptyObject, width: nil, height: nil)
 }
 
@@ -76,14 +76,14 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         #expect(Set(try ids(s, "TRUEPREDICATE", viewer: .user("alice"))) == ["alice private", "bob public", "bob shared with alice"])
         #expect(Set(try ids(s, "TRUEPREDICATE", viewer: .user("bob"))) == ["bob public", "bob shared with alice"])
         #expect(Set(try ids(s, "TRUEPREDICATE", viewer: .user("carol"))) == ["bob public"])
-        #expect(throws: RecordStore.WriteError.forbidden) {
+        #expect(throws: RecordWriteError.forbidden) {
             try s.update(shared.id, memo: "x", fields: [:], ifTag: nil, viewer: .user("alice"))
         }
         #expect(try s.changes(since: 0, limit: 100, viewer: .user("carol")).allSatisfy { $0.recordID == bobs.id })
         // A writer may change the memo, but only the owner (or an admin) says who may see it.
         _ = try s.update(shared.id, memo: nil, fields: [:], acl: ACL(readers: ["alice"], writers: ["alice"]), ifTag: nil, viewer: .user("bob"))
         #expect(try s.update(shared.id, memo: "edited by alice", fields: [:], ifTag: nil, viewer: .user("alice")).memo == "edited by alice")
-        #expect(throws: RecordStore.WriteError.forbidden) {
+        #expect(throws: RecordWriteError.forbidden) {
             try s.update(shared.id, memo: nil, fields: [:], acl: ACL(writers: ["alice", "carol"], publicRead: true), ifTag: nil,
                          viewer: .user("alice"))
         }
@@ -94,7 +94,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         let (r, _) = try s.apply(input("1", memo: "v1"))
         let r2 = try s.update(r.id, memo: "v2", fields: ["n": 1], ifTag: r.changeTag, viewer: .user("alice"))
         #expect(r2.changeTag != r.changeTag)
-        #expect(throws: RecordStore.WriteError.conflict(current: r2.changeTag)) {
+        #expect(throws: RecordWriteError.conflict(current: r2.changeTag)) {
             try s.update(r.id, memo: "v3", fields: [:], ifTag: r.changeTag, viewer: .user("alice"))
         }
         #expect(try ids(s, #"memo CONTAINS "v2""#) == ["v2"])  // full text follows updates

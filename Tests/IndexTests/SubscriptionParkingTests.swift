@@ -13,8 +13,8 @@ import Testing
     static let tooComplexForSQLite = String(repeating: "(n == 1 OR (code == \"x\" AND ", count: 32) + "n == 2"
         + String(repeating: "))", count: 32)
 
-    func subscription(_ predicate: String, id: String? = nil) -> RecordStore.Subscription {
-        var s = RecordStore.Subscription(owner: nil, type: "Memo", predicate: predicate, firesOn: ["create", "update"], alert: nil,
+    func subscription(_ predicate: String, id: String? = nil) -> Subscription {
+        var s = Subscription(owner: nil, type: "Memo", predicate: predicate, firesOn: ["create", "update"], alert: nil,
                                          sink: .exec, target: "[\"true\"]", secret: nil)
         if let id { s.id = id }
         return s

@@ -15,7 +15,7 @@ enum SampleIndex {
             for (i, job) in jobs.enumerated() {
                 var job = job
                 if let first { job.fields["parent"] = ["ref": .string(first), "action": "deleteSelf"] }
-                let input = RecordStore.Input(jobKey: "fuzz-\(i)", photoSHA256: nil, memo: job, assets: .emptyObject,
+                let input = RecordInput(jobKey: "fuzz-\(i)", photoSHA256: nil, memo: job, assets: .emptyObject,
                                               exif: .emptyObject, width: i % 2 == 0 ? 4032 : nil, height: i % 2 == 0 ? 3024 : nil)
                 let (record, _) = try store.apply(input)
                 first = first ?? record.id

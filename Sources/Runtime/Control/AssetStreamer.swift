@@ -13,7 +13,7 @@ import PhotomemoCore
 /// `{"event":"asset_error","id":N,"error":{"code","message"}}` instead of `asset_end`.
 /// The connection paces the reads (`ControlConnection.pumpStreams`).
 extension RecordHandlers {
-    func streamAsset(_ req: ControlRequest, records: RecordStore, viewer: Viewer, to conn: ControlConnection,
+    func streamAsset(_ req: ControlRequest, records: any RecordIndex, viewer: Viewer, to conn: ControlConnection,
                      reply: @escaping Reply) throws {
         let id = try req.requiredString("record")
         let rendition = try req.requiredString("rendition")
@@ -22,7 +22,7 @@ extension RecordHandlers {
         let loop = self.loop
         loop.submit({ () -> Result<AssetStream.Header, PhotomemoError> in
             do {
-                guard let r = try records.get(id, viewer: viewer) else { throw RecordStore.WriteError.notFound }
+                guard let r = try records.get(id, viewer: viewer) else { throw RecordWriteError.notFound }
                 guard let asset = r.assets[rendition], let key = asset["key"]?.stringValue else {
                     throw PhotomemoError(.notFound, "record \(id) has no \(rendition) asset; it has: \((r.assets.objectValue ?? [:]).keys.sorted().joined(separator: ", "))")
                 }

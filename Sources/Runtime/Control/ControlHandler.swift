@@ -29,9 +29,9 @@ extension EventLoop {
     /// errors become `not_found`/`conflict`, anything else `internal`.
     func reply(_ reply: @escaping ControlHandler.Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
         submit({ () -> Result<JSONValue, PhotomemoError> in
-            do { return .success(try work()) } catch let e as PhotomemoError { return .failure(e) } catch Journal.ControlError.notFound {
+            do { return .success(try work()) } catch let e as PhotomemoError { return .failure(e) } catch JobControlError.notFound {
                 return .failure(PhotomemoError(.notFound, "no such job"))
-            } catch Journal.ControlError.conflict(let m) {
+            } catch JobControlError.conflict(let m) {
                 return .failure(PhotomemoError(.conflict, m))
             } catch {
                 return .failure(PhotomemoError(.internalError, "\(error)"))

@@ -10,9 +10,9 @@ import PhotomemoCore
 final class Followers {
     final class Follower {
         let connection: ControlConnection
-        let subscription: RecordStore.Subscription
+        let subscription: Subscription
         var last: Int64
-        init(connection: ControlConnection, subscription: RecordStore.Subscription, last: Int64) {
+        init(connection: ControlConnection, subscription: Subscription, last: Int64) {
             self.connection = connection
             self.subscription = subscription
             self.last = last
@@ -20,12 +20,12 @@ final class Followers {
     }
 
     private let loop: EventLoop
-    private let records: RecordStore
+    private let records: any RecordIndex
     private let timer: LoopTimer
     private var followers: [ObjectIdentifier: Follower] = [:]
     private var polling = false
 
-    init(loop: EventLoop, records: RecordStore) throws {
+    init(loop: EventLoop, records: any RecordIndex) throws {
         self.loop = loop
         self.records = records
         timer = try LoopTimer(loop: loop)
@@ -37,15 +37,15 @@ final class Followers {
 
     func disconnected(_ conn: ControlConnection) { followers.removeValue(forKey: ObjectIdentifier(conn)) }
 
-    static func decodeSubscription(_ v: JSONValue) -> RecordStore.Subscription? {
+    static func decodeSubscription(_ v: JSONValue) -> Subscription? {
         guard let id = v["id"]?.stringValue, let type = v["type"]?.stringValue else { return nil }
-        return RecordStore.Subscription(id: id, owner: v["owner"]?.stringValue, type: type, predicate: v["predicate"]?.stringValue ?? "TRUEPREDICATE",
+        return Subscription(id: id, owner: v["owner"]?.stringValue, type: type, predicate: v["predicate"]?.stringValue ?? "TRUEPREDICATE",
                                         firesOn: (v["fires_on"]?.arrayValue ?? []).compactMap(\.stringValue), alert: v["alert"]?.stringValue,
                                         sink: .socket, target: nil, secret: nil)
     }
 
     /// Streams a socket subscription's events to `conn`, starting after change `since`.
-    func follow(_ conn: ControlConnection, _ s: RecordStore.Subscription, since: Int64) {
+    func follow(_ conn: ControlConnection, _ s: Subscription, since: Int64) {
         followers[ObjectIdentifier(conn)] = Follower(connection: conn, subscription: s, last: since)
         poll()
     }

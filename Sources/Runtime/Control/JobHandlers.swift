@@ -10,7 +10,7 @@ import PhotomemoCore
 final class JobHandlers: ControlHandler {
     let commands: Set<ControlCommand> = [.jobs, .job, .watch, .enqueue, .retry, .cancel, .pause, .resume, .reload]
     private let loop: EventLoop
-    private let journal: Journal
+    private let journal: any JobJournal
     private let scheduler: Scheduler
     private let events: EventBus
     private let lane: SerialLane
@@ -20,7 +20,7 @@ final class JobHandlers: ControlHandler {
     private var watchers: [ObjectIdentifier: ControlConnection] = [:]
     var watching: Int { watchers.count }
 
-    init(loop: EventLoop, journal: Journal, scheduler: Scheduler, events: EventBus, lane: SerialLane, intake: MemoIntake,
+    init(loop: EventLoop, journal: any JobJournal, scheduler: Scheduler, events: EventBus, lane: SerialLane, intake: MemoIntake,
          reload: @escaping () -> Result<JobDefinition, PhotomemoError>) {
         self.loop = loop
         self.journal = journal
@@ -131,7 +131,7 @@ final class JobHandlers: ControlHandler {
             do {
                 let photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
                 let queued = QueuedMemo(memo: memo, photo: photo, key: key, source: "socket", origin: "socket")
-                return .success(try journal.commitMemos([queued], position: nil, joinTimeoutSeconds: join)[0])
+                return .success(try journal.commitMemos([queued], position: nil, file: "queue.jsonl", joinTimeoutSeconds: join, now: unixNow())[0])
             } catch let e as PhotomemoError {
                 return .failure(e.code == .forbidden ? e : PhotomemoError(.badRequest, e.message))
             } catch {
@@ -167,7 +167,7 @@ final class JobHandlers: ControlHandler {
         }) {
             let owner = try journal.job(id)?.memo.owner
             try AccessPolicy.checkJob(id, owner: owner, by: caller)
-            let (quarantined, photoPath) = try journal.retry(job: id, joinTimeoutSeconds: join)
+            let (quarantined, photoPath) = try journal.retry(job: id, joinTimeoutSeconds: join, now: unixNow())
             // A quarantined photo goes back where the job expects it.
             if let q = quarantined, let photo = photoPath, !FileManager.default.fileExists(atPath: photo) {
                 try FileManager.default.moveItem(atPath: q, toPath: photo)
@@ -186,7 +186,7 @@ final class JobHandlers: ControlHandler {
         }) {
             let owner = try journal.job(id)?.memo.owner
             try AccessPolicy.checkJob(id, owner: owner, by: caller)
-            try journal.cancel(job: id)
+            try journal.cancel(job: id, now: unixNow())
             return ["job": .int(id), "state": "cancelled", "owner": owner.map(JSONValue.string) ?? .null]
         }
     }

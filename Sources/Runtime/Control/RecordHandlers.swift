@@ -11,15 +11,15 @@ import PhotomemoCore
 final class RecordHandlers: ControlHandler {
     let commands: Set<ControlCommand> = [.query, .get, .update, .delete, .asset, .changes]
     let loop: EventLoop
-    let records: RecordStore
+    let records: any RecordIndex
     let assets: any AssetStore
-    private let journal: Journal
+    private let journal: any JobIntake
     private let events: EventBus
     private let wakeup: LoopWakeup.Sender
     /// Runs the asset collector now (after a delete).
     private let collectAssets: () -> Void
 
-    init(loop: EventLoop, records: RecordStore, assets: any AssetStore, journal: Journal, events: EventBus,
+    init(loop: EventLoop, records: any RecordIndex, assets: any AssetStore, journal: any JobIntake, events: EventBus,
          wakeup: LoopWakeup.Sender, collectAssets: @escaping () -> Void) {
         self.loop = loop
         self.records = records
@@ -32,9 +32,9 @@ final class RecordHandlers: ControlHandler {
 
     static func recordError(_ error: Error) -> Error {
         switch error {
-        case RecordStore.WriteError.notFound: PhotomemoError(.notFound, "no such record (or not visible to you)")
-        case RecordStore.WriteError.forbidden: PhotomemoError(.forbidden, "the record's ACL does not let you change it")
-        case RecordStore.WriteError.conflict(let current):
+        case RecordWriteError.notFound: PhotomemoError(.notFound, "no such record (or not visible to you)")
+        case RecordWriteError.forbidden: PhotomemoError(.forbidden, "the record's ACL does not let you change it")
+        case RecordWriteError.conflict(let current):
             PhotomemoError(.conflict, "the record changed since that tag; its change_tag is now \(current)")
         case let e as PredicateSyntaxError: PhotomemoError(.badRequest, "predicate: \(e.description)")
         default: error
@@ -61,7 +61,7 @@ final class RecordHandlers: ControlHandler {
         case .get:
             let id = try req.requiredString("record")
             offLoopRecords(reply) {
-                guard let r = try store.get(id, viewer: viewer) else { throw RecordStore.WriteError.notFound }
+                guard let r = try store.get(id, viewer: viewer) else { throw RecordWriteError.notFound }
                 return r.json
             }
         case .update:
@@ -88,7 +88,7 @@ final class RecordHandlers: ControlHandler {
                 collect()  // the released objects leave the store now, not at the next round
             }) {
                 let (deleted, released, photos) = try store.delete(id, viewer: viewer)
-                try journal.recordsDeleted(photos: photos)
+                try journal.recordsDeleted(photos: photos, now: unixNow())
                 for d in deleted { publishChange(d, "delete", caller.ownScope) }
                 return ["deleted": .array(deleted.map(JSONValue.string)), "released_assets": .array(released.map(JSONValue.string))]
             }

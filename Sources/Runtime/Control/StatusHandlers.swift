@@ -18,12 +18,12 @@ final class StatusHandlers: ControlHandler {
     }
 
     private let loop: EventLoop
-    private let journal: Journal
+    private let journal: any JobControl
     private let scheduler: Scheduler
     private let live: Sources
     private let started = unixNow()
 
-    init(loop: EventLoop, journal: Journal, scheduler: Scheduler, live: Sources) {
+    init(loop: EventLoop, journal: any JobControl, scheduler: Scheduler, live: Sources) {
         self.loop = loop
         self.journal = journal
         self.scheduler = scheduler
@@ -45,11 +45,11 @@ final class StatusHandlers: ControlHandler {
         }
         loop.reply(reply) {
             let counts = try journal.counts()
-            let stats = try journal.stageStats()
+            let stats = try journal.stageStats(window: 1000)
             let lastMinute = try journal.finishedCount(since: unixNow() - 60)
             var stages: [String: JSONValue] = [:]
             for name in snapshot.stageNames {
-                let s = stats[name] ?? Journal.StageStats()
+                let s = stats[name] ?? StageStats()
                 stages[name] = [
                     "done": .int(Int64(s.done)), "failed": .int(Int64(s.failed)), "retried": .int(Int64(s.retried)),
                     "skipped": .int(Int64(s.skipped)), "unavailable": .int(Int64(s.unavailable)),

@@ -11,10 +11,10 @@ import PhotomemoCore
 final class SubscriptionHandlers: ControlHandler {
     let commands: Set<ControlCommand> = [.subscribe, .unsubscribe, .subscriptions]
     private let loop: EventLoop
-    private let records: RecordStore
+    private let records: any RecordIndex
     private let followers: Followers
 
-    init(loop: EventLoop, records: RecordStore, followers: Followers) {
+    init(loop: EventLoop, records: any RecordIndex, followers: Followers) {
         self.loop = loop
         self.records = records
         self.followers = followers
@@ -61,8 +61,8 @@ final class SubscriptionHandlers: ControlHandler {
                 throw PhotomemoError(.badRequest, "\"webhook\" must be an http:// or https:// URL")
             }
             if webhook != nil && secret == nil { throw PhotomemoError(.badRequest, "a webhook needs a \"secret\" to sign its events with") }
-            let sink: RecordStore.Subscription.Sink = webhook != nil ? .webhook : (exec != nil ? .exec : .socket)
-            let sub = RecordStore.Subscription(owner: owner, type: type, predicate: try req.string("predicate") ?? "TRUEPREDICATE",
+            let sink: Subscription.Sink = webhook != nil ? .webhook : (exec != nil ? .exec : .socket)
+            let sub = Subscription(owner: owner, type: type, predicate: try req.string("predicate") ?? "TRUEPREDICATE",
                                                firesOn: firesOn, alert: try req.string("alert"), sink: sink,
                                                target: webhook ?? exec.map { JSONValue.array($0.map(JSONValue.string)).jsonString },
                                                secret: secret)

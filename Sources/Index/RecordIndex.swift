@@ -1,0 +1,74 @@
+import PhotomemoCore
+
+/// The record index as the rest of the daemon sees it, whatever engine holds it: writes,
+/// queries, the change feed, subscriptions and their outbox, and the asset references
+/// the collector needs. `RecordStore` (SQLite) is one; the PostgreSQL index shared by
+/// several daemons (issue #15) is meant to be the next. Every call blocks: run them off
+/// the loop thread.
+public protocol RecordIndex: AnyObject, Sendable {
+    // MARK: writing (each call one transaction, with its change and outbox rows)
+
+    /// Creates the job's record, or returns it when this job already did (idempotent on
+    /// the job key); `op` is "create", "update" or "none".
+    func apply(_ input: RecordInput, now: Double) throws -> (record: Record, op: String)
+    /// Many inputs in one transaction; throws if any one does (the caller splits).
+    func apply(batch inputs: [RecordInput], now: Double) throws -> [(record: Record, op: String)]
+    func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL?, ifTag: String?, viewer: Viewer,
+                now: Double) throws -> Record
+    /// Deletes a record and those that refer to it with `deleteSelf`.
+    func delete(_ id: String, viewer: Viewer, now: Double) throws
+        -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)])
+
+    // MARK: reading
+
+    func get(_ id: String, viewer: Viewer) throws -> Record?
+    /// Keyset-paged: the cursor stays right while records are added or removed.
+    func query(_ predicate: RecordPredicate, type: String?, sort: [SortKey], limit: Int, cursor: String?,
+               viewer: Viewer) throws -> RecordPage
+    /// Changes after `since`, oldest first, that the viewer could read when they happened.
+    func changes(since: Int64, limit: Int, viewer: Viewer) throws -> [RecordChange]
+
+    // MARK: subscriptions and the outbox
+
+    /// Refuses (`PredicateSyntaxError`) a predicate this engine cannot evaluate.
+    func subscribe(_ s: Subscription, now: Double) throws -> Subscription
+    func unsubscribe(_ id: String, viewer: Viewer) throws
+    func subscription(_ id: String) throws -> Subscription?
+    func subscriptions(viewer: Viewer) throws -> [JSONValue]
+    /// Fans changes not yet fanned out into deliveries; returns how many were made.
+    func fanOutPending(now: Double) throws -> Int
+    /// The next due delivery of each webhook/exec subscription, in change order.
+    func dueDeliveries(limit: Int, now: Double) throws -> [OutboxDelivery]
+    func finishDelivery(_ id: Int64, delivered: Bool, error: String?, retryAt: Double?, now: Double) throws
+    func retryFailedDeliveries(subscription id: String, viewer: Viewer, now: Double) throws -> Int
+    /// A socket follower's events after change `since`.
+    func socketEvents(subscription s: Subscription, since: Int64) throws -> [JSONValue]
+
+    // MARK: assets released by updates and deletes
+
+    func releasedAssets(limit: Int) throws -> [String]
+    func forgetReleased(_ key: String) throws
+    func isReferenced(_ key: String) throws -> Bool
+}
+
+extension RecordIndex {
+    public func apply(_ input: RecordInput) throws -> (record: Record, op: String) { try apply(input, now: unixNow()) }
+    public func apply(batch inputs: [RecordInput]) throws -> [(record: Record, op: String)] { try apply(batch: inputs, now: unixNow()) }
+    public func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL? = nil, ifTag: String?,
+                       viewer: Viewer) throws -> Record {
+        try update(id, memo: memo, fields: fields, acl: acl, ifTag: ifTag, viewer: viewer, now: unixNow())
+    }
+    public func delete(_ id: String, viewer: Viewer) throws
+        -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
+        try delete(id, viewer: viewer, now: unixNow())
+    }
+    public func subscribe(_ s: Subscription) throws -> Subscription { try subscribe(s, now: unixNow()) }
+    public func fanOutPending() throws -> Int { try fanOutPending(now: unixNow()) }
+    public func dueDeliveries(limit: Int) throws -> [OutboxDelivery] { try dueDeliveries(limit: limit, now: unixNow()) }
+    public func finishDelivery(_ id: Int64, delivered: Bool, error: String?, retryAt: Double?) throws {
+        try finishDelivery(id, delivered: delivered, error: error, retryAt: retryAt, now: unixNow())
+    }
+    public func retryFailedDeliveries(subscription id: String, viewer: Viewer) throws -> Int {
+        try retryFailedDeliveries(subscription: id, viewer: viewer, now: unixNow())
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import PhotomemoCore
+
+// The values the record index takes and gives, whatever engine holds it.
+
+public enum RecordWriteError: Error, Equatable {
+    case notFound
+    case forbidden
+    /// The record changed since the tag the client named.
+    case conflict(current: String)
+}
+
+/// What the index stage writes for a job.
+public struct RecordInput: Sendable {
+    public var jobKey: String
+    public var photoSHA256: String?
+    public var memo: MemoJob
+    public var assets: JSONValue
+    public var exif: JSONValue
+    public var width: Int?
+    public var height: Int?
+
+    public init(jobKey: String, photoSHA256: String?, memo: MemoJob, assets: JSONValue, exif: JSONValue, width: Int?, height: Int?) {
+        self.jobKey = jobKey
+        self.photoSHA256 = photoSHA256
+        self.memo = memo
+        self.assets = assets
+        self.exif = exif
+        self.width = width
+        self.height = height
+    }
+}
+
+public struct RecordPage: Sendable {
+    public let records: [Record]
+    public let cursor: String?
+
+    public init(records: [Record], cursor: String?) {
+        self.records = records
+        self.cursor = cursor
+    }
+}
+
+public struct RecordChange: Sendable {
+    public let seq: Int64
+    public let recordID: String
+    public let type: String
+    public let op: String
+    public let at: Double
+    public let record: JSONValue
+
+    public init(seq: Int64, recordID: String, type: String, op: String, at: Double, record: JSONValue) {
+        (self.seq, self.recordID, self.type, self.op, self.at, self.record) = (seq, recordID, type, op, at, record)
+    }
+
+    public var json: JSONValue {
+        ["seq": .int(seq), "record_id": .string(recordID), "type": .string(type), "op": .string(op),
+         "time": .string(isoTimestamp(at)), "record": record]
+    }
+}
+
+public struct Subscription: Sendable, Equatable {
+    public enum Sink: String, Sendable { case socket, webhook, exec }
+    public var id: String
+    public var owner: String?
+    public var type: String
+    public var predicate: String
+    public var firesOn: [String]
+    public var alert: String?
+    public var sink: Sink
+    /// Webhook URL, or the exec command as a JSON array.
+    public var target: String?
+    public var secret: String?
+
+    public init(id: String = "s" + String(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(15)),
+                owner: String?, type: String, predicate: String, firesOn: [String], alert: String?, sink: Sink,
+                target: String?, secret: String?) {
+        self.id = id
+        self.owner = owner
+        self.type = type
+        self.predicate = predicate
+        self.firesOn = firesOn
+        self.alert = alert
+        self.sink = sink
+        self.target = target
+        self.secret = secret
+    }
+
+    public var json: JSONValue {
+        var o: [String: JSONValue] = ["id": .string(id), "type": .string(type), "predicate": .string(predicate),
+                                      "fires_on": .array(firesOn.map(JSONValue.string)), "sink": .string(sink.rawValue)]
+        o["owner"] = owner.map(JSONValue.string) ?? .null
+        o["alert"] = alert.map(JSONValue.string) ?? .null
+        o["target"] = target.map(JSONValue.string) ?? .null
+        return .object(o)
+    }
+}
+
+extension Subscription {
+    /// The event a subscriber receives; `event_id` is stable across redeliveries.
+    public func event(seq: Int64, op: String, type: String, at: Double, record: JSONValue) -> JSONValue {
+        var o: [String: JSONValue] = ["event_id": .string("\(id)-\(seq)"), "subscription": .string(id), "seq": .int(seq),
+                                      "op": .string(op), "type": .string(type), "time": .string(isoTimestamp(at)), "record": record]
+        if let alert = alert { o["alert"] = .string(Self.render(alert, record: record)) }
+        return .object(o)
+    }
+
+    /// `"A new {type} was added: {memo}"`: built-in keys and fields by name.
+    static func render(_ template: String, record: JSONValue) -> String {
+        var out = template
+        for (k, v) in (record["fields"]?.objectValue ?? [:]).merging(["type": record["type"] ?? "", "memo": record["memo"] ?? "", "id": record["id"] ?? ""], uniquingKeysWith: { a, _ in a }) {
+            out = out.replacingOccurrences(of: "{\(k)}", with: v.stringValue ?? v.jsonString)
+        }
+        return out
+    }
+}
+
+public struct OutboxDelivery: Sendable {
+    public let id: Int64
+    public let subscription: Subscription
+    public let seq: Int64
+    public let attempts: Int
+    public let event: JSONValue
+
+    public init(id: Int64, subscription: Subscription, seq: Int64, attempts: Int, event: JSONValue) {
+        (self.id, self.subscription, self.seq, self.attempts, self.event) = (id, subscription, seq, attempts, event)
+    }
+}

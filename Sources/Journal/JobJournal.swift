@@ -1,0 +1,55 @@
+import PhotomemoCore
+
+/// What intake needs of the job store: making jobs of queue lines and inbox photos in
+/// one transaction with the read position, and the bookkeeping that keeps an inbox file
+/// from being taken twice. Queue positions and taken inbox names are this host's own
+/// (each daemon has its own home). Every call blocks: run them off the loop.
+public protocol JobIntake: AnyObject, Sendable {
+    /// The read position of a queue file (`queue.jsonl`, `queue.d/NAME.jsonl`).
+    func queuePosition(file: String) throws -> QueuePosition
+    /// Commits the jobs of a batch of queue lines together with the file's new read
+    /// position; with `position` nil (socket `enqueue`) only the jobs.
+    func commitMemos(_ memos: [QueuedMemo], position: QueuePosition?, file: String, joinTimeoutSeconds: Int,
+                     now: Double) throws -> [IntakeOutcome]
+    /// Commits complete inbox files as jobs: each joins a waiting memo, is a duplicate of
+    /// a job with the same bytes (and owner), or becomes a photo job.
+    func commitPhotos(_ photos: [TakenPhoto], now: Double) throws -> [IntakeOutcome]
+    /// Whether an inbox file with this name and identity is already a job.
+    func isTaken(name: String, identity: String) throws -> Bool
+    /// An inbox entry that can never be a photo: a failed job, already quarantined.
+    func recordRejectedEntry(name: String, identity: String, owner: String?, reason: String, quarantinePath: String,
+                             now: Double) throws -> Int64
+    /// Inbox files that repeat the bytes of a finished job (they may leave the inbox).
+    func finishedDuplicates() throws -> [(name: String, identity: String)]
+    /// Forgets an inbox file once it has been removed.
+    func forgetTaken(name: String) throws
+    /// These photos' records were deleted: the same bytes dropped again are a new record.
+    func recordsDeleted(photos: [(sha256: String, owner: String?)], now: Double) throws
+    /// At start: jobs left `running` resume at their stage (the interrupted run counts
+    /// as an attempt); those a fatal signal interrupted have a crash counted.
+    func resumeInterrupted(maxAttempts: Int, crashed: [Int64: String], signal: String, now: Double) throws -> ResumeCounts
+}
+
+/// What the control plane asks and changes: jobs, their history, retry and cancel,
+/// counts and per-stage statistics.
+public protocol JobControl: AnyObject, Sendable {
+    func job(_ id: Int64) throws -> JobSummary?
+    /// Newest first, `before` an id, optionally of one state and one owner.
+    func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String?) throws -> [JobSummary]
+    func history(_ id: Int64) throws -> [(event: String, at: Double, stage: String?, attempt: Int?, durationMs: Double?, message: String?)]
+    /// Runs a failed or cancelled job again from where it stopped (`JobControlError` if
+    /// its state does not allow it); returns the quarantined file to move back, if any.
+    func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double) throws -> (quarantined: String?, photoPath: String?)
+    func cancel(job id: Int64, now: Double) throws
+    func counts() throws -> [JobState: Int]
+    /// Outcome counts per stage, and the latencies of the last `window` successful runs.
+    func stageStats(window: Int) throws -> [String: StageStats]
+    func stageHistograms(boundsMs: [Double]) throws -> [String: (buckets: [Int], sumMs: Double, count: Int)]
+    func finishedCount(since: Double) throws -> Int
+}
+
+/// The whole job store the runtime holds: the scheduler's queue, intake and control.
+/// `Journal` (SQLite, in the home) is one.
+public protocol JobJournal: JobQueue, JobIntake, JobControl {}
+
+extension Journal: JobJournal {}
