@@ -6,7 +6,8 @@ import PackageDescription
 //   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
 //   Sources/ControlProtocol         the socket's contract shared by daemon and CLI: commands, argument keys, reply envelope
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
-//   Sources/SQLite                  the SQLite connection, statements, rows, one migration runner
+//   Sources/SQL                     what the journal and index need of a SQL engine: SQLConnection, values, rows, one migration runner
+//   Sources/SQLite                  the SQLite connection and statements
 //   Sources/Journal                 the durable job journal (on SQLite)
 //   Sources/Index                   records: typed fields, predicate language, ACL, change feed
 //   Sources/HTTP                    one libcurl request type (webhooks, S3)
@@ -44,7 +45,8 @@ let package = Package(
         .target(name: "PhotomemoCore", dependencies: ["CCrypto", "CPosix"]),
         .target(name: "ControlProtocol", dependencies: ["PhotomemoCore"]),
         .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore"]),
-        .target(name: "SQLite", dependencies: ["PhotomemoCore", "CSQLite"]),
+        .target(name: "SQL", dependencies: ["PhotomemoCore"]),
+        .target(name: "SQLite", dependencies: ["PhotomemoCore", "SQL", "CSQLite"]),
         .target(name: "Journal", dependencies: ["PhotomemoCore", "SQLite"]),
         .target(name: "HTTP", dependencies: ["PhotomemoCore", "CCurl"]),
         .target(name: "Stores", dependencies: ["PhotomemoCore", "HTTP"]),

@@ -22,6 +22,12 @@ public protocol JobQueue: AnyObject, Sendable {
     func markQuarantined(job: Int64, at path: String, now: Double) throws
     func setting(_ key: String) throws -> String?
     func setSetting(_ key: String, _ value: String?) throws
+    /// How long a claim holds a job for this host (nil: no leases, one daemon per store).
+    var leaseSeconds: Double? { get }
+    /// Extends this host's leases on the jobs it is running now.
+    func renewLeases(_ jobs: [Int64], now: Double) throws
+    /// Jobs whose host let their lease run out go back to their stage, for any host.
+    func reclaimExpiredLeases(maxAttempts: Int, now: Double) throws -> ResumeCounts
     /// The first stage that reads a job's memo (a late memo joins its photo's job only
     /// before it), set by the scheduler from the definition.
     var memoStageIndex: LockedValue<Int> { get }

@@ -32,7 +32,7 @@ extension Journal {
     /// Latency histogram of successful runs per stage: cumulative counts at each bound (ms), sum, count.
     public func stageHistograms(boundsMs: [Double]) throws -> [String: (buckets: [Int], sumMs: Double, count: Int)] {
         try read { db in
-            let cases = boundsMs.map { "sum(duration_ms <= \($0))" }.joined(separator: ", ")
+            let cases = boundsMs.map { "sum(CASE WHEN duration_ms <= \($0) THEN 1 ELSE 0 END)" }.joined(separator: ", ")
             var out: [String: (buckets: [Int], sumMs: Double, count: Int)] = [:]
             for r in try db.query("""
                 SELECT stage, \(cases), coalesce(sum(duration_ms), 0), count(*) FROM job_events

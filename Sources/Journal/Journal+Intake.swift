@@ -6,8 +6,8 @@ extension Journal {
     /// The read position of a queue file (`queue.jsonl`, `queue.d/NAME.jsonl`).
     public func queuePosition(file: String = "queue.jsonl") throws -> QueuePosition {
         try read { db in
-            guard let r = try db.queryOne("SELECT inode, generation, offset, line, tail FROM queue_files WHERE name = ?",
-                                          [.text(file)]) else { return .start }
+            guard let r = try db.queryOne("SELECT inode, generation, \"offset\", line, tail FROM queue_files WHERE host = ? AND name = ?",
+                                          [.text(host), .text(file)]) else { return .start }
             return QueuePosition(inode: UInt64(bitPattern: r.int(0)!), generation: r.int(1)!, offset: r.int(2)!, line: r.int(3)!,
                                  tail: r.string(4))
         }
@@ -24,17 +24,17 @@ extension Journal {
             }
             if let position {
                 try db.run("""
-                    INSERT INTO queue_files(name, inode, generation, offset, line, tail) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(name) DO UPDATE SET inode = excluded.inode, generation = excluded.generation,
-                        offset = excluded.offset, line = excluded.line, tail = excluded.tail
-                    """, [.text(file), .int(Int64(bitPattern: position.inode)), .int(position.generation), .int(position.offset),
+                    INSERT INTO queue_files(host, name, inode, generation, "offset", line, tail) VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(host, name) DO UPDATE SET inode = excluded.inode, generation = excluded.generation,
+                        "offset" = excluded."offset", line = excluded.line, tail = excluded.tail
+                    """, [.text(host), .text(file), .int(Int64(bitPattern: position.inode)), .int(position.generation), .int(position.offset),
                           .int(position.line), SQLValue(position.tail)])
             }
             return out
         }
     }
 
-    private func addMemo(_ db: Database, _ m: QueuedMemo, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
+    private func addMemo(_ db: any SQLConnection, _ m: QueuedMemo, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
         if let existing = try db.queryOne("SELECT id FROM jobs WHERE key = ?", [.text(m.key)])?.int(0) {
             let id = try insertJob(db, key: nil, origin: m.origin, photo: m.memo.photo, photoPath: nil, sha256: nil, memo: m.memo,
                                    state: .done, readyAt: nil, duplicateOf: existing, source: m.source, now: now)
@@ -60,12 +60,12 @@ extension Journal {
 
     /// A memo naming an inbox photo: join the photo's job if it was taken and has not
     /// finished; fail at once if the photo was rejected; otherwise wait for it.
-    private func addInboxMemo(_ db: Database, _ m: QueuedMemo, name: String, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
+    private func addInboxMemo(_ db: any SQLConnection, _ m: QueuedMemo, name: String, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
         // Only a photo of the memo's own owner: another user's photo of that name is as
         // good as absent (nothing of it is revealed), and the memo waits for its own.
         let photoJob = try db.queryOne("""
             SELECT j.id, j.state, j.error, j.origin, j.photo_path, j.photo_sha256, j.stage_index FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
-            WHERE t.name = ? AND j.owner IS ?
+            WHERE t.name = ? AND j.owner IS NOT DISTINCT FROM ? ORDER BY t.job_id DESC LIMIT 1
             """, [.text(name), SQLValue(m.memo.owner)])
         if let r = photoJob {
             let id = r.int(0)!
@@ -105,7 +105,7 @@ extension Journal {
     /// Whether an inbox file with this name and identity is already a job.
     public func isTaken(name: String, identity: String) throws -> Bool {
         try read { db in
-            try db.queryOne("SELECT 1 FROM inbox_taken WHERE name = ? AND identity = ?", [.text(name), .text(identity)]) != nil
+            try db.queryOne("SELECT 1 FROM inbox_taken WHERE host = ? AND name = ? AND identity = ?", [.text(host), .text(name), .text(identity)]) != nil
         }
     }
 
@@ -121,27 +121,27 @@ extension Journal {
         }
     }
 
-    private func addPhoto(_ db: Database, _ p: TakenPhoto, now: Double) throws -> IntakeOutcome {
-        if try db.queryOne("SELECT 1 FROM inbox_taken WHERE name = ? AND identity = ?", [.text(p.name), .text(p.identity)]) != nil {
+    private func addPhoto(_ db: any SQLConnection, _ p: TakenPhoto, now: Double) throws -> IntakeOutcome {
+        if try db.queryOne("SELECT 1 FROM inbox_taken WHERE host = ? AND name = ? AND identity = ?", [.text(host), .text(p.name), .text(p.identity)]) != nil {
             return .alreadyTaken
         }
         let outcome: IntakeOutcome
         let jobID: Int64
         if let row = try db.queryOne("""
-            SELECT id, memo FROM jobs WHERE photo = ? AND state = 'waiting' AND wait_reason = 'photo' AND owner IS ?
+            SELECT id, memo FROM jobs WHERE photo = ? AND state = 'waiting' AND wait_reason = 'photo' AND owner IS NOT DISTINCT FROM ?
             ORDER BY id LIMIT 1
             """, [.text(p.name), SQLValue(p.owner)]) {
             let waiting = row.int(0)!
             let memo = try MemoJob(json: JSONValue.parse(row.string(1)!))
             try db.run("""
                 UPDATE jobs SET photo_path = ?, photo_sha256 = ?, memo = ?, state = 'queued', wait_reason = NULL, deadline = NULL,
-                       ready_at = ?, updated = ? WHERE id = ?
-                """, [.text(p.path), .text(p.sha256), .text(memo.json.jsonString), .double(now), .double(now), .int(waiting)])
+                       ready_at = ?, updated = ?, host = ? WHERE id = ?
+                """, [.text(p.path), .text(p.sha256), .text(memo.json.jsonString), .double(now), .double(now), .text(host), .int(waiting)])
             try event(db, job: waiting, stage: nil, attempt: nil, "joined", message: "photo \(p.name) arrived", at: now)
             jobID = waiting
             outcome = .joined(job: waiting)
         } else if let original = try db.queryOne("""
-            SELECT id FROM jobs WHERE photo_sha256 = ? AND owner IS ? AND duplicate_of IS NULL AND state NOT IN ('failed','cancelled')
+            SELECT id FROM jobs WHERE photo_sha256 = ? AND owner IS NOT DISTINCT FROM ? AND duplicate_of IS NULL AND state NOT IN ('failed','cancelled')
                 AND record_deleted IS NULL
             ORDER BY id LIMIT 1
             """, [.text(p.sha256), SQLValue(p.owner)])?.int(0) {
@@ -158,14 +158,14 @@ extension Journal {
             outcome = .created(job: jobID, state: .queued)
         }
         try db.run("""
-            INSERT INTO inbox_taken(name, identity, job_id) VALUES (?, ?, ?)
-            ON CONFLICT(name) DO UPDATE SET identity = excluded.identity, job_id = excluded.job_id
-            """, [.text(p.name), .text(p.identity), .int(jobID)])
+            INSERT INTO inbox_taken(host, name, identity, job_id) VALUES (?, ?, ?, ?)
+            ON CONFLICT(host, name) DO UPDATE SET identity = excluded.identity, job_id = excluded.job_id
+            """, [.text(host), .text(p.name), .text(p.identity), .int(jobID)])
         return outcome
     }
 
     /// `key`, or `key#2`, `key#3`... the first no job has.
-    private func unusedKey(_ db: Database, _ key: String) throws -> String {
+    private func unusedKey(_ db: any SQLConnection, _ key: String) throws -> String {
         var candidate = key
         var n = 1
         while try db.queryOne("SELECT 1 FROM jobs WHERE key = ?", [.text(candidate)]) != nil {
@@ -181,7 +181,7 @@ extension Journal {
         guard !photos.isEmpty else { return }
         try write { db in
             for p in photos {
-                try db.run("UPDATE jobs SET record_deleted = ? WHERE photo_sha256 = ? AND owner IS ? AND record_deleted IS NULL",
+                try db.run("UPDATE jobs SET record_deleted = ? WHERE photo_sha256 = ? AND owner IS NOT DISTINCT FROM ? AND record_deleted IS NULL",
                            [.double(now), .text(p.sha256), SQLValue(p.owner)])
             }
         }
@@ -196,9 +196,9 @@ extension Journal {
                                    memo: .photoOnly(name, owner: owner), state: .failed, readyAt: nil, error: reason, source: "inbox", now: now)
             try db.run("UPDATE jobs SET quarantine = ? WHERE id = ?", [.text(quarantinePath), .int(id)])
             try db.run("""
-                INSERT INTO inbox_taken(name, identity, job_id) VALUES (?, ?, ?)
-                ON CONFLICT(name) DO UPDATE SET identity = excluded.identity, job_id = excluded.job_id
-                """, [.text(name), .text(identity), .int(id)])
+                INSERT INTO inbox_taken(host, name, identity, job_id) VALUES (?, ?, ?, ?)
+                ON CONFLICT(host, name) DO UPDATE SET identity = excluded.identity, job_id = excluded.job_id
+                """, [.text(host), .text(name), .text(identity), .int(id)])
             return id
         }
     }
@@ -211,13 +211,13 @@ extension Journal {
         try read { db in
             try db.query("""
                 SELECT t.name, t.identity FROM inbox_taken t JOIN jobs d ON d.id = t.job_id JOIN jobs o ON o.id = d.duplicate_of
-                WHERE o.state = 'done'
-                """).map { ($0.string(0)!, $0.string(1)!) }
+                WHERE t.host = ? AND o.state = 'done'
+                """, [.text(host)]).map { ($0.string(0)!, $0.string(1)!) }
         }
     }
 
     /// Forgets an inbox file once it has been removed.
     public func forgetTaken(name: String) throws {
-        try write { db in _ = try db.run("DELETE FROM inbox_taken WHERE name = ?", [.text(name)]) }
+        try write { db in _ = try db.run("DELETE FROM inbox_taken WHERE host = ? AND name = ?", [.text(host), .text(name)]) }
     }
 }

@@ -12,31 +12,58 @@ extension Journal {
     public func resumeInterrupted(maxAttempts: Int, crashed: [Int64: String] = [:], signal: String = "a fatal signal",
                                   now: Double = unixNow()) throws -> ResumeCounts {
         try write { db in
-            var counts = ResumeCounts()
-            for r in try db.query("SELECT id, stage, attempts, crashes FROM jobs WHERE state = 'running'") {
-                let id = r.int(0)!, stage = r.string(1) ?? "?", attempts = Int(r.int(2)!) + 1
-                let crashes = Int(r.int(3)!) + (crashed[id] == stage ? 1 : 0)
-                let reason: String? = crashes >= 2
-                    ? "the daemon died twice while stage \(stage) ran on this job (last: \(signal)); not retried (photomemo retry \(id) runs it again)"
-                    : attempts >= maxAttempts
-                    ? "interrupted \(attempts) times during stage \(stage) (the daemon stopped or crashed while it ran)" : nil
-                if let reason {
-                    try db.run("""
-                        UPDATE jobs SET state = 'failed', attempts = ?, crashes = ?, error = ?, updated = ?, finished = ?,
-                               quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END WHERE id = ?
-                        """, [.int(Int64(attempts)), .int(Int64(crashes)), .text(reason), .double(now), .double(now), .int(id)])
-                    try event(db, job: id, stage: stage, attempt: attempts, "failed", message: reason, at: now)
-                    if crashes >= 2 { counts.crashLooped.append(id) } else { counts.failed += 1 }
-                } else {
-                    try db.run("UPDATE jobs SET state = 'queued', attempts = ?, crashes = ?, ready_at = ?, updated = ? WHERE id = ?",
-                               [.int(Int64(attempts)), .int(Int64(crashes)), .double(now), .double(now), .int(id)])
-                    let why = crashed[id] == stage ? "after the daemon died of \(signal) while this stage ran (it runs alone now)" : "after restart"
-                    try event(db, job: id, stage: stage, attempt: attempts, "resumed", message: why, at: now)
-                    counts.resumed += 1
-                }
-            }
-            return counts
+            try resume(db, "lease_host = ?", [.text(host)], maxAttempts: maxAttempts, crashed: crashed, signal: signal,
+                       because: "after restart", now: now)
         }
+    }
+
+    /// Jobs whose lease ran out — the host running them died or lost the database for
+    /// longer than a lease — go back to their stage as after a restart, for any host.
+    public func reclaimExpiredLeases(maxAttempts: Int, now: Double) throws -> ResumeCounts {
+        try write { db in
+            try resume(db, "lease_until IS NOT NULL AND lease_until < ?", [.double(now)], maxAttempts: maxAttempts, crashed: [:],
+                       signal: "a fatal signal", because: "after the lease of the host running it ran out", now: now)
+        }
+    }
+
+    /// Extends this host's leases on the jobs it is running now.
+    public func renewLeases(_ jobs: [Int64], now: Double) throws {
+        guard let leaseSeconds, !jobs.isEmpty else { return }
+        try write { db in
+            try db.run("""
+                UPDATE jobs SET lease_until = ? WHERE state = 'running' AND lease_host = ? AND id IN (\(jobs.map(String.init).joined(separator: ",")))
+                """, [.double(now + leaseSeconds), .text(host)])
+        }
+    }
+
+    /// Running jobs matching `condition` resume at their stage (or fail, out of attempts or
+    /// after a second crash there).
+    private func resume(_ db: any SQLConnection, _ condition: String, _ params: [SQLValue], maxAttempts: Int, crashed: [Int64: String],
+                        signal: String, because: String, now: Double) throws -> ResumeCounts {
+        var counts = ResumeCounts()
+        for r in try db.query("SELECT id, stage, attempts, crashes FROM jobs WHERE state = 'running' AND \(condition)", params) {
+            let id = r.int(0)!, stage = r.string(1) ?? "?", attempts = Int(r.int(2)!) + 1
+            let crashes = Int(r.int(3)!) + (crashed[id] == stage ? 1 : 0)
+            let reason: String? = crashes >= 2
+                ? "the daemon died twice while stage \(stage) ran on this job (last: \(signal)); not retried (photomemo retry \(id) runs it again)"
+                : attempts >= maxAttempts
+                ? "interrupted \(attempts) times during stage \(stage) (the daemon running it stopped or crashed)" : nil
+            if let reason {
+                try db.run("""
+                    UPDATE jobs SET state = 'failed', attempts = ?, crashes = ?, error = ?, updated = ?, finished = ?,
+                           quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END WHERE id = ?
+                    """, [.int(Int64(attempts)), .int(Int64(crashes)), .text(reason), .double(now), .double(now), .int(id)])
+                try event(db, job: id, stage: stage, attempt: attempts, "failed", message: reason, at: now)
+                if crashes >= 2 { counts.crashLooped.append(id) } else { counts.failed += 1 }
+            } else {
+                try db.run("UPDATE jobs SET state = 'queued', attempts = ?, crashes = ?, ready_at = ?, updated = ? WHERE id = ?",
+                           [.int(Int64(attempts)), .int(Int64(crashes)), .double(now), .double(now), .int(id)])
+                let why = crashed[id] == stage ? "after the daemon died of \(signal) while this stage ran (it runs alone now)" : because
+                try event(db, job: id, stage: stage, attempt: attempts, "resumed", message: why, at: now)
+                counts.resumed += 1
+            }
+        }
+        return counts
     }
 
     /// After a reload changed the stages: jobs waiting or queued at a stage move to where
@@ -57,7 +84,7 @@ extension Journal {
                 } else {
                     try db.run("""
                         UPDATE jobs SET state = 'done', stage_index = ?, stage = NULL, ready_at = NULL, wait_reason = NULL,
-                               deadline = NULL, error = NULL, updated = ?, finished = ? WHERE id = ? AND wait_reason IS NOT 'photo'
+                               deadline = NULL, error = NULL, updated = ?, finished = ? WHERE id = ? AND wait_reason IS DISTINCT FROM 'photo'
                         """, [.int(Int64(next)), .double(now), .double(now), .int(id)])
                     try event(db, job: id, stage: nil, attempt: nil, "finished", message: "the reload removed the stages it had left", at: now)
                 }
@@ -92,18 +119,21 @@ extension Journal {
             let rows = try db.query("""
                 SELECT id, key, photo_path, memo, results, attempts, photo_sha256, outages FROM jobs
                 WHERE stage_index = ? AND ready_at IS NOT NULL AND ready_at <= ? AND state IN ('queued', 'waiting')
-                AND (crashes > 0) = ?
+                AND (host = ? OR photo_path IS NULL OR stage_index >= ?)
+                AND crashes \(crashSuspects ? ">" : "=") 0
                 AND (after_job IS NULL OR NOT EXISTS (
                     SELECT 1 FROM jobs p WHERE p.id = jobs.after_job AND p.state IN ('queued', 'running', 'waiting')))
                 ORDER BY ready_at, id LIMIT ?
-                """, [.int(Int64(stageIndex)), .double(now), .int(crashSuspects ? 1 : 0), .int(Int64(limit))])
+                """, [.int(Int64(stageIndex)), .double(now), .text(host), .int(Int64(min(memoStageIndex.value, Int(Int32.max)))),
+                      .int(Int64(limit))])
             var out: [ClaimedJob] = []
             for r in rows {
                 let id = r.int(0)!
                 let attempt = Int(r.int(5)!) + 1
                 try db.run("""
-                    UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ? WHERE id = ?
-                    """, [.text(stageName), .double(now), .int(id)])
+                    UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
+                           lease_host = ?, lease_until = ? WHERE id = ?
+                    """, [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 }), .int(id)])
                 try event(db, job: id, stage: stageName, attempt: attempt, "started", at: now)
                 let results = try JSONValue.parse(r.string(4)!).objectValue ?? [:]
                 let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2), photoSHA256: r.string(6),
@@ -137,7 +167,7 @@ extension Journal {
             let r = try db.queryOne("""
                 SELECT min(t) FROM (
                   SELECT min(ready_at) AS t FROM jobs WHERE ready_at IS NOT NULL AND state = 'waiting'
-                  UNION ALL SELECT min(deadline) FROM jobs WHERE deadline IS NOT NULL)
+                  UNION ALL SELECT min(deadline) FROM jobs WHERE deadline IS NOT NULL) AS wake
                 """)
             return r?.double(0)
         }
@@ -155,12 +185,13 @@ extension Journal {
     }
 
     /// One job's step, inside the caller's transaction; only what was decided is written.
-    private func persist(_ step: JobStep, of job: ClaimedJob, db: Database, stageName: String, durationMs: Double,
+    private func persist(_ step: JobStep, of job: ClaimedJob, db: any SQLConnection, stageName: String, durationMs: Double,
                          now: Double) throws -> Transition {
         let id = job.context.id
-        guard let row = try db.queryOne("SELECT state, photo_path, results FROM jobs WHERE id = ?", [.int(id)]),
-              row.string(0) == "running" else {
-            // Cancelled (or otherwise moved on) while the stage ran: keep what is there.
+        guard let row = try db.queryOne("SELECT state, photo_path, results, lease_host FROM jobs WHERE id = ?", [.int(id)]),
+              row.string(0) == "running", row.string(3) == host else {
+            // Cancelled (or otherwise moved on, or reclaimed by another host after this
+            // one's lease ran out) while the stage ran: keep what is there.
             return Transition(kind: .abandoned, quarantinePhoto: nil)
         }
         try event(db, job: id, stage: stageName, attempt: job.context.attempt, step.event, durationMs: durationMs,

@@ -11,34 +11,50 @@ import SQLite
 /// re-reads (and deduplicates) instead of losing.
 public final class Journal: @unchecked Sendable {
     // Safe: `db` is only touched with `lock` held.
-    private let db: Database
+    private let db: any SQLConnection
     private let lock = NSLock()
     public let path: String
     /// The first stage that reads a job's memo (the record-writing stages; validate, compress
     /// and upload read only the photo). A memo joins its photo's job only before it; set by
     /// the scheduler from the job definition.
     public let memoStageIndex = LockedValue(Int.max)
+    /// This daemon among several on one database (PostgreSQL); '' on SQLite, where one
+    /// daemon owns the file. Its photo stages run only jobs whose photo it took.
+    public let host: String
+    /// How long a claim holds a job before another host may take it again (the running
+    /// host renews it); nil on SQLite, where a restart resumes what was running.
+    public let leaseSeconds: Double?
 
-    public init(path: String) throws {
-        self.path = path
+    public convenience init(path: String) throws {
         let db = try Database(path: path)
         try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
-        try Self.migrate(db)
+        try self.init(connection: db, path: path)
+    }
+
+    /// The journal on an open connection (its schema made or migrated here); `path` names
+    /// it in messages.
+    public init(connection db: any SQLConnection, path: String, host: String = "", leaseSeconds: Double? = nil) throws {
+        self.path = path
+        self.host = host
+        self.leaseSeconds = leaseSeconds
+        try db.migrate(db.dialect == .postgres ? Schema.postgresMigrations : Schema.migrations,
+                       versionTable: "schema_version", what: "journal")
         self.db = db
     }
 
-    static func migrate(_ db: Database) throws {
-        try db.migrate(Schema.migrations, versionTable: "schema_version", what: "journal")
-    }
-
     @discardableResult
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
+    func write<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
-        return try db.transaction { try body(db) }
+        return try db.transaction {
+            // PostgreSQL: several daemons write one journal; one writer at a time keeps
+            // intake, joins and claims as simple as on SQLite (BEGIN IMMEDIATE).
+            if db.dialect == .postgres { try db.run("SELECT pg_advisory_xact_lock(hashtext('photomemo:journal'))") }
+            return try body(db)
+        }
     }
 
-    func read<T>(_ body: (Database) throws -> T) throws -> T {
+    func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body(db)
@@ -63,7 +79,7 @@ public final class Journal: @unchecked Sendable {
 
     // MARK: events
 
-    func event(_ db: Database, job: Int64, stage: String?, attempt: Int?, _ event: String,
+    func event(_ db: any SQLConnection, job: Int64, stage: String?, attempt: Int?, _ event: String,
                durationMs: Double? = nil, message: String? = nil, at now: Double) throws {
         try db.run("INSERT INTO job_events(job_id, at, stage, attempt, event, duration_ms, message) VALUES (?,?,?,?,?,?,?)",
                    [.int(job), .double(now), SQLValue(stage), SQLValue(attempt.map(Int64.init)), .text(event),
@@ -71,19 +87,18 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// Inserts a job row and its first event; returns its id.
-    func insertJob(_ db: Database, key: String?, origin: String, photo: String?, photoPath: String?, sha256: String?,
+    func insertJob(_ db: any SQLConnection, key: String?, origin: String, photo: String?, photoPath: String?, sha256: String?,
                    memo: MemoJob, state: JobState, waitReason: String? = nil, readyAt: Double?, deadline: Double? = nil,
                    duplicateOf: Int64? = nil, error: String? = nil, source: String?, now: Double) throws -> Int64 {
         let finished = (state == .done || state == .failed) ? now : nil
-        try db.run("""
+        let id = try db.queryOne("""
             INSERT INTO jobs(key, origin, photo, photo_path, photo_sha256, memo, state, wait_reason, ready_at, deadline,
-                             duplicate_of, error, source, created, updated, finished, owner)
-            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                             duplicate_of, error, source, created, updated, finished, owner, host)
+            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id
             """, [SQLValue(key), .text(origin), SQLValue(photo), SQLValue(photoPath), SQLValue(sha256),
                   .text(memo.json.jsonString), .text(state.rawValue), SQLValue(waitReason), SQLValue(readyAt),
                   SQLValue(deadline), SQLValue(duplicateOf), SQLValue(error), SQLValue(source), .double(now), .double(now),
-                  SQLValue(finished), SQLValue(memo.owner)])
-        let id = db.lastInsertRowID
+                  SQLValue(finished), SQLValue(memo.owner), .text(host)])!.int(0)!
         var message = source.map { "from \($0)" }
         if let duplicateOf { message = "duplicate of job \(duplicateOf)" }
         if let error { message = error }

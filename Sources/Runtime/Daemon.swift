@@ -102,6 +102,8 @@ public final class Daemon {
         let wakeup = try LoopWakeup(loop: loop)
         let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, definition: definition, events: events,
                                       wakeup: wakeup.sender)
+        // Stopped after the scheduler: leases are renewed while running stages finish.
+        let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler)
         let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds)
         let makeReader = { (path: String, name: String) in
             QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
@@ -161,7 +163,8 @@ public final class Daemon {
 
         // Started in this order, stopped in reverse: the socket and intake first, the
         // scheduler (which lets running stages finish) last.
-        let services = ServiceGroup(services: [scheduler, deliverer, collector, followers] + tailers + [inbox, control])
+        let services = ServiceGroup(services: (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers] + tailers
+                                              + [inbox, control])
         var signals: [SignalWatcher] = []
         let graceTimer = try LoopTimer(loop: loop)
         let exitTimer = try LoopTimer(loop: loop)

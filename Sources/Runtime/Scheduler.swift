@@ -45,7 +45,7 @@ final class Scheduler {
     private(set) var dependencies: [String: Bool] = [:]
     private var stageDependencies: [String: Set<String>] = [:]
     /// Job → stage of every job running now: what a fatal signal's log line names.
-    private var runningJobs: [Int64: String] = [:]
+    private(set) var runningJobs: [Int64: String] = [:]
     /// A job that crashed the daemon once runs alone (nothing else starts meanwhile), so
     /// a second crash names it and no bystander.
     private var crashSuspectRunning: Int64?

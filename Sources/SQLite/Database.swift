@@ -1,10 +1,12 @@
 import CSQLite
 import PhotomemoCore
+@_exported import SQL
 
 /// A thin SQLite connection: prepared statements with positional parameters, rows read
 /// by column index. Not thread-safe by itself: its owner (the journal, the record index)
 /// serialises access with a lock.
-public final class Database {
+public final class Database: SQLConnection {
+    public var dialect: SQLDialect { .sqlite }
     let db: OpaquePointer
     private var cache: [String: Statement] = [:]
 
@@ -58,20 +60,20 @@ public final class Database {
 
     /// Runs a statement to completion; returns the number of changed rows.
     @discardableResult
-    public func run(_ sql: String, _ params: [SQLValue] = []) throws -> Int {
+    public func run(_ sql: String, _ params: [SQLValue]) throws -> Int {
         let st = try prepare(sql, params)
         while try st.step() {}
         return Int(sqlite3_changes(db))
     }
 
-    public func query(_ sql: String, _ params: [SQLValue] = []) throws -> [Row] {
+    public func query(_ sql: String, _ params: [SQLValue]) throws -> [Row] {
         let st = try prepare(sql, params)
         var rows: [Row] = []
         while try st.step() { rows.append(st.row()) }
         return rows
     }
 
-    public func queryOne(_ sql: String, _ params: [SQLValue] = []) throws -> Row? {
+    public func queryOne(_ sql: String, _ params: [SQLValue]) throws -> Row? {
         let st = try prepare(sql, params)
         defer { st.reset() }
         return try st.step() ? st.row() : nil
@@ -91,23 +93,6 @@ public final class Database {
             throw error
         }
     }
-}
-
-public enum SQLValue: Sendable, Equatable {
-    case null
-    case int(Int64)
-    case double(Double)
-    case text(String)
-    case blob([UInt8])
-}
-
-extension SQLValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByNilLiteral {
-    public init(stringLiteral v: String) { self = .text(v) }
-    public init(integerLiteral v: Int64) { self = .int(v) }
-    public init(nilLiteral: ()) { self = .null }
-    public init(_ s: String?) { self = s.map(SQLValue.text) ?? .null }
-    public init(_ i: Int64?) { self = i.map(SQLValue.int) ?? .null }
-    public init(_ d: Double?) { self = d.map(SQLValue.double) ?? .null }
 }
 
 public final class Statement {
@@ -170,30 +155,5 @@ public final class Statement {
             }
         }
         return Row(values: values)
-    }
-}
-
-public struct Row: Sendable {
-    public let values: [SQLValue]
-
-    public init(values: [SQLValue]) { self.values = values }
-
-    public func int(_ i: Int) -> Int64? {
-        switch values[i] {
-        case .int(let v): return v
-        case .double(let d): return Int64(d)
-        default: return nil
-        }
-    }
-    public func double(_ i: Int) -> Double? {
-        switch values[i] {
-        case .double(let d): return d
-        case .int(let v): return Double(v)
-        default: return nil
-        }
-    }
-    public func string(_ i: Int) -> String? {
-        if case .text(let s) = values[i] { return s }
-        return nil
     }
 }

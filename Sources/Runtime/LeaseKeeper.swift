@@ -1,0 +1,57 @@
+import EventLoop
+import Journal
+import PhotomemoCore
+
+/// Keeps this host's claims alive on a shared job queue, and takes back the jobs of a host
+/// that stopped renewing its own: every third of a lease, off the loop, it renews the
+/// leases of the jobs the scheduler runs now, then reclaims expired ones (which wakes
+/// the scheduler). Only for a queue with leases (PostgreSQL); a lease the database could
+/// not renew in time is lost, and the job runs again elsewhere — stages are idempotent.
+final class LeaseKeeper: ClosingService {
+    private let loop: EventLoop
+    private let queue: any JobQueue
+    private let scheduler: Scheduler
+    private let leaseSeconds: Double
+    private let timer: LoopTimer
+    private var busy = false
+
+    init?(loop: EventLoop, queue: any JobQueue, scheduler: Scheduler) throws {
+        guard let leaseSeconds = queue.leaseSeconds else { return nil }
+        self.loop = loop
+        self.queue = queue
+        self.scheduler = scheduler
+        self.leaseSeconds = leaseSeconds
+        timer = try LoopTimer(loop: loop)
+    }
+
+    func start() {
+        let every = UInt64(leaseSeconds * 1000 / 3)
+        timer.start(afterMs: every, repeatMs: every) { [unowned self] in self.tick() }
+    }
+
+    func close() { timer.close() }
+
+    private func tick() {
+        guard !busy else { return }
+        busy = true
+        let queue = self.queue, running = Array(scheduler.runningJobs.keys)
+        let maxAttempts = scheduler.definition.retry.maxAttempts
+        loop.submit({ () -> Result<ResumeCounts, Error> in
+            Result {
+                try queue.renewLeases(running, now: unixNow())
+                return try queue.reclaimExpiredLeases(maxAttempts: maxAttempts, now: unixNow())
+            }
+        }) { [unowned self] result in
+            self.busy = false
+            switch result {
+            case .success(let counts):
+                if counts.resumed + counts.failed > 0 {
+                    Log.notice("took back \(counts.resumed) jobs whose host's lease ran out (\(counts.failed) failed: out of attempts)")
+                    self.scheduler.pump()
+                }
+            case .failure(let e):
+                Log.warning("renewing leases: \(e)")
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+/// What the journal and the record index need of a SQL engine, whichever it is: SQLite
+/// in the home, or PostgreSQL shared by several daemons. Statements use `?` for
+/// parameters and SQL both engines read the same way (`IS NOT DISTINCT FROM`,
+/// `RETURNING`, `ON CONFLICT`); where they differ, the caller asks `dialect`.
+/// A connection is not thread-safe: its owner serialises access with a lock.
+public protocol SQLConnection: AnyObject {
+    var dialect: SQLDialect { get }
+    /// Runs SQL without parameters or results (several statements allowed).
+    func exec(_ sql: String) throws
+    /// Runs a statement to completion; returns the number of changed rows.
+    @discardableResult
+    func run(_ sql: String, _ params: [SQLValue]) throws -> Int
+    func query(_ sql: String, _ params: [SQLValue]) throws -> [Row]
+    func queryOne(_ sql: String, _ params: [SQLValue]) throws -> Row?
+    /// Runs `body` in one transaction, as the only writer; rolls back when it throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T
+}
+
+public enum SQLDialect: Sendable, Equatable {
+    case sqlite
+    case postgres
+}
+
+extension SQLConnection {
+    @discardableResult
+    public func run(_ sql: String) throws -> Int { try run(sql, []) }
+    public func query(_ sql: String) throws -> [Row] { try query(sql, []) }
+    public func queryOne(_ sql: String) throws -> Row? { try queryOne(sql, []) }
+}
+
+public enum SQLValue: Sendable, Equatable {
+    case null
+    case int(Int64)
+    case double(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+extension SQLValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByNilLiteral {
+    public init(stringLiteral v: String) { self = .text(v) }
+    public init(integerLiteral v: Int64) { self = .int(v) }
+    public init(nilLiteral: ()) { self = .null }
+    public init(_ s: String?) { self = s.map(SQLValue.text) ?? .null }
+    public init(_ i: Int64?) { self = i.map(SQLValue.int) ?? .null }
+    public init(_ d: Double?) { self = d.map(SQLValue.double) ?? .null }
+}
+
+public struct Row: Sendable {
+    public let values: [SQLValue]
+
+    public init(values: [SQLValue]) { self.values = values }
+
+    public func int(_ i: Int) -> Int64? {
+        switch values[i] {
+        case .int(let v): return v
+        case .double(let d): return Int64(d)
+        default: return nil
+        }
+    }
+    public func double(_ i: Int) -> Double? {
+        switch values[i] {
+        case .double(let d): return d
+        case .int(let v): return Double(v)
+        default: return nil
+        }
+    }
+    public func string(_ i: Int) -> String? {
+        if case .text(let s) = values[i] { return s }
+        return nil
+    }
+}
