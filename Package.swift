@@ -77,7 +77,7 @@ let package = Package(
         .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "IndexTests", dependencies: ["Index", "SQLite", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "PhotomemoCore"]),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "PhotomemoCore", "TestSupport"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "EventLoop", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "EventLoop", "Journal", "Index"]),

@@ -173,7 +173,8 @@ public final class PostgresConnection: @unchecked Sendable {
     static func trimmed(_ p: UnsafePointer<CChar>?) -> String {
         guard let p else { return "" }
         return String(cString: p).split(whereSeparator: \.isNewline)
-            .map { $0.trimmingPrefix("ERROR:  ").trimmingPrefix("FATAL:  ") }
+            .map { $0.drop(while: \.isWhitespace).trimmingPrefix("ERROR:  ").trimmingPrefix("FATAL:  ") }
+            .filter { !$0.isEmpty }
             .joined(separator: "; ")
     }
 }

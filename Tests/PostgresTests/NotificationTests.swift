@@ -1,4 +1,5 @@
 import Foundation
+import EventLoop
 import Postgres
 import Testing
 
@@ -34,5 +35,39 @@ import Testing
         try listener.unlisten("Jobs.Ready")
         try sender.notify("Jobs.Ready", "unheard")
         #expect(!waitReadable(listener.socket, ms: 200))
+    }
+}
+
+/// The daemon's pattern: the listener's socket polled on the loop thread, sends elsewhere.
+@Suite(.serialized) struct NotificationPollTests {
+    @Test func notificationsWakeALoopPollingTheListenersSocket() throws {
+        let url = try Shared.database()
+        let listener = try PostgresConnection(url: url)
+        try listener.listen("work")
+        let loop = try EventLoop()
+        let poll = try SocketPoll(loop: loop, fd: listener.socket)
+        let giveUp = try LoopTimer(loop: loop)
+        var payloads: [String] = []
+        var failure: Error?
+        func finish() { poll.close(); giveUp.close() }
+        try poll.start { error in
+            if let error { failure = error; return finish() }
+            do {
+                try listener.consumeInput()
+                payloads += listener.drainNotifications().map(\.payload)
+            } catch { failure = error; return finish() }
+            if payloads.count == 3 { finish() }
+        }
+        giveUp.start(afterMs: 10_000) { finish() }
+        // libpq may already hold notifications read with an earlier answer: drain once.
+        payloads += listener.drainNotifications().map(\.payload)
+        Thread.detachNewThread {
+            let sender = try! PostgresConnection(url: url)
+            for i in 1...3 { try! sender.notify("work", "n\(i)") }
+        }
+        loop.run()
+        #expect(failure == nil)
+        #expect(payloads == ["n1", "n2", "n3"])
+        #expect(loop.close() == 0)
     }
 }
