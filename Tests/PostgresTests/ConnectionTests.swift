@@ -80,6 +80,12 @@ import Testing
             try db.run("INSERT INTO k SELECT generate_series(10, 14)")
         }
         #expect(n == 5)
+        // Nesting is refused; the outer transaction carries on.
+        try db.transaction {
+            let inner = try #require(throws: PostgresError.self) { try db.transaction { try db.run("INSERT INTO k VALUES (3)") } }
+            #expect(inner.sqlState == "25001")
+            #expect(db.inTransaction)
+        }
         #expect(try db.queryOne("SELECT count(*), min(id) FROM k").map { [$0.int(0), $0.int(1)] } == [5, 10])
     }
 
