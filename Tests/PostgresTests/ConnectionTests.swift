@@ -89,6 +89,14 @@ import Testing
         #expect(try db.queryOne("SELECT count(*), min(id) FROM k").map { [$0.int(0), $0.int(1)] } == [5, 10])
     }
 
+    @Test func theURLsOwnOptionsWinOverTheDefaults() throws {
+        let url = try Shared.database()
+        let plain = try PostgresConnection(url: url)
+        #expect(try plain.queryOne("SELECT current_setting('application_name')")?.string(0) == "photomemo")
+        let named = try PostgresConnection(url: url + "?application_name=worker-2", applicationName: "ignored")
+        #expect(try named.queryOne("SELECT current_setting('application_name')")?.string(0) == "worker-2")
+    }
+
     @Test func unknownDatabaseIsRejectedNotUnavailable() throws {
         let url = Shared.server.url(database: "no_such_db")
         let e = try #require(throws: PostgresError.self) { try PostgresConnection(url: url) }
