@@ -38,7 +38,9 @@ extension PostgresConnection {
     public var socket: Int32 { PQsocket(conn) }
 
     /// Reads what the server sent (after the socket polled readable); `unavailable` when
-    /// the connection is gone.
+    /// the connection is gone, and then libpq has already closed `socket`: close its poll
+    /// at once. (A shutting-down server's FATAL arrives first and passes as a notice; the
+    /// error comes with the next wake-up, at end-of-file.)
     public func consumeInput() throws {
         guard PQconsumeInput(conn) == 1 else {
             throw PostgresError(.unavailable, Self.trimmed(PQerrorMessage(conn)))

@@ -1,4 +1,5 @@
 import Foundation
+import EventLoop
 import Postgres
 import Testing
 import TestSupport
@@ -39,5 +40,38 @@ import TestSupport
         try server.restart()
         try db.reconnect()
         #expect(try db.queryOne("SELECT count(*) FROM k")?.int(0) == 1)
+    }
+}
+
+@Suite(.serialized) struct ListenerOutageTests {
+    /// libpq closes the socket itself when it finds the connection gone, inside
+    /// consumeInput: the poll must be closed right there, before the descriptor is reused.
+    @Test func aPolledListenerSeesTheServerGoAndClosesItsPoll() throws {
+        let server = try PostgresServer()
+        let listener = try PostgresConnection(url: server.url)
+        try listener.listen("wake")
+        let loop = try EventLoop()
+        let poll = try SocketPoll(loop: loop, fd: listener.socket)
+        let giveUp = try LoopTimer(loop: loop)
+        var outage: PostgresError?
+        var wakeups = 0
+        func finish() { poll.close(); giveUp.close() }
+        try poll.start { _ in
+            wakeups += 1
+            do { try listener.consumeInput() } catch let e as PostgresError {
+                outage = e
+                finish()
+            } catch { finish() }
+        }
+        giveUp.start(afterMs: 15_000) { finish() }
+        Thread.detachNewThread { server.stop() }
+        loop.run()
+        #expect(outage?.kind == .unavailable, "\(String(describing: outage))")
+        #expect(!listener.isConnected && listener.socket == -1)
+        #expect(loop.close() == 0)
+
+        try server.start()
+        try listener.reconnect()
+        #expect(listener.socket >= 0)
     }
 }
