@@ -8,6 +8,7 @@ import TestSupport
 @Suite(.serialized) struct OutageTests {
     @Test func aStoppedServerIsAnOutageAndReconnectWorksAfterRestart() throws {
         let server = try PostgresServer()
+        defer { server.shutdown() }
         let db = try PostgresConnection(url: server.url)
         try db.exec("CREATE TABLE k(id integer)")
         try db.listen("wake")
@@ -48,6 +49,7 @@ import TestSupport
     /// consumeInput: the poll must be closed right there, before the descriptor is reused.
     @Test func aPolledListenerSeesTheServerGoAndClosesItsPoll() throws {
         let server = try PostgresServer()
+        defer { server.shutdown() }
         let listener = try PostgresConnection(url: server.url)
         try listener.listen("wake")
         let loop = try EventLoop()

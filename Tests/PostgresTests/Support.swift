@@ -7,7 +7,7 @@ import TestSupport
 enum Shared {
     static let server: PostgresServer = {
         let s = try! PostgresServer()
-        atexit { Shared.server.stop(now: true); try? FileManager.default.removeItem(atPath: Shared.server.dir) }
+        atexit { Shared.server.shutdown() }
         return s
     }()
 

@@ -22,8 +22,13 @@ public final class PostgresServer: @unchecked Sendable {
 
     static func randomPort() -> Int { Int.random(in: 40_001...60_000) }
 
-    deinit {
-        _ = Self.script(["stop", dir, "now"])  // throwaway data: no clean shutdown needed
+    deinit { shutdown() }
+
+    /// Stops at once (throwaway data) and removes the folder. Call it when done rather than
+    /// counting on deinit: a closure that captured the server (a Thread's) can keep it
+    /// alive until the test process is already exiting, and the server would outlive it.
+    public func shutdown() {
+        _ = Self.script(["stop", dir, "now"])
         try? FileManager.default.removeItem(atPath: dir)
     }
 
