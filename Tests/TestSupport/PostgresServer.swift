@@ -9,7 +9,11 @@ public final class PostgresServer: @unchecked Sendable {
     /// The superuser's URL for the `postgres` database.
     public private(set) var url = ""
 
-    public init() throws {
+    /// Logins over TCP need it when set (the script's scram-sha-256 mode); trust otherwise.
+    public let password: String?
+
+    public init(password: String? = nil) throws {
+        self.password = password
         dir = "/tmp/pm-pg-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         port = Self.randomPort()
         // A random port can be taken (another test run on the machine): try others.
@@ -33,7 +37,7 @@ public final class PostgresServer: @unchecked Sendable {
     }
 
     public func start() throws {
-        let (status, out, err) = Self.script(["start", dir, String(port)])
+        let (status, out, err) = Self.script(["start", dir, String(port)] + (password.map { [$0] } ?? []))
         guard status == 0 else { throw Failure("PostgreSQL did not start: \(err) \(out)") }
         url = out.trimmingCharacters(in: .whitespacesAndNewlines)
     }
