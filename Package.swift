@@ -60,7 +60,7 @@ let package = Package(
         .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: [
-            "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "CVips", "CPosix",
+            "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore",
         ]),
         .executableTarget(name: "photomemo", dependencies: [
             "PhotomemoCore", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
