@@ -75,7 +75,8 @@ let package = Package(
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "PhotomemoCore"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "EventLoop", "Journal", "Index"]),
+        .testTarget(name: "NotifyTests", dependencies: ["Notify", "PhotomemoCore"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "EventLoop", "Journal", "Index", "Stores"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Journal", "SQLite", "PhotomemoCore", "TestSupport", "CVips", "photomemo"],
                     exclude: ["Fixtures"]),
     ]

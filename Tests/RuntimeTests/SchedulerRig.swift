@@ -76,9 +76,14 @@ final class SchedulerRig {
     let wakeup: LoopWakeup
     let scheduler: Scheduler
     var journal: Journal { t.journal }
+    /// What else the test opened on the loop, closed when `run` stops.
+    var closers: [() -> Void] = []
 
-    init(_ stages: [(name: String, stage: any Stage, concurrency: Int)], retry: RetryPolicy = .exponentialJitter(maxAttempts: 3, baseMs: 1, maxMs: 1)) throws {
+    /// `paused`: the pipeline starts paused (as after `photomemo pause`), so nothing runs.
+    init(_ stages: [(name: String, stage: any Stage, concurrency: Int)], retry: RetryPolicy = .exponentialJitter(maxAttempts: 3, baseMs: 1, maxMs: 1),
+         paused: Bool = false) throws {
         t = try TestHome()
+        if paused { try t.journal.setSetting("paused", "true") }
         loop = try EventLoop()
         wakeup = try LoopWakeup(loop: loop)
         let def = JobDefinition(name: "test", stages: stages.map { .init(name: $0.name, stage: $0.stage, concurrency: $0.concurrency) },
@@ -117,6 +122,7 @@ final class SchedulerRig {
             guard met || unixNow() > deadline else { return }
             poll.close()
             scheduler.stop { [self] in
+                for close in closers { close() }
                 scheduler.close()
                 wakeup.close()
             }
