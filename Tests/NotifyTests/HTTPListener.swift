@@ -48,7 +48,11 @@ final class HTTPListener: @unchecked Sendable {  // fd is set once; the rest is 
 
     var url: String { "http://127.0.0.1:\(port)/hook" }
 
+    private let closed = LockedValue(false)
+
+    /// Once: a second close could close a descriptor number another test has opened since.
     func close() {
+        guard !closed.withLock({ c in defer { c = true }; return c }) else { return }
         shutdown(fd, Int32(SHUT_RDWR))  // wakes the blocked accept
         Glibc.close(fd)
         for c in open.value { Glibc.close(c) }
