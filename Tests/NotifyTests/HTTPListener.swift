@@ -16,6 +16,7 @@ final class HTTPListener: @unchecked Sendable {  // fd is set once; the rest is 
     let requests = LockedValue<[Request]>([])
     private let fd: Int32
     private let open = LockedValue<[Int32]>([])
+    private let closed = LockedValue(false)
 
     init(status: Int = 200, answer: Bool = true) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -32,30 +33,39 @@ final class HTTPListener: @unchecked Sendable {  // fd is set once; the rest is 
         }
         guard bound else { throw PhotomemoError(.internalError, "cannot listen: errno \(errno)") }
         port = Int(UInt16(bigEndian: addr.sin_port))
+        // The thread owns the descriptors and closes them: `close()` only shuts them down, so
+        // no descriptor number is closed under it and reused by another test's socket.
         Thread.detachNewThread { [self] in
             while true {
                 let c = accept(fd, nil, nil)
-                if c < 0 { return }  // closed
-                open.withLock { $0.append(c) }
+                if c < 0 {
+                    if errno == EINTR { continue }  // the test process gets signals (other tests' children)
+                    for held in open.value { Glibc.close(held) }
+                    Glibc.close(fd)
+                    return
+                }
                 if let r = Self.read(c) { requests.withLock { $0.append(r) } }
-                guard answer else { continue }  // held open until the listener closes
+                guard answer else {
+                    open.withLock { $0.append(c) }  // held open until the listener closes
+                    if closed.value { shutdown(c, Int32(SHUT_RDWR)) }
+                    continue
+                }
                 let reply = "HTTP/1.1 \(status) X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                 _ = reply.withCString { send(c, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
                 shutdown(c, Int32(SHUT_RDWR))
+                Glibc.close(c)
             }
         }
     }
 
     var url: String { "http://127.0.0.1:\(port)/hook" }
 
-    private let closed = LockedValue(false)
 
     /// Once: a second close could close a descriptor number another test has opened since.
     func close() {
         guard !closed.withLock({ c in defer { c = true }; return c }) else { return }
-        shutdown(fd, Int32(SHUT_RDWR))  // wakes the blocked accept
-        Glibc.close(fd)
-        for c in open.value { Glibc.close(c) }
+        shutdown(fd, Int32(SHUT_RDWR))  // wakes the blocked accept, which then closes everything
+        for c in open.value { shutdown(c, Int32(SHUT_RDWR)) }
     }
 
     deinit { close() }
@@ -65,7 +75,8 @@ final class HTTPListener: @unchecked Sendable {  // fd is set once; the rest is 
         var data = Data()
         var buf = [UInt8](repeating: 0, count: 65536)
         func more() -> Bool {
-            let n = recv(c, &buf, buf.count, 0)
+            var n: Int
+            repeat { n = recv(c, &buf, buf.count, 0) } while n < 0 && errno == EINTR
             if n > 0 { data.append(contentsOf: buf[0..<n]) }
             return n > 0
         }

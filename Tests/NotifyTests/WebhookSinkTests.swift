@@ -60,6 +60,6 @@ import Testing
             return
         }
         #expect(why.lowercased().contains("timeout") || why.lowercased().contains("timed out"), "\(why)")
-        #expect(took >= 0.3 && took < 5, "took \(took) s")
+        #expect(took >= 0.25 && took < 5, "took \(took) s")  // curl's timer may end a hair early
     }
 }
