@@ -25,6 +25,23 @@ import Testing
         }
     }
 
+    @Test func aJobsEventsReachItsOwnerAndAdminsOnly() throws {
+        let rig = try SchedulerRig([("only", TestStage(), 1)])
+        let id = try rig.enqueue(1, owner: "alice")[0]
+        final class Listener {}
+        let alice = Listener(), bob = Listener(), admin = Listener()
+        var heard: [String: [String]] = [:]
+        for (name, l, viewer) in [("alice", alice, "alice"), ("bob", bob, "bob"), ("admin", admin, nil)] as [(String, Listener, String?)] {
+            rig.events.subscribe(l, viewer: viewer) { e in
+                if e["job"]?.intValue == id { heard[name, default: []].append(e["event"]?.stringValue ?? "?") }
+            }
+        }
+        let run = try rig.run { heard["alice"]?.last == "job_done" }
+        #expect(run.met && run.closed == 0)
+        #expect(heard["alice"] == ["stage_started", "stage_done", "job_done"])
+        #expect(heard["admin"] == heard["alice"] && heard["bob"] == nil)
+    }
+
     @Test func skipMovesOnToTheNextStageKeepingTheReason() throws {
         let second = StageProbe()
         let rig = try SchedulerRig([("first", TestStage { _ in .skip(reason: "no photo") }, 1), ("second", TestStage(second), 1)])
