@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "Journal", dependencies: ["PhotomemoCore", "SQLite"]),
         .target(name: "HTTP", dependencies: ["PhotomemoCore", "CCurl"]),
         .target(name: "Stores", dependencies: ["PhotomemoCore", "HTTP"]),
-        .target(name: "Index", dependencies: ["PhotomemoCore", "SQLite"]),
+        .target(name: "Index", dependencies: ["PhotomemoCore", "SQL", "SQLite"]),
         .target(name: "Notify", dependencies: ["PhotomemoCore", "HTTP"]),
         .target(name: "Runtime", dependencies: ["PhotomemoCore", "ControlProtocol", "EventLoop", "Journal", "Index", "Stores", "Notify", "CPosix"]),
 
