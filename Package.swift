@@ -2,12 +2,13 @@
 import PackageDescription
 
 // The pipeline reads from the layout:
-//   Sources/CUV, CSQLite, CCrypto, CPosix, CVips, CCurl  thin system-library targets (C headers only)
+//   Sources/CUV, CSQLite, CPQ, CCrypto, CPosix, CVips, CCurl  thin system-library targets (C headers only)
 //   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
 //   Sources/ControlProtocol         the socket's contract shared by daemon and CLI: commands, argument keys, reply envelope
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
 //   Sources/SQL                     what the journal and index need of a SQL engine: SQLConnection, values, rows, one migration runner
 //   Sources/SQLite                  the SQLite connection and statements
+//   Sources/Postgres                the libpq connection (blocking, for worker threads), LISTEN/NOTIFY; PostgresDatabase is its SQLConnection
 //   Sources/Journal                 the durable job journal (on SQLite)
 //   Sources/Index                   records: typed fields, predicate language, ACL, change feed
 //   Sources/HTTP                    one libcurl request type (webhooks, S3)
@@ -34,6 +35,8 @@ let package = Package(
                        providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CPQ", path: "Sources/CPQ", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CPosix", path: "Sources/CPosix"),
         .systemLibrary(name: "CVips", path: "Sources/CVips", pkgConfig: "vips",
                        providers: [.apt(["libvips-dev"])]),
@@ -47,6 +50,7 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore"]),
         .target(name: "SQL", dependencies: ["PhotomemoCore"]),
         .target(name: "SQLite", dependencies: ["PhotomemoCore", "SQL", "CSQLite"]),
+        .target(name: "Postgres", dependencies: ["PhotomemoCore", "SQL", "CPQ"]),
         .target(name: "Journal", dependencies: ["PhotomemoCore", "SQLite"]),
         .target(name: "HTTP", dependencies: ["PhotomemoCore", "CCurl"]),
         .target(name: "Stores", dependencies: ["PhotomemoCore", "HTTP"]),
@@ -75,6 +79,7 @@ let package = Package(
         .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "IndexTests", dependencies: ["Index", "SQLite", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "PhotomemoCore"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "SQL", "EventLoop", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "EventLoop", "Journal", "Index"]),

@@ -5,6 +5,9 @@ import PhotomemoCore
 /// from being taken twice. Queue positions and taken inbox names are this host's own
 /// (each daemon has its own home). Every call blocks: run them off the loop.
 public protocol JobIntake: AnyObject, Sendable {
+    /// This daemon's name on a database several share ('' when it is the only one): keys
+    /// derived from its queue files include it, so two hosts' `queue.jsonl` never collide.
+    var host: String { get }
     /// The read position of a queue file (`queue.jsonl`, `queue.d/NAME.jsonl`).
     func queuePosition(file: String) throws -> QueuePosition
     /// Commits the jobs of a batch of queue lines together with the file's new read

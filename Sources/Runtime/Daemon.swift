@@ -33,6 +33,10 @@ public final class Daemon {
         /// `serve --database` / `--store`: override the job definition's.
         public var database: String?
         public var store: String?
+        /// On a database several daemons share: this one's name (default: the machine's
+        /// name and a hash of the home), and how long its claims hold without renewal.
+        public var hostID: String?
+        public var leaseSeconds: Double = 30
 
         public init(home: String, jobFile: String? = nil) {
             self.home = home

@@ -196,7 +196,7 @@ final class QueueReader: @unchecked Sendable {
             return
         }
         let source = "\(name) line \(pos.line) (byte \(pos.offset))"
-        let key = memo.key.map { JobKey.scoped($0, owner: memo.owner) } ?? "queue:\(name):g\(pos.generation):\(pos.offset)"
+        let key = memo.key.map { JobKey.scoped($0, owner: memo.owner) } ?? "queue:\(journal.host.isEmpty ? "" : journal.host + "/")\(name):g\(pos.generation):\(pos.offset)"
         memos.append(QueuedMemo(memo: memo, photo: photo, key: key, source: source))
     }
 

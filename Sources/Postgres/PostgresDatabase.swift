@@ -1,0 +1,95 @@
+import PhotomemoCore
+import SQL
+
+/// A PostgreSQL connection as the journal and the record index use any engine
+/// (`SQLConnection`): their `?` parameters numbered `$1, $2…`, `SQL`'s values and rows.
+/// After the server was lost, the next call outside a transaction reconnects first, so
+/// an outage lasts as long as the server is down and no longer. Like `PostgresConnection`,
+/// one thread at a time: the owner holds a lock.
+public final class PostgresDatabase: SQLConnection, @unchecked Sendable {
+    public let connection: PostgresConnection
+    public var dialect: SQLDialect { .postgres }
+    private var numbered: [String: String] = [:]
+
+    public init(url: String) throws { connection = try PostgresConnection(url: url) }
+
+    public init(connection: PostgresConnection) { self.connection = connection }
+
+    public func exec(_ sql: String) throws {
+        try reconnectIfLost()
+        try connection.exec(sql)
+    }
+
+    @discardableResult
+    public func run(_ sql: String, _ params: [SQLValue]) throws -> Int {
+        try reconnectIfLost()
+        return try connection.run(number(sql), params.map(Self.value))
+    }
+
+    public func query(_ sql: String, _ params: [SQLValue]) throws -> [Row] {
+        try reconnectIfLost()
+        return try connection.query(number(sql), params.map(Self.value)).map(Self.row)
+    }
+
+    public func queryOne(_ sql: String, _ params: [SQLValue]) throws -> Row? {
+        try reconnectIfLost()
+        return try connection.queryOne(number(sql), params.map(Self.value)).map(Self.row)
+    }
+
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try reconnectIfLost()
+        return try connection.transaction(body)
+    }
+
+    private func reconnectIfLost() throws {
+        if !connection.isConnected && !connection.inTransaction { try connection.reconnect() }
+    }
+
+    /// `?` → `$n`, outside string literals, quoted identifiers and comments.
+    func number(_ sql: String) -> String {
+        if let done = numbered[sql] { return done }
+        var out = "", n = 0
+        var quote: Character?  // ' or " while inside one
+        var comment = false
+        for c in sql {
+            if comment {
+                if c == "\n" { comment = false }
+            } else if let q = quote {
+                if c == q { quote = nil }
+            } else if c == "'" || c == "\"" {
+                quote = c
+            } else if c == "-" && out.last == "-" {
+                comment = true
+            } else if c == "?" {
+                n += 1
+                out += "$\(n)"
+                continue
+            }
+            out.append(c)
+        }
+        numbered[sql] = out
+        return out
+    }
+
+    static func value(_ v: SQLValue) -> PostgresValue {
+        switch v {
+        case .null: .null
+        case .int(let i): .int(i)
+        case .double(let d): .double(d)
+        case .text(let s): .text(s)
+        case .blob(let b): .bytea(b)
+        }
+    }
+
+    static func row(_ r: PostgresRow) -> Row {
+        Row(values: r.values.map { v in
+            switch v {
+            case .null: .null
+            case .int(let i): .int(i)
+            case .double(let d): .double(d)
+            case .text(let s): .text(s)
+            case .bytea(let b): .blob(b)
+            }
+        })
+    }
+}
