@@ -30,7 +30,7 @@ func withStore<T>(_ engine: Engine, _ body: (RecordStore) throws -> T) throws ->
     case .postgres:
         #if canImport(Postgres)
         return try SharedPostgres.shared.withDatabase { url in
-            try body(RecordStore(connection: PostgresConnection(url: url), path: url))
+            try body(RecordStore(connection: PostgresDatabase(url: url), path: url))
         }
         #else
         throw Failure("PostgreSQL driver not built")
