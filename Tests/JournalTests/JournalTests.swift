@@ -2,16 +2,38 @@ import Foundation
 import Testing
 @testable import Journal
 import PhotomemoCore
+import Postgres
+import TestSupport
 
-@Suite struct JournalTests {
+/// Where a test's journal lives: every test runs on both engines.
+enum Engine: String, CaseIterable, CustomTestStringConvertible {
+    case sqlite, postgres
+    var testDescription: String { rawValue }
+}
+
+struct JournalFixture {
+    let engine: Engine
     let dir: String
+    let url: String?
     let journal: Journal
 
-    init() throws {
+    init(_ engine: Engine, test: String = #function) throws {
+        self.engine = engine
         dir = NSTemporaryDirectory() + "pm-journal-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        journal = try Journal(path: dir + "/j.sqlite")
+        url = engine == .postgres ? try PostgresServer.freshDatabase(test) : nil
+        journal = try Self.open(engine, dir: dir, url: url)
     }
+
+    static func open(_ engine: Engine, dir: String, url: String?) throws -> Journal {
+        switch engine {
+        case .sqlite: try Journal(path: dir + "/j.sqlite")
+        case .postgres: try Journal(connection: PostgresDatabase(url: url!), path: url!)
+        }
+    }
+
+    /// The same journal opened again (it is on disk or on the server, not in memory).
+    func reopen() throws -> Journal { try Self.open(engine, dir: dir, url: url) }
 
     func memo(_ key: String, photo: QueuedMemo.Photo = .none, type: String = "Memo") -> QueuedMemo {
         var m = MemoJob(memo: "m-\(key)", type: type)
@@ -31,183 +53,198 @@ import PhotomemoCore
         try journal.recordSteps(JobStateMachine.steps([(job, outcome)], stageCount: stageCount, retry: retry),
                                 stageName: stageName, durationMs: durationMs)[0]
     }
+}
 
-    @Test func queuePositionIsCommittedWithTheJobs() throws {
-        #expect(try journal.queuePosition() == .start)
+@Suite struct JournalTests {
+    @Test(arguments: Engine.allCases) func queuePositionIsCommittedWithTheJobs(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        #expect(try f.journal.queuePosition() == .start)
         let pos = QueuePosition(inode: 42, offset: 100, line: 2)
-        let out = try journal.commitMemos([memo("a"), memo("b")], position: pos, joinTimeoutSeconds: 60)
+        let out = try f.journal.commitMemos([f.memo("a"), f.memo("b")], position: pos, joinTimeoutSeconds: 60)
         #expect(out.count == 2)
-        #expect(try journal.queuePosition() == pos)
-        #expect(try journal.counts()[.queued] == 2)
+        #expect(try f.journal.queuePosition() == pos)
+        #expect(try f.journal.counts()[.queued] == 2)
         // Reopening sees the same (it is on disk, not in memory).
-        let again = try Journal(path: dir + "/j.sqlite")
+        let again = try f.reopen()
         #expect(try again.queuePosition() == pos)
     }
 
-    @Test func sameKeyTwiceIsOneJobAndADuplicateMarker() throws {
-        let first = try journal.commitMemos([memo("k")], position: nil, joinTimeoutSeconds: 60)
-        let second = try journal.commitMemos([memo("k")], position: nil, joinTimeoutSeconds: 60)
+    @Test(arguments: Engine.allCases) func sameKeyTwiceIsOneJobAndADuplicateMarker(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let first = try f.journal.commitMemos([f.memo("k")], position: nil, joinTimeoutSeconds: 60)
+        let second = try f.journal.commitMemos([f.memo("k")], position: nil, joinTimeoutSeconds: 60)
         guard case .created(let id, _) = first[0], case .duplicate(let dup, let of) = second[0] else {
             Issue.record("\(first) \(second)"); return
         }
         #expect(of == id)
-        #expect(try summary(dup).state == .done)
-        #expect(try summary(dup).duplicateOf == id)
+        #expect(try f.summary(dup).state == .done)
+        #expect(try f.summary(dup).duplicateOf == id)
     }
 
-    @Test func sameBytesTwiceIsOneJob() throws {
-        let out = try journal.commitPhotos([photo("a.jpg", sha: "s1"), photo("b.jpg", sha: "s1")])
+    @Test(arguments: Engine.allCases) func sameBytesTwiceIsOneJob(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let out = try f.journal.commitPhotos([f.photo("a.jpg", sha: "s1"), f.photo("b.jpg", sha: "s1")])
         guard case .created(let id, .queued) = out[0], case .duplicate(_, let of) = out[1] else { Issue.record("\(out)"); return }
         #expect(of == id)
         // The same file seen again (a rescan) is not taken twice.
-        #expect(try journal.commitPhotos([photo("a.jpg", sha: "s1")]) == [.alreadyTaken])
-        #expect(try journal.isTaken(name: "a.jpg", identity: "1:a.jpg:s1"))
+        #expect(try f.journal.commitPhotos([f.photo("a.jpg", sha: "s1")]) == [.alreadyTaken])
+        #expect(try f.journal.isTaken(name: "a.jpg", identity: "1:a.jpg:s1"))
     }
 
-    @Test func memoBeforePhotoWaitsThenJoins() throws {
-        let out = try journal.commitMemos([memo("m", photo: .inbox(name: "p.jpg"), type: "Houses")], position: nil, joinTimeoutSeconds: 60)
+    @Test(arguments: Engine.allCases) func memoBeforePhotoWaitsThenJoins(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let out = try f.journal.commitMemos([f.memo("m", photo: .inbox(name: "p.jpg"), type: "Houses")], position: nil, joinTimeoutSeconds: 60)
         guard case .created(let id, .waiting) = out[0] else { Issue.record("\(out)"); return }
-        #expect(try journal.claim(stageIndex: 0, stageName: "s", limit: 10).isEmpty)
-        #expect(try journal.commitPhotos([photo("p.jpg", sha: "s2")]) == [.joined(job: id)])
-        let claimed = try journal.claim(stageIndex: 0, stageName: "s", limit: 10)
+        #expect(try f.journal.claim(stageIndex: 0, stageName: "s", limit: 10).isEmpty)
+        #expect(try f.journal.commitPhotos([f.photo("p.jpg", sha: "s2")]) == [.joined(job: id)])
+        let claimed = try f.journal.claim(stageIndex: 0, stageName: "s", limit: 10)
         #expect(claimed.map(\.context.id) == [id])
         #expect(claimed[0].context.memo.type == "Houses")
-        #expect(claimed[0].context.photoPath == dir + "/inbox/p.jpg")
-        #expect(try journal.counts()[.running] == 1)
+        #expect(claimed[0].context.photoPath == f.dir + "/inbox/p.jpg")
+        #expect(try f.journal.counts()[.running] == 1)
     }
 
-    @Test func photoBeforeMemoBecomesOneJobWithTheMemosType() throws {
-        let p = try journal.commitPhotos([photo("p.jpg", sha: "s3")])
+    @Test(arguments: Engine.allCases) func photoBeforeMemoBecomesOneJobWithTheMemosType(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let p = try f.journal.commitPhotos([f.photo("p.jpg", sha: "s3")])
         guard case .created(let id, _) = p[0] else { Issue.record("\(p)"); return }
-        #expect(try journal.commitMemos([memo("m", photo: .inbox(name: "p.jpg"), type: "Task")], position: nil,
+        #expect(try f.journal.commitMemos([f.memo("m", photo: .inbox(name: "p.jpg"), type: "Task")], position: nil,
                                         joinTimeoutSeconds: 60) == [.joined(job: id)])
-        #expect(try summary(id).memo.type == "Task")
-        #expect(try journal.counts()[.queued] == 1)
+        #expect(try f.summary(id).memo.type == "Task")
+        #expect(try f.journal.counts()[.queued] == 1)
     }
 
-    @Test func memoForARejectedPhotoFailsAtOnceWithThePhotosReason() throws {
-        let id = try journal.recordRejectedEntry(name: "fifo.jpg", identity: "x", owner: nil, reason: "a FIFO is not a photo", quarantinePath: "/q")
-        #expect(try summary(id).state == .failed)
-        let out = try journal.commitMemos([memo("m", photo: .inbox(name: "fifo.jpg"))], position: nil, joinTimeoutSeconds: 60)
+    @Test(arguments: Engine.allCases) func memoForARejectedPhotoFailsAtOnceWithThePhotosReason(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let id = try f.journal.recordRejectedEntry(name: "fifo.jpg", identity: "x", owner: nil, reason: "a FIFO is not a photo", quarantinePath: "/q")
+        #expect(try f.summary(id).state == .failed)
+        let out = try f.journal.commitMemos([f.memo("m", photo: .inbox(name: "fifo.jpg"))], position: nil, joinTimeoutSeconds: 60)
         guard case .failed(_, let reason) = out[0] else { Issue.record("\(out)"); return }
         #expect(reason == "photo fifo.jpg was rejected: a FIFO is not a photo")
     }
 
-    @Test func joinTimeoutFailsTheWaitingMemo() throws {
+    @Test(arguments: Engine.allCases) func joinTimeoutFailsTheWaitingMemo(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
         let now = unixNow()
-        _ = try journal.commitMemos([memo("m", photo: .inbox(name: "never.jpg"))], position: nil, joinTimeoutSeconds: 10, now: now)
-        #expect(try journal.expireJoins(now: now + 5).isEmpty)
-        #expect(try journal.nextWakeAt() == now + 10)
-        let expired = try journal.expireJoins(now: now + 11)
+        _ = try f.journal.commitMemos([f.memo("m", photo: .inbox(name: "never.jpg"))], position: nil, joinTimeoutSeconds: 10, now: now)
+        #expect(try f.journal.expireJoins(now: now + 5).isEmpty)
+        #expect(try f.journal.nextWakeAt() == now + 10)
+        let expired = try f.journal.expireJoins(now: now + 11)
         #expect(expired.count == 1)
-        #expect(try summary(expired[0]).error == "photo never.jpg did not arrive within the join timeout")
+        #expect(try f.summary(expired[0]).error == "photo never.jpg did not arrive within the join timeout")
     }
 
-    @Test func outcomesAdvanceFinishRetryAndFail() throws {
+    @Test(arguments: Engine.allCases) func outcomesAdvanceFinishRetryAndFail(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
         let policy = RetryPolicy.exponentialJitter(maxAttempts: 2, baseMs: 1, maxMs: 2)
-        _ = try journal.commitPhotos([photo("a.jpg", sha: "x1")])
-        var job = try journal.claim(stageIndex: 0, stageName: "one", limit: 1)[0]
-        #expect(try record(job, stageName: "one", outcome: .continue(result: ["w": 3]), durationMs: 1,
+        _ = try f.journal.commitPhotos([f.photo("a.jpg", sha: "x1")])
+        var job = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1)[0]
+        #expect(try f.record(job, stageName: "one", outcome: .continue(result: ["w": 3]), durationMs: 1,
                                           stageCount: 2, retry: policy).kind == .advanced(toStage: 1))
-        #expect(try journal.claim(stageIndex: 0, stageName: "one", limit: 1).isEmpty)
-        job = try journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
+        #expect(try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1).isEmpty)
+        job = try f.journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
         #expect(job.context.results["one"] == ["w": 3])
         #expect(job.context.attempt == 1)
         // A dependency outage does not spend the attempt.
-        guard case .waitingForDependency = try record(job, stageName: "two",
+        guard case .waitingForDependency = try f.record(job, stageName: "two",
             outcome: .unavailable(dependency: "store", reason: "refused"), durationMs: 1, stageCount: 2, retry: policy).kind
         else { Issue.record("not waiting"); return }
         Thread.sleep(forTimeInterval: 0.01)
-        job = try journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
+        job = try f.journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
         #expect(job.context.attempt == 1)
-        guard case .retrying = try record(job, stageName: "two", outcome: .retry(reason: "flaky"),
+        guard case .retrying = try f.record(job, stageName: "two", outcome: .retry(reason: "flaky"),
                                                          durationMs: 1, stageCount: 2, retry: policy).kind
         else { Issue.record("not retrying"); return }
         Thread.sleep(forTimeInterval: 0.01)
-        job = try journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
+        job = try f.journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
         #expect(job.context.attempt == 2)
-        let t = try record(job, stageName: "two", outcome: .retry(reason: "flaky"), durationMs: 1,
+        let t = try f.record(job, stageName: "two", outcome: .retry(reason: "flaky"), durationMs: 1,
                                           stageCount: 2, retry: policy)
         #expect(t.kind == .failed(reason: "flaky (gave up after 2 attempts)"))
-        #expect(try summary(job.context.id).attempts == 2)  // as many as the history shows
-        #expect(t.quarantinePhoto == dir + "/inbox/a.jpg")
-        #expect(try journal.pendingQuarantines().map(\.job) == [job.context.id])
-        try journal.markQuarantined(job: job.context.id, at: "/q/a.jpg")
-        #expect(try journal.pendingQuarantines().isEmpty)
+        #expect(try f.summary(job.context.id).attempts == 2)  // as many as the history shows
+        #expect(t.quarantinePhoto == f.dir + "/inbox/a.jpg")
+        #expect(try f.journal.pendingQuarantines().map(\.job) == [job.context.id])
+        try f.journal.markQuarantined(job: job.context.id, at: "/q/a.jpg")
+        #expect(try f.journal.pendingQuarantines().isEmpty)
         // The whole history is kept.
-        let events = try journal.history(job.context.id).map(\.event)
+        let events = try f.journal.history(job.context.id).map(\.event)
         #expect(events == ["accepted", "started", "done", "started", "unavailable", "started", "retry", "started", "failed", "quarantined"])
     }
 
-    @Test func aBatchsOutcomesAreEachTheirJobsInOneRecording() throws {
-        _ = try journal.commitMemos([memo("b1"), memo("b2"), memo("b3")], position: nil, joinTimeoutSeconds: 60)
-        let jobs = try journal.claim(stageIndex: 0, stageName: "index", limit: 10)
+    @Test(arguments: Engine.allCases) func aBatchsOutcomesAreEachTheirJobsInOneRecording(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        _ = try f.journal.commitMemos([f.memo("b1"), f.memo("b2"), f.memo("b3")], position: nil, joinTimeoutSeconds: 60)
+        let jobs = try f.journal.claim(stageIndex: 0, stageName: "index", limit: 10)
         #expect(jobs.count == 3)
-        let t = try journal.recordSteps(JobStateMachine.steps([(jobs[0], .continue(result: ["r": 1])), (jobs[1], .fail(reason: "no such record")),
+        let t = try f.journal.recordSteps(JobStateMachine.steps([(jobs[0], .continue(result: ["r": 1])), (jobs[1], .fail(reason: "no such record")),
                                                                (jobs[2], .retry(reason: "busy"))], stageCount: 2, retry: .default),
                                         stageName: "index", durationMs: 4)
         #expect(t.map(\.kind) == [.advanced(toStage: 1), .failed(reason: "no such record"), t[2].kind])
         guard case .retrying = t[2].kind else { Issue.record("\(t[2])"); return }
-        #expect(try summary(jobs[1].context.id).state == .failed)
+        #expect(try f.summary(jobs[1].context.id).state == .failed)
         // A job done in a batch says so in its history.
-        let done = try journal.history(jobs[0].context.id).first { $0.event == "done" }
+        let done = try f.journal.history(jobs[0].context.id).first { $0.event == "done" }
         #expect(done?.message == "in a batch of 3")
         #expect(done?.durationMs == 4)
     }
 
-    @Test func permanentFailureSkipsRetriesAndMemoOnlyJobsFinish() throws {
-        _ = try journal.commitMemos([memo("n")], position: nil, joinTimeoutSeconds: 60)
-        let job = try journal.claim(stageIndex: 0, stageName: "one", limit: 1)[0]
+    @Test(arguments: Engine.allCases) func permanentFailureSkipsRetriesAndMemoOnlyJobsFinish(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        _ = try f.journal.commitMemos([f.memo("n")], position: nil, joinTimeoutSeconds: 60)
+        let job = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1)[0]
         #expect(job.context.photoPath == nil)
-        let t = try record(job, stageName: "one", outcome: .fail(reason: "bad"), durationMs: 1,
+        let t = try f.record(job, stageName: "one", outcome: .fail(reason: "bad"), durationMs: 1,
                                           stageCount: 3, retry: .default)
         #expect(t == Transition(kind: .failed(reason: "bad"), quarantinePhoto: nil))
-        #expect(try summary(job.context.id).attempts == 1)  // the run that failed, as its history says
+        #expect(try f.summary(job.context.id).attempts == 1)  // the run that failed, as its history says
     }
 
-    @Test func interruptedJobsResumeAndCrashLoopersFail() throws {
-        _ = try journal.commitMemos([memo("r")], position: nil, joinTimeoutSeconds: 60)
+    @Test(arguments: Engine.allCases) func interruptedJobsResumeAndCrashLoopersFail(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        _ = try f.journal.commitMemos([f.memo("r")], position: nil, joinTimeoutSeconds: 60)
         for round in 1...3 {
-            let claimed = try journal.claim(stageIndex: 0, stageName: "one", limit: 1)
+            let claimed = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1)
             #expect(claimed.count == 1)
             #expect(claimed.first?.context.attempt == round)
-            let r = try journal.resumeInterrupted(maxAttempts: 3)
+            let r = try f.journal.resumeInterrupted(maxAttempts: 3)
             #expect((r.resumed, r.failed) == (round < 3 ? (1, 0) : (0, 1)))
         }
-        #expect(try journal.counts()[.failed] == 1)
+        #expect(try f.journal.counts()[.failed] == 1)
     }
 
-    @Test func twoFatalSignalsAtOneStageFailTheJobAndSuspectsAreClaimedApart() throws {
-        _ = try journal.commitMemos([memo("poison"), memo("bystander")], position: nil, joinTimeoutSeconds: 60)
-        let both = try journal.claim(stageIndex: 0, stageName: "one", limit: 2).map(\.context.id)
+    @Test(arguments: Engine.allCases) func twoFatalSignalsAtOneStageFailTheJobAndSuspectsAreClaimedApart(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        _ = try f.journal.commitMemos([f.memo("poison"), f.memo("bystander")], position: nil, joinTimeoutSeconds: 60)
+        let both = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 2).map(\.context.id)
         #expect(both.count == 2)
         // The first crash names both running jobs: each is resumed once, as a suspect.
-        var r = try journal.resumeInterrupted(maxAttempts: 6, crashed: [both[0]: "one", both[1]: "one"], signal: "SIGSEGV")
+        var r = try f.journal.resumeInterrupted(maxAttempts: 6, crashed: [both[0]: "one", both[1]: "one"], signal: "SIGSEGV")
         #expect(r.resumed == 2 && r.crashLooped.isEmpty)
-        #expect(try journal.crashSuspectReady(stageIndexes: [0]))
-        #expect(try journal.claim(stageIndex: 0, stageName: "one", limit: 2).isEmpty)  // suspects run alone
-        let alone = try journal.claim(stageIndex: 0, stageName: "one", limit: 1, crashSuspects: true)
+        #expect(try f.journal.crashSuspectReady(stageIndexes: [0]))
+        #expect(try f.journal.claim(stageIndex: 0, stageName: "one", limit: 2).isEmpty)  // suspects run alone
+        let alone = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1, crashSuspects: true)
         #expect(alone.map(\.context.id) == [both[0]])
         // The second crash while it ran alone fails it, with the reason; the bystander waits its turn.
-        r = try journal.resumeInterrupted(maxAttempts: 6, crashed: [both[0]: "one"], signal: "SIGSEGV")
+        r = try f.journal.resumeInterrupted(maxAttempts: 6, crashed: [both[0]: "one"], signal: "SIGSEGV")
         #expect(r.crashLooped == [both[0]])
-        let failed = try summary(both[0])
+        let failed = try f.summary(both[0])
         #expect(failed.state == .failed)
         #expect(failed.error == "the daemon died twice while stage one ran on this job (last: SIGSEGV); not retried (photomemo retry \(both[0]) runs it again)")
-        #expect(try summary(both[1]).state == .queued)
+        #expect(try f.summary(both[1]).state == .queued)
         // A crash at another stage, or a kill that left no crash log, does not count at this one.
-        let next = try journal.claim(stageIndex: 0, stageName: "one", limit: 1, crashSuspects: true)
+        let next = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1, crashSuspects: true)
         #expect(next.map(\.context.id) == [both[1]])
-        r = try journal.resumeInterrupted(maxAttempts: 6, crashed: [both[1]: "two"])
+        r = try f.journal.resumeInterrupted(maxAttempts: 6, crashed: [both[1]: "two"])
         #expect(r.resumed == 1 && r.crashLooped.isEmpty)
-        #expect(try summary(both[1]).state == .queued)
+        #expect(try f.summary(both[1]).state == .queued)
     }
 
-    @Test func claimRespectsTheLimitAndOrder() throws {
-        _ = try journal.commitMemos((0..<10).map { memo("c\($0)") }, position: nil, joinTimeoutSeconds: 60)
-        let first = try journal.claim(stageIndex: 0, stageName: "s", limit: 4)
+    @Test(arguments: Engine.allCases) func claimRespectsTheLimitAndOrder(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        _ = try f.journal.commitMemos((0..<10).map { f.memo("c\($0)") }, position: nil, joinTimeoutSeconds: 60)
+        let first = try f.journal.claim(stageIndex: 0, stageName: "s", limit: 4)
         #expect(first.map(\.context.id) == [1, 2, 3, 4])
-        #expect(try journal.claim(stageIndex: 0, stageName: "s", limit: 100).count == 6)
-        #expect(try journal.counts()[.running] == 10)
+        #expect(try f.journal.claim(stageIndex: 0, stageName: "s", limit: 100).count == 6)
+        #expect(try f.journal.counts()[.running] == 10)
     }
 }

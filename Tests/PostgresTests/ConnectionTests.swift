@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Postgres
+import TestSupport
 import Testing
 
 @Suite struct ConnectionTests {
@@ -98,7 +99,7 @@ import Testing
     }
 
     @Test func unknownDatabaseIsRejectedNotUnavailable() throws {
-        let url = Shared.server.url(database: "no_such_db")
+        let url = PostgresServer.shared.url(database: "no_such_db")
         let e = try #require(throws: PostgresError.self) { try PostgresConnection(url: url) }
         #expect(e.kind == .rejected && e.message.contains("no_such_db"), "\(e)")
     }

@@ -2,20 +2,9 @@ import Foundation
 import Postgres
 import TestSupport
 
-/// One server for the suite (each test takes a database of its own); stopped at exit,
-/// since a static is never deinitialised.
+/// Databases on the one shared server of the test process.
 enum Shared {
-    static let server: PostgresServer = {
-        let s = try! PostgresServer()
-        atexit { Shared.server.shutdown() }
-        return s
-    }()
-
-    /// A fresh database on the shared server.
-    static func database(_ test: String = #function) throws -> String {
-        let name = "t_" + test.prefix(while: { $0 != "(" }).lowercased() + "_\(UInt32.random(in: 0...UInt32.max))"
-        return try server.createDatabase(name)
-    }
+    static func database(_ test: String = #function) throws -> String { try PostgresServer.freshDatabase(test) }
 }
 
 /// Runs `body` on `n` threads at once (released together) and waits for all.

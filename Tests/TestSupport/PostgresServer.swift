@@ -91,3 +91,19 @@ public final class PostgresServer: @unchecked Sendable {
         init(_ d: String) { description = d }
     }
 }
+
+extension PostgresServer {
+    /// One server for a whole test process (each test takes a database of its own);
+    /// stopped at exit, since a static is never deinitialised.
+    public static let shared: PostgresServer = {
+        let s = try! PostgresServer()
+        atexit { PostgresServer.shared.shutdown() }
+        return s
+    }()
+
+    /// A fresh database on the shared server; returns its URL.
+    public static func freshDatabase(_ test: String = #function) throws -> String {
+        let name = "t_" + test.prefix(while: { $0 != "(" }).lowercased().prefix(40) + "_\(UInt32.random(in: 0...UInt32.max))"
+        return try shared.createDatabase(name)
+    }
+}
