@@ -23,7 +23,7 @@ import Testing
         }
     }
 
-    @Test(arguments: Engine.all) func memoContainsMatchesTheSameTokens(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func memoContainsMatchesTheSameTokens(_ engine: Engine) throws {
         try withStore(engine) { s in
             for (i, m) in Self.samples.enumerated() { _ = try s.apply(input("\(i)", memo: m)) }
             func memos(_ text: String) throws -> Set<String> {
@@ -45,7 +45,7 @@ import Testing
         }
     }
 
-    @Test(arguments: Engine.all) func outboxRetriesSocketCatchUpAndReleasedAssets(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func outboxRetriesSocketCatchUpAndReleasedAssets(_ engine: Engine) throws {
         try withStore(engine) { s in
             let hook = try s.subscribe(.init(owner: nil, type: "Memo", predicate: "TRUEPREDICATE", firesOn: ["create", "delete"],
                                              alert: "new {memo}", sink: .webhook, target: "http://x", secret: "k"))

@@ -1,44 +1,27 @@
 import Foundation
-import SQLite
-import Testing
-#if canImport(Postgres)
 import Postgres
-#endif
+import SQLite
+import TestSupport
+import Testing
 @testable import Index
 
-/// The engines the index suites run on: SQLite always, PostgreSQL on a real throwaway
-/// server (TestSupport's PostgresServer) when the driver is built in.
-enum Engine: String, Sendable, CustomTestStringConvertible {
+/// The engines the index suites run on: a SQLite file, and PostgreSQL on a real
+/// throwaway server (TestSupport's PostgresServer).
+enum Engine: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite, postgres
     var testDescription: String { rawValue }
-
-    static var all: [Engine] {
-        #if canImport(Postgres)
-        [.sqlite, .postgres]
-        #else
-        [.sqlite]
-        #endif
-    }
 }
 
-/// A fresh, empty store on `engine` for the length of `body`: a new SQLite file, or a new
-/// database on the shared PostgreSQL server (stopped when no test uses it any more).
-func withStore<T>(_ engine: Engine, _ body: (RecordStore) throws -> T) throws -> T {
+/// A fresh, empty store on `engine` for `body`: a new SQLite file, or a new database on
+/// the test process's shared PostgreSQL server.
+func withStore<T>(_ engine: Engine, test: String = #function, _ body: (RecordStore) throws -> T) throws -> T {
     switch engine {
-    case .sqlite:
-        return try body(tempStore())
-    case .postgres:
-        #if canImport(Postgres)
-        return try SharedPostgres.shared.withDatabase { url in
-            try body(RecordStore(connection: PostgresDatabase(url: url), path: url))
-        }
-        #else
-        throw Failure("PostgreSQL driver not built")
-        #endif
+    case .sqlite: return try body(tempStore())
+    case .postgres: return try body(postgresStore(url: PostgresServer.freshDatabase(test)))
     }
 }
 
-struct Failure: Error, CustomStringConvertible {
-    let description: String
-    init(_ d: String) { description = d }
+/// A store on the database at `url` (several of them on one: daemons sharing it).
+func postgresStore(url: String) throws -> RecordStore {
+    try RecordStore(connection: PostgresDatabase(url: url), path: url)
 }

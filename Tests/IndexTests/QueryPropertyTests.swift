@@ -150,7 +150,7 @@ import Testing
         }
     }
 
-    @Test(arguments: Engine.all) func sqlAgreesWithAnIndependentEvaluationAcrossThousandsOfCases(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func sqlAgreesWithAnIndependentEvaluationAcrossThousandsOfCases(_ engine: Engine) throws {
         try withStore(engine) { try check($0) }
     }
 

@@ -20,7 +20,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         try s.query(PredicateParser.parse(predicate), sort: SortKey.parse(sort), limit: 1000, viewer: viewer).records.map(\.memo)
     }
 
-    @Test(arguments: Engine.all) func indexingIsIdempotentOnTheJobKeyAndAMemoForAPhotoUpdatesItsRecord(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func indexingIsIdempotentOnTheJobKeyAndAMemoForAPhotoUpdatesItsRecord(_ engine: Engine) throws {
         try withStore(engine) { s in
             let (a, op) = try s.apply(input("k1", type: "Photo", sha: "abc"))
             #expect(op == "create")
@@ -34,7 +34,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         }
     }
 
-    @Test(arguments: Engine.all) func typedComparisonsFullTextListsAndDates(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func typedComparisonsFullTextListsAndDates(_ engine: Engine) throws {
         try withStore(engine) { s in
             _ = try s.apply(input("1", memo: "lunch receipt", fields: ["salesPrice": 1200, "code": "A-001", "tags": ["x", "y"],
                                                                        "date": "2026-11-29T12:00:00Z", "paid": true]))
@@ -56,7 +56,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         }
     }
 
-    @Test(arguments: Engine.all) func injectionAttemptsAreInert(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func injectionAttemptsAreInert(_ engine: Engine) throws {
         try withStore(engine) { s in
             _ = try s.apply(input("1", memo: "hello world", fields: ["name": "x"]))
             for p in [#"name == "x' OR 1=1 --""#, #"name == "\"); DROP TABLE records; --""#, #"memo CONTAINS "world OR NOT x*""#,
@@ -69,7 +69,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         }
     }
 
-    @Test(arguments: Engine.all) func aclShowsOwnPublicAndSharedRecordsOnly(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func aclShowsOwnPublicAndSharedRecordsOnly(_ engine: Engine) throws {
         try withStore(engine) { s in
             _ = try s.apply(input("1", memo: "alice private", owner: "alice"))
             let (bobs, _) = try s.apply(input("2", memo: "bob public", owner: "bob"))
@@ -93,7 +93,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         }
     }
 
-    @Test(arguments: Engine.all) func staleChangeTagsConflict(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func staleChangeTagsConflict(_ engine: Engine) throws {
         try withStore(engine) { s in
             let (r, _) = try s.apply(input("1", memo: "v1"))
             let r2 = try s.update(r.id, memo: "v2", fields: ["n": 1], ifTag: r.changeTag, viewer: .user("alice"))
@@ -106,7 +106,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         }
     }
 
-    @Test(arguments: Engine.all) func deleteCascadesThroughDeleteSelfReferencesAndReleasesUnusedAssets(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func deleteCascadesThroughDeleteSelfReferencesAndReleasesUnusedAssets(_ engine: Engine) throws {
         try withStore(engine) { s in
             let asset = { (k: String) -> JSONValue in ["original": ["key": .string(k)]] }
             let (restaurant, _) = try s.apply(input("r", type: "Restaurant", memo: "noodles"))
@@ -123,7 +123,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
         }
     }
 
-    @Test(arguments: Engine.all) func predicatesAtTheParserLimitsCompileToSQLTheEngineAccepts(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func predicatesAtTheParserLimitsCompileToSQLTheEngineAccepts(_ engine: Engine) throws {
         // SQLite refuses expression trees deeper than 1000: flat chains of 1,500 terms, a
         // 256-value IN, 256 merged range conditions on one field, and 64 levels of
         // alternating nesting with terms at each must all run.
@@ -158,7 +158,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
 }
 
 @Suite struct SubscriptionFanOutTests {
-    @Test(arguments: Engine.all) func aSubscriberOnlyHearsOfRecordsItMayReadThatMatch(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func aSubscriberOnlyHearsOfRecordsItMayReadThatMatch(_ engine: Engine) throws {
         try withStore(engine) { s in
             let bobs = try s.subscribe(.init(owner: "bob", type: "Memo", predicate: "n > 1", firesOn: ["create", "update"], alert: nil,
                                              sink: .webhook, target: "http://x", secret: "k"))

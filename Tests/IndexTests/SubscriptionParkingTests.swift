@@ -29,7 +29,7 @@ import Testing
         Dictionary(uniqueKeysWithValues: try s.subscriptions(viewer: .admin).map { ($0["id"]!.stringValue!, $0) })
     }
 
-    @Test(arguments: Engine.all) func subscribeRefusesPredicatesThatCannotBeEvaluated(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func subscribeRefusesPredicatesThatCannotBeEvaluated(_ engine: Engine) throws {
         try withStore(engine) { s in
             #expect(throws: PredicateSyntaxError(message: "nested deeper than 64 levels", column: 257)) {
                 try s.subscribe(subscription(Self.elevenHundredNOTs))
@@ -49,7 +49,7 @@ import Testing
         }
     }
 
-    @Test(arguments: Engine.all) func aStoredBadSubscriptionIsParkedAndEveryoneElseGoesOn(_ engine: Engine) throws {
+    @Test(arguments: Engine.allCases) func aStoredBadSubscriptionIsParkedAndEveryoneElseGoesOn(_ engine: Engine) throws {
         try withStore(engine) { s in
             let good = try s.subscribe(subscription("n > 1"))
             try insertUnchecked(s.db, id: "sbadnots", predicate: Self.elevenHundredNOTs)
