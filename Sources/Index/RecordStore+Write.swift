@@ -20,58 +20,58 @@ extension RecordStore {
     }
 
     private func applyInTransaction(_ input: RecordInput, now: Double) throws -> (record: Record, op: String) {
-                // A job already applied (a re-run after a crash) changes nothing.
-                if let done = try db.queryOne("SELECT record_id FROM applied_jobs WHERE job_key = ?", [.text(input.jobKey)])?.string(0) {
-                    if let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(done)]) {
-                        return (try Self.record(row), "none")
-                    }
-                    throw RecordWriteError.notFound
-                }
-                // A line naming a record updates it — if the job's owner may write it: memo,
-                // type, the fields given, and the images when it brings a photo. A memo for an
-                // indexed photo updates that photo's record (of the same owner: the same bytes
-                // are one record per owner).
-                var target: Row?
-                let viewer = Viewer(owner: input.memo.owner)
-                if let id = input.memo.record {
-                    var vis: [SQLValue] = [.text(id)]
-                    guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) else {
-                        throw RecordWriteError.notFound
-                    }
-                    guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
-                    target = row
-                } else if let sha = input.photoSHA256 {
-                    target = try db.queryOne("""
-                        SELECT \(Self.columns) FROM records r WHERE r.photo_sha256 = ? AND r.owner IS NOT DISTINCT FROM ?
-                        ORDER BY r.created, r.ord LIMIT 1
-                        """, [.text(sha), SQLValue(input.memo.owner)])
-                }
-                if let row = target {
-                    var r = try Self.record(row)
-                    r.type = input.memo.type
-                    r.memo = input.memo.memo
-                    for (k, v) in input.memo.fields { r.fields[k] = v }
-                    if input.assets != .emptyObject { r.assets = input.assets }
-                    if input.exif != .emptyObject { r.exif = input.exif }
-                    if input.memo.record != nil, let sha = input.photoSHA256 {
-                        try db.run("UPDATE records SET photo_sha256 = ?, width = ?, height = ? WHERE id = ?",
-                                   [.text(sha), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)), .text(r.id)])
-                    }
-                    try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
-                    return (try write(r, jobKey: nil, op: "update", now: now), "update")
-                }
-                let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
-                let r = Record(id: Self.recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
-                               fields: input.memo.fields, owner: input.memo.owner, acl: ACL(), assets: input.assets,
-                               exif: input.exif, created: now, modified: now, changeTag: "")
-                try db.run("""
-                    INSERT INTO records(id, job_key, photo_sha256, type, memo, owner, taken, width, height, created, modified, change_tag)
-                    VALUES (?,?,?,?,?,?,?,?,?,?,?,'')
-                    """, [.text(r.id), .text(input.jobKey), SQLValue(input.photoSHA256), .text(r.type), .text(r.memo), SQLValue(r.owner),
-                          SQLValue(taken), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
-                          .double(now), .double(now)])
-                try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
-                return (try write(r, jobKey: input.jobKey, op: "create", now: now), "create")
+        // A job already applied (a re-run after a crash) changes nothing.
+        if let done = try db.queryOne("SELECT record_id FROM applied_jobs WHERE job_key = ?", [.text(input.jobKey)])?.string(0) {
+            if let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(done)]) {
+                return (try Self.record(row), "none")
+            }
+            throw RecordWriteError.notFound
+        }
+        // A line naming a record updates it — if the job's owner may write it: memo,
+        // type, the fields given, and the images when it brings a photo. A memo for an
+        // indexed photo updates that photo's record (of the same owner: the same bytes
+        // are one record per owner).
+        var target: Row?
+        let viewer = Viewer(owner: input.memo.owner)
+        if let id = input.memo.record {
+            var vis: [SQLValue] = [.text(id)]
+            guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) else {
+                throw RecordWriteError.notFound
+            }
+            guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
+            target = row
+        } else if let sha = input.photoSHA256 {
+            target = try db.queryOne("""
+                SELECT \(Self.columns) FROM records r WHERE r.photo_sha256 = ? AND r.owner IS NOT DISTINCT FROM ?
+                ORDER BY r.created, r.ord LIMIT 1
+                """, [.text(sha), SQLValue(input.memo.owner)])
+        }
+        if let row = target {
+            var r = try Self.record(row)
+            r.type = input.memo.type
+            r.memo = input.memo.memo
+            for (k, v) in input.memo.fields { r.fields[k] = v }
+            if input.assets != .emptyObject { r.assets = input.assets }
+            if input.exif != .emptyObject { r.exif = input.exif }
+            if input.memo.record != nil, let sha = input.photoSHA256 {
+                try db.run("UPDATE records SET photo_sha256 = ?, width = ?, height = ? WHERE id = ?",
+                           [.text(sha), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)), .text(r.id)])
+            }
+            try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
+            return (try write(r, jobKey: nil, op: "update", now: now), "update")
+        }
+        let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
+        let r = Record(id: Self.recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
+                       fields: input.memo.fields, owner: input.memo.owner, acl: ACL(), assets: input.assets,
+                       exif: input.exif, created: now, modified: now, changeTag: "")
+        try db.run("""
+            INSERT INTO records(id, job_key, photo_sha256, type, memo, owner, taken, width, height, created, modified, change_tag)
+            VALUES (?,?,?,?,?,?,?,?,?,?,?,'')
+            """, [.text(r.id), .text(input.jobKey), SQLValue(input.photoSHA256), .text(r.type), .text(r.memo), SQLValue(r.owner),
+                  SQLValue(taken), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
+                  .double(now), .double(now)])
+        try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
+        return (try write(r, jobKey: input.jobKey, op: "create", now: now), "create")
     }
 
     /// Rewrites a record's row, field rows, ACL rows, asset rows, full-text entry and
@@ -149,24 +149,24 @@ extension RecordStore {
     public func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL?, ifTag: String?, viewer: Viewer,
                        now: Double) throws -> Record {
         try writing {
-                guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
-                    throw RecordWriteError.notFound
-                }
-                var r = try Self.record(row)
-                var vis: [SQLValue] = [.text(id)]
-                guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
-                    throw RecordWriteError.notFound
-                }
-                guard Self.canWrite(r, viewer) else { throw RecordWriteError.forbidden }
-                // Who may see and change a record is its owner's to say (and an admin's), not a writer's.
-                if acl != nil, case .user(let name) = viewer, r.owner != name { throw RecordWriteError.forbidden }
-                if let ifTag, ifTag != r.changeTag { throw RecordWriteError.conflict(current: r.changeTag) }
-                if let memo { r.memo = memo }
-                for (k, v) in fields { if v == .null { r.fields.removeValue(forKey: k) } else { r.fields[k] = v } }
-                if let acl { r.acl = acl }
-                let written = try write(r, jobKey: nil, op: "update", now: now)
-                _ = try fanOutPendingInTransaction(now: now)  // the outbox commits with the change
-                return written
+            guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
+                throw RecordWriteError.notFound
+            }
+            var r = try Self.record(row)
+            var vis: [SQLValue] = [.text(id)]
+            guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
+                throw RecordWriteError.notFound
+            }
+            guard Self.canWrite(r, viewer) else { throw RecordWriteError.forbidden }
+            // Who may see and change a record is its owner's to say (and an admin's), not a writer's.
+            if acl != nil, case .user(let name) = viewer, r.owner != name { throw RecordWriteError.forbidden }
+            if let ifTag, ifTag != r.changeTag { throw RecordWriteError.conflict(current: r.changeTag) }
+            if let memo { r.memo = memo }
+            for (k, v) in fields { if v == .null { r.fields.removeValue(forKey: k) } else { r.fields[k] = v } }
+            if let acl { r.acl = acl }
+            let written = try write(r, jobKey: nil, op: "update", now: now)
+            _ = try fanOutPendingInTransaction(now: now)  // the outbox commits with the change
+            return written
         }
     }
 
@@ -176,38 +176,38 @@ extension RecordStore {
     public func delete(_ id: String, viewer: Viewer, now: Double) throws
         -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
         try writing {
-                guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
-                    throw RecordWriteError.notFound
+            guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
+                throw RecordWriteError.notFound
+            }
+            var vis: [SQLValue] = [.text(id)]
+            guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
+                throw RecordWriteError.notFound
+            }
+            guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
+            var deleted: [String] = []
+            var photos: [(sha256: String, owner: String?)] = []
+            var keys = Set<String>()
+            var pending = [id]
+            while let next = pending.popLast() {
+                guard !deleted.contains(next),
+                      let r = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(next)]) else { continue }
+                let rec = try Self.record(r)
+                if let sha = try db.queryOne("SELECT photo_sha256 FROM records WHERE id = ?", [.text(next)])?.string(0) {
+                    photos.append((sha, rec.owner))
                 }
-                var vis: [SQLValue] = [.text(id)]
-                guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
-                    throw RecordWriteError.notFound
+                keys.formUnion(try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(next)]).compactMap { $0.string(0) })
+                pending += try db.query("SELECT record_id FROM record_fields WHERE kind = 'r' AND text_value = ? AND delete_self = 1",
+                                        [.text(next)]).compactMap { $0.string(0) }
+                _ = try appendChange(rec, op: "delete", now: now)
+                _ = try fanOutPendingInTransaction(now: now)  // while the record's rows still exist
+                if dialect == .sqlite {  // PostgreSQL's tsvector goes with the row
+                    try db.run("INSERT INTO records_fts(records_fts, rowid, memo) SELECT 'delete', rowid, memo FROM records WHERE id = ?",
+                               [.text(next)])
                 }
-                guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
-                var deleted: [String] = []
-                var photos: [(sha256: String, owner: String?)] = []
-                var keys = Set<String>()
-                var pending = [id]
-                while let next = pending.popLast() {
-                    guard !deleted.contains(next),
-                          let r = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(next)]) else { continue }
-                    let rec = try Self.record(r)
-                    if let sha = try db.queryOne("SELECT photo_sha256 FROM records WHERE id = ?", [.text(next)])?.string(0) {
-                        photos.append((sha, rec.owner))
-                    }
-                    keys.formUnion(try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(next)]).compactMap { $0.string(0) })
-                    pending += try db.query("SELECT record_id FROM record_fields WHERE kind = 'r' AND text_value = ? AND delete_self = 1",
-                                            [.text(next)]).compactMap { $0.string(0) }
-                    _ = try appendChange(rec, op: "delete", now: now)
-                    _ = try fanOutPendingInTransaction(now: now)  // while the record's rows still exist
-                    if dialect == .sqlite {  // PostgreSQL's tsvector goes with the row
-                        try db.run("INSERT INTO records_fts(records_fts, rowid, memo) SELECT 'delete', rowid, memo FROM records WHERE id = ?",
-                                   [.text(next)])
-                    }
-                    try db.run("DELETE FROM records WHERE id = ?", [.text(next)])
-                    deleted.append(next)
-                }
-                return (deleted, try releaseUnused(Array(keys), now: now), photos)
+                try db.run("DELETE FROM records WHERE id = ?", [.text(next)])
+                deleted.append(next)
+            }
+            return (deleted, try releaseUnused(Array(keys), now: now), photos)
         }
     }
 
