@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "Stores", dependencies: ["PhotomemoCore", "HTTP"]),
         .target(name: "Index", dependencies: ["PhotomemoCore", "SQL", "SQLite"]),
         .target(name: "Notify", dependencies: ["PhotomemoCore", "HTTP"]),
-        .target(name: "Runtime", dependencies: ["PhotomemoCore", "ControlProtocol", "EventLoop", "Journal", "Index", "Stores", "Notify", "CPosix"]),
+        .target(name: "Runtime", dependencies: ["PhotomemoCore", "ControlProtocol", "EventLoop", "Journal", "Index", "Stores", "Notify", "Postgres", "CPosix"]),
 
         .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
         .target(name: "ExecStage", dependencies: ["PhotomemoCore"], path: "Plugins/Exec"),

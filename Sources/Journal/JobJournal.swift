@@ -49,6 +49,10 @@ public protocol JobControl: AnyObject, Sendable {
     func stageStats(window: Int) throws -> [String: StageStats]
     func stageHistograms(boundsMs: [Double]) throws -> [String: (buckets: [Int], sumMs: Double, count: Int)]
     func finishedCount(since: Double) throws -> Int
+    /// The daemons on this journal seen within `window` seconds (one, on SQLite).
+    func hosts(window: Double, now: Double) throws -> [HostSummary]
+    /// This daemon is alive: written with each lease renewal.
+    func heartbeat(started: Double, pid: Int32, now: Double) throws
 }
 
 /// The whole job store the runtime holds: the scheduler's queue, intake and control.

@@ -88,6 +88,7 @@ extension Journal {
                     """, [.double(now), .double(now), .int(id)])
             }
             try event(db, job: id, stage: nil, attempt: nil, "retried", message: "by request", at: now)
+            try announceWork(db)
             let q = r.string(3)
             return (q?.hasPrefix("/") == true ? q : nil, r.string(2))
         }

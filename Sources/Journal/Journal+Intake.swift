@@ -22,6 +22,7 @@ extension Journal {
             for m in memos {
                 out.append(try self.addMemo(db, m, joinTimeoutSeconds: joinTimeoutSeconds, now: now))
             }
+            if !memos.isEmpty { try announceWork(db) }
             if let position {
                 try db.run("""
                     INSERT INTO queue_files(host, name, inode, generation, "offset", line, tail) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -117,6 +118,7 @@ extension Journal {
             for p in photos {
                 out.append(try self.addPhoto(db, p, now: now))
             }
+            if !photos.isEmpty { try announceWork(db) }
             return out
         }
     }

@@ -21,8 +21,10 @@ extension Journal {
     /// longer than a lease — go back to their stage as after a restart, for any host.
     public func reclaimExpiredLeases(maxAttempts: Int, now: Double) throws -> ResumeCounts {
         try write { db in
-            try resume(db, "lease_until IS NOT NULL AND lease_until < ?", [.double(now)], maxAttempts: maxAttempts, crashed: [:],
-                       signal: "a fatal signal", because: "after the lease of the host running it ran out", now: now)
+            let counts = try resume(db, "lease_until IS NOT NULL AND lease_until < ?", [.double(now)], maxAttempts: maxAttempts,
+                                    crashed: [:], signal: "a fatal signal", because: "after the lease of the host running it ran out", now: now)
+            if counts.resumed > 0 { try announceWork(db) }
+            return counts
         }
     }
 
@@ -180,7 +182,9 @@ extension Journal {
     public func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double,
                             now: Double = unixNow()) throws -> [Transition] {
         try write { db in
-            try runs.map { try self.persist($0.step, of: $0.job, db: db, stageName: stageName, durationMs: durationMs, now: now) }
+            let done = try runs.map { try self.persist($0.step, of: $0.job, db: db, stageName: stageName, durationMs: durationMs, now: now) }
+            if done.contains(where: { if case .advanced = $0.kind { true } else { false } }) { try announceWork(db) }
+            return done
         }
     }
 

@@ -60,6 +60,12 @@ public final class Journal: @unchecked Sendable {
         return try body(db)
     }
 
+    /// On a shared database, tells the other daemons (at COMMIT) that jobs became
+    /// runnable, so an idle one claims at once instead of at its next timer.
+    func announceWork(_ db: any SQLConnection) throws {
+        if db.dialect == .postgres { try db.run("SELECT pg_notify('photomemo_work', ?)", [.text(host)]) }
+    }
+
     // MARK: settings
 
     public func setting(_ key: String) throws -> String? {
@@ -81,9 +87,9 @@ public final class Journal: @unchecked Sendable {
 
     func event(_ db: any SQLConnection, job: Int64, stage: String?, attempt: Int?, _ event: String,
                durationMs: Double? = nil, message: String? = nil, at now: Double) throws {
-        try db.run("INSERT INTO job_events(job_id, at, stage, attempt, event, duration_ms, message) VALUES (?,?,?,?,?,?,?)",
+        try db.run("INSERT INTO job_events(job_id, at, stage, attempt, event, duration_ms, message, host) VALUES (?,?,?,?,?,?,?,?)",
                    [.int(job), .double(now), SQLValue(stage), SQLValue(attempt.map(Int64.init)), .text(event),
-                    SQLValue(durationMs), SQLValue(message)])
+                    SQLValue(durationMs), SQLValue(message), .text(host)])
     }
 
     /// Inserts a job row and its first event; returns its id.

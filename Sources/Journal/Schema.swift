@@ -127,6 +127,8 @@ enum Schema {
         ALTER TABLE inbox_taken_by_host RENAME TO inbox_taken;
         CREATE INDEX inbox_taken_name ON inbox_taken(name);
         CREATE INDEX jobs_leases ON jobs(lease_until) WHERE state = 'running';
+        ALTER TABLE job_events ADD COLUMN host TEXT NOT NULL DEFAULT '';
+        CREATE TABLE hosts(host TEXT PRIMARY KEY, started REAL NOT NULL, seen REAL NOT NULL, pid INTEGER NOT NULL);
         """,
     ]
 
@@ -183,7 +185,8 @@ enum Schema {
             attempt INTEGER,
             event TEXT NOT NULL,
             duration_ms DOUBLE PRECISION,
-            message TEXT
+            message TEXT,
+            host TEXT NOT NULL DEFAULT ''
         );
         CREATE INDEX job_events_job ON job_events(job_id);
         CREATE INDEX job_events_stage ON job_events(stage, event, id) WHERE stage IS NOT NULL;
@@ -206,6 +209,8 @@ enum Schema {
             PRIMARY KEY(host, name)
         );
         CREATE INDEX inbox_taken_name ON inbox_taken(name);
+        CREATE TABLE hosts(host TEXT PRIMARY KEY, started DOUBLE PRECISION NOT NULL, seen DOUBLE PRECISION NOT NULL,
+                           pid INTEGER NOT NULL);
         """,
     ]
 }

@@ -1,20 +1,79 @@
 import Foundation
-import PhotomemoCore
-import Journal
 import Index
+import Journal
+import PhotomemoCore
+import Postgres
 
 /// The engines the job definition's `database` names, opened once at start: the job
-/// journal and the record index. On `sqlite:FILE` both live in that one file.
+/// journal and the record index. On `sqlite:FILE` both live in that one file and this
+/// daemon is alone on it; on `postgres://…` every daemon naming the same database is one
+/// cluster, each with its own host name and leases.
 struct Backend {
     let journal: any JobJournal
     let records: any RecordIndex
+    /// "sqlite" or "postgres", as `status` shows it.
+    let engine: String
+    /// The database URL when it is shared (the cluster listener connects to it).
+    let sharedURL: String?
 
-    init(environment: StageEnvironment) throws {
-        let records = try environment.recordIndex()
-        guard let file = records as? RecordStore else {
-            throw PhotomemoError(.badDefinition, "database \"\(environment.database)\": only sqlite:FILE is built")
+    init(environment: StageEnvironment, hostID: String?, leaseSeconds: Double) throws {
+        let spec = environment.database
+        guard spec.hasPrefix("postgres://") || spec.hasPrefix("postgresql://") else {
+            let records = try environment.recordIndex()
+            guard let file = records as? RecordStore else {
+                throw PhotomemoError(.badDefinition, "database \"\(spec)\": expected sqlite:FILE or postgres://USER@HOST:PORT/DB")
+            }
+            self.records = records
+            journal = try Journal(path: file.path)
+            engine = "sqlite"
+            sharedURL = nil
+            return
         }
-        self.records = records
-        journal = try Journal(path: file.path)
+        let host = try hostID.map(Self.checked) ?? Self.defaultHost(home: environment.home.path)
+        let shown = Self.redacted(spec)
+        journal = try Self.waitingForTheServer(shown) {
+            try Journal(connection: PostgresDatabase(url: spec), path: shown, host: host, leaseSeconds: leaseSeconds)
+        }
+        records = try environment.recordIndex()
+        engine = "postgres"
+        sharedURL = spec
+        Log.notice("database \(shown): host \(host), leases of \(Int(leaseSeconds)) s")
+    }
+
+    /// The machine's name and a hash of the home: stable across restarts (a restarted
+    /// daemon finds the jobs it was running), distinct for two homes on one machine.
+    static func defaultHost(home: String) -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, name.count - 1)
+        let machine = String(cString: name).filter { $0.isLetter || $0.isNumber || "-._".contains($0) }
+        let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: home)) ?? URL(fileURLWithPath: home).standardized.path
+        return (machine.isEmpty ? "host" : machine) + "-" + String(SHA256.hex(Data(path.utf8)).prefix(6))
+    }
+
+    static func checked(_ host: String) throws -> String {
+        guard !host.isEmpty, host.count <= 64, host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }) else {
+            throw PhotomemoError(.badUsage, "--host-id \"\(host)\": use 1–64 letters, digits, '-', '.' or '_'")
+        }
+        return host
+    }
+
+    /// The URL without its password, for logs and messages.
+    static func redacted(_ url: String) -> String {
+        guard let at = url.firstIndex(of: "@"), let scheme = url.range(of: "://"),
+              let colon = url[scheme.upperBound..<at].firstIndex(of: ":") else { return url }
+        return String(url[..<colon]) + String(url[at...])
+    }
+
+    /// Opening at start while the server is down waits for it (an outage, not a failed
+    /// start); a refused login or a bad schema fails at once.
+    static func waitingForTheServer<T>(_ shown: String, _ open: () throws -> T) throws -> T {
+        var waited = 0
+        while true {
+            do { return try open() } catch let e as PostgresError where e.isUnavailable {
+                if waited % 10 == 0 { Log.warning("database \(shown) is unavailable (\(e.message)); waiting for it") }
+                waited += 1
+                Thread.sleep(forTimeInterval: 1)
+            }
+        }
     }
 }

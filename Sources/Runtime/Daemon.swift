@@ -81,7 +81,7 @@ public final class Daemon {
         EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)))
         let environment = StageEnvironment(home: URL(fileURLWithPath: home.root), database: definition.database,
                                            store: definition.store, resources: resources)
-        let backend = try Backend(environment: environment)
+        let backend = try Backend(environment: environment, hostID: options.hostID, leaseSeconds: options.leaseSeconds)
         let (journal, records) = (backend.journal, backend.records)
         let assets = try environment.assetStore()
 
@@ -96,6 +96,7 @@ public final class Daemon {
         for id in counts.crashLooped {
             Log.error("failed: the daemon died twice while its stage ran; not retried (photomemo retry \(id) runs it again)", job: id)
         }
+        try journal.heartbeat(started: unixNow(), pid: getpid(), now: unixNow())
         try FatalSignalLog.install(crashFile: home.crashLog, json: Log.format == .json)
 
         let loop = try EventLoop()
@@ -149,6 +150,11 @@ public final class Daemon {
                                                   execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000))
         let collector = try AssetCollector(loop: loop, records: records, assets: assets)
         let followers = try Followers(loop: loop, records: records)
+        // Another daemon on the same database made work or changes: look now, not at a timer.
+        let listener = try backend.sharedURL.map { url in
+            try ClusterListener(loop: loop, url: url, host: journal.host, onWork: { scheduler.pump() },
+                                onChanges: { followers.poll(); deliverer.poke() })
+        }
         // The control plane: handlers per concern with their dependencies, behind the router.
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
                                reload: reload)
@@ -157,7 +163,8 @@ public final class Daemon {
             jobs,
             StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
                 backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) },
-                queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching })),
+                queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
+                host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity)),
             RecordHandlers(loop: loop, records: records, assets: assets, journal: journal, events: events, wakeup: wakeup.sender,
                            collectAssets: { collector.collect() }),
             SubscriptionHandlers(loop: loop, records: records, followers: followers),
@@ -167,8 +174,8 @@ public final class Daemon {
 
         // Started in this order, stopped in reverse: the socket and intake first, the
         // scheduler (which lets running stages finish) last.
-        let services = ServiceGroup(services: (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers] + tailers
-                                              + [inbox, control])
+        let services = ServiceGroup(services: (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers]
+                                              + (listener.map { [$0] } ?? []) + tailers + [inbox, control])
         var signals: [SignalWatcher] = []
         let graceTimer = try LoopTimer(loop: loop)
         let exitTimer = try LoopTimer(loop: loop)

@@ -1,21 +1,24 @@
 import EventLoop
+import Foundation
 import Journal
 import PhotomemoCore
 
 /// Keeps this host's claims alive on a shared job queue, and takes back the jobs of a host
 /// that stopped renewing its own: every third of a lease, off the loop, it renews the
-/// leases of the jobs the scheduler runs now, then reclaims expired ones (which wakes
-/// the scheduler). Only for a queue with leases (PostgreSQL); a lease the database could
+/// leases of the jobs the scheduler runs now and this host's heartbeat (`photomemo
+/// hosts`), then reclaims expired ones (which wakes the scheduler). Only for a queue with leases (PostgreSQL); a lease the database could
 /// not renew in time is lost, and the job runs again elsewhere — stages are idempotent.
 final class LeaseKeeper: ClosingService {
     private let loop: EventLoop
-    private let queue: any JobQueue
+    private let queue: any JobQueue & JobControl
     private let scheduler: Scheduler
     private let leaseSeconds: Double
     private let timer: LoopTimer
     private var busy = false
 
-    init?(loop: EventLoop, queue: any JobQueue, scheduler: Scheduler) throws {
+    private let started = unixNow()
+
+    init?(loop: EventLoop, queue: any JobQueue & JobControl, scheduler: Scheduler) throws {
         guard let leaseSeconds = queue.leaseSeconds else { return nil }
         self.loop = loop
         self.queue = queue
@@ -34,11 +37,12 @@ final class LeaseKeeper: ClosingService {
     private func tick() {
         guard !busy else { return }
         busy = true
-        let queue = self.queue, running = Array(scheduler.runningJobs.keys)
+        let queue = self.queue, running = Array(scheduler.runningJobs.keys), started = self.started
         let maxAttempts = scheduler.definition.retry.maxAttempts
         loop.submit({ () -> Result<ResumeCounts, Error> in
             Result {
                 try queue.renewLeases(running, now: unixNow())
+                try queue.heartbeat(started: started, pid: getpid(), now: unixNow())
                 return try queue.reclaimExpiredLeases(maxAttempts: maxAttempts, now: unixNow())
             }
         }) { [unowned self] result in

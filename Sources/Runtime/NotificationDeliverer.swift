@@ -45,6 +45,9 @@ final class NotificationDeliverer {
         if inFlight.isEmpty { body() } else { idleWaiters.append(body) }
     }
 
+    /// There may be new deliveries (another host's change): look now.
+    func poke() { tick() }
+
     private func tick() {
         guard !claiming, inFlight.count < Self.maxInFlight else { return }
         let store = self.store

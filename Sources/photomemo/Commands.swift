@@ -33,7 +33,7 @@ struct Command: Sendable {
 
 let commands: [Command] = [
     serveCommand, checkCommand, stagesCommand, statusCommand, jobsCommand, jobCommand, watchCommand, enqueueCommand,
-    retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand,
+    retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand, hostsCommand,
     queryCommand, getCommand, updateCommand, deleteCommand, assetCommand, changesCommand,
     subscribeCommand, unsubscribeCommand, subscriptionsCommand, galleryCommand,
 ]
@@ -56,7 +56,9 @@ let serveCommand = Command(
         .value("grace", "SECONDS", "on SIGTERM, how long running stages may finish (default 30)"),
         .value("sink-timeout", "SECONDS", "an exec sink (subscribe --exec) is killed with its process group after this (default 30)"),
         .value("socket-group", "GROUP", "make the control socket 0660 and owned by GROUP (default: 0600, this user only)"),
-        .value("database", "URL", "where the journal and records live: sqlite:FILE (default: the job definition's \"database\")"),
+        .value("database", "URL", "where the journal and records live: sqlite:FILE or postgres://USER@HOST:PORT/DB (default: the job definition's \"database\")"),
+        .value("host-id", "NAME", "this daemon's name among those sharing a PostgreSQL database (default: the machine's name and a hash of the home)"),
+        .value("lease", "SECONDS", "on PostgreSQL, how long a claimed job stays this daemon's without renewal (default 30)"),
         .value("store", "URL", "the asset store: file:DIR or s3://BUCKET[/PREFIX]?endpoint=URL&region=R (default: the job definition's \"store\")"),
         .value("log-format", "FORMAT", "text (default) or json: one JSON object per log line"),
     ],
@@ -71,6 +73,9 @@ let serveCommand = Command(
         options.allowRoots = args.all("allow-root")
         options.database = args.value("database")
         options.store = args.value("store")
+        options.hostID = args.value("host-id")
+        options.leaseSeconds = try args.double("lease") ?? options.leaseSeconds
+        guard options.leaseSeconds >= 1 else { throw UsageError("--lease must be at least 1 second") }
         options.rescanSeconds = try args.double("rescan-interval") ?? options.rescanSeconds
         options.settleSeconds = try args.double("settle") ?? options.settleSeconds
         options.graceSeconds = try args.double("grace") ?? options.graceSeconds

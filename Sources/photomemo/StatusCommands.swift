@@ -97,3 +97,16 @@ let metricsCommand = clientCommand("metrics", "",
     if args.has("json") { Output.json(r) } else { Output.write(r["text"]?.stringValue ?? "") }
     return 0
 }
+
+let hostsCommand = clientCommand("hosts", "[--json]",
+    "Lists the daemons sharing this one's database (PostgreSQL): the jobs each holds a lease on, and its stage runs in the last minute.") { c, args in
+    let r = try c.request(.hosts)
+    if args.has("json") { Output.json(r); return 0 }
+    let rows = (r["hosts"]?.arrayValue ?? []).map { h in
+        [h["host"]?.stringValue ?? "?", h["pid"]?.intValue.map(String.init) ?? "-",
+         h["seen_s_ago"]?.doubleValue.map { Output.duration($0) + " ago" } ?? "-",
+         String(h["leases"]?.intValue ?? 0), String(h["stage_runs_last_minute"]?.intValue ?? 0)]
+    }
+    Output.table(["host", "pid", "seen", "running", "stage runs/min"], rows)
+    return 0
+}

@@ -5,9 +5,10 @@ import Index
 import Journal
 import PhotomemoCore
 
-/// status and metrics: counts from the journal, live state from the loop.
+/// status, metrics and hosts: counts from the journal (the whole cluster's, on a shared
+/// database), live state from the loop (this host's).
 final class StatusHandlers: ControlHandler {
-    let commands: Set<ControlCommand> = [.status, .metrics]
+    let commands: Set<ControlCommand> = [.status, .metrics, .hosts]
     /// The live state a report reads, as the daemon wires it.
     struct Sources {
         let backlog: () -> (inboxFiles: Int, queueUnreadBytes: Int64)
@@ -15,6 +16,11 @@ final class StatusHandlers: ControlHandler {
         let queueFiles: () -> [QueueTailer.FileState]
         let clients: () -> Int
         let watching: () -> Int
+        /// This daemon's name on a shared database ('' alone on SQLite), its engine, and
+        /// how long a silent host counts as alive.
+        let host: String
+        let database: String
+        let hostWindowSeconds: Double
     }
 
     private let loop: EventLoop
@@ -32,12 +38,30 @@ final class StatusHandlers: ControlHandler {
 
     func handle(_ command: ControlCommand, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection,
                 reply: @escaping Reply) throws {
-        if command == .status { status(caller, reply) } else { metrics(reply) }
+        switch command {
+        case .status: status(caller, reply)
+        case .hosts: hosts(reply)
+        default: metrics(reply)
+        }
+    }
+
+    /// The daemons on this journal: their leases and recent rate.
+    func hosts(_ reply: @escaping Reply) {
+        let journal = self.journal, window = live.hostWindowSeconds
+        loop.reply(reply) {
+            let now = unixNow()
+            return ["hosts": .array(try journal.hosts(window: window, now: now).map { h in
+                ["host": .string(h.host), "pid": h.pid.map { .int(Int64($0)) } ?? .null,
+                 "started": h.started.map { .string(isoTimestamp($0)) } ?? .null,
+                 "seen_s_ago": h.seen.map { .double(((now - $0) * 10).rounded() / 10) } ?? .null,
+                 "leases": .int(Int64(h.leases)), "stage_runs_last_minute": .int(Int64(h.stageRunsLastMinute))]
+            })]
+        }
     }
 
     /// Counts for everyone; the queue files' state only for their owners (and admins).
     func status(_ caller: Caller, _ reply: @escaping Reply) {
-        let journal = self.journal
+        let journal = self.journal, host = live.host, database = live.database
         let snapshot = loopSnapshot()
         let queueFiles = live.queueFiles().filter { caller.isAdmin || $0.owner == caller.uid }.sorted { $0.name < $1.name }.map { f in
             JSONValue.object(["name": .string(f.name), "owner": f.owner.map { .string(UnixUser.nameOrNumber($0)) } ?? .null,
@@ -62,6 +86,8 @@ final class StatusHandlers: ControlHandler {
             for (d, up) in snapshot.dependencies { deps[d] = up ? "up" : "down" }
             return [
                 "version": .string(PhotomemoVersion.current),
+                "host": .string(host),
+                "database": .string(database),
                 "uptime_s": .double((unixNow() - snapshot.started).rounded()),
                 "paused": .bool(snapshot.paused),
                 "job_definition": .string(snapshot.definition),
