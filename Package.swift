@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "Journal", dependencies: ["PhotomemoCore", "SQLite"]),
         .target(name: "HTTP", dependencies: ["PhotomemoCore", "CCurl"]),
         .target(name: "Stores", dependencies: ["PhotomemoCore", "HTTP"]),
-        .target(name: "Index", dependencies: ["PhotomemoCore", "SQL", "SQLite"]),
+        .target(name: "Index", dependencies: ["PhotomemoCore", "SQL", "SQLite", "Postgres"]),
         .target(name: "Notify", dependencies: ["PhotomemoCore", "HTTP"]),
         .target(name: "Runtime", dependencies: ["PhotomemoCore", "ControlProtocol", "EventLoop", "Journal", "Index", "Stores", "Notify", "Postgres", "CPosix"]),
 
