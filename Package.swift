@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: [
-            "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "CVips", "CPosix",
+            "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore",
         ]),
         .executableTarget(name: "photomemo", dependencies: [
             "PhotomemoCore", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
@@ -76,14 +76,16 @@ let package = Package(
         .testTarget(name: "PhotomemoCoreTests", dependencies: ["PhotomemoCore", "TestSupport"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV", "PhotomemoCore"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "SQLite", "Postgres", "PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "PhotomemoCore", "TestSupport"]),
+        .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "UploadStage", "IndexStage", "NotifyStage", "Index",
+                                                     "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "IndexTests", dependencies: ["Index", "SQLite", "Postgres", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "PhotomemoCore"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "SQL", "EventLoop", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "EventLoop", "Journal", "Index"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "SQLite", "PhotomemoCore", "TestSupport", "CVips", "photomemo"],
+        .testTarget(name: "NotifyTests", dependencies: ["Notify", "PhotomemoCore"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "EventLoop", "Journal", "Index", "Stores"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "SQLite", "PhotomemoCore", "TestSupport", "CompressStage", "photomemo"],
                     exclude: ["Fixtures"]),
     ]
 )

@@ -137,3 +137,16 @@ enum Vips {
         return VipsImageRef(out, source: photo)
     }
 }
+
+/// A realistic test photo written by libvips (smooth colour plus sensor-like noise, an EXIF
+/// orientation): what the benchmark and tests generate their corpora with, without
+/// importing the C module themselves.
+public enum SyntheticPhoto {
+    public static func write(to path: String, width: Int, height: Int, orientation: Int = 1, seed: Int, quality: Int = 92) throws {
+        try Vips.start()
+        guard pm_vips_synthetic_photo(path, Int32(width), Int32(height), Int32(orientation), Int32(truncatingIfNeeded: seed),
+                                      Int32(quality)) == 0 else {
+            throw Vips.error("generating \(path)")
+        }
+    }
+}

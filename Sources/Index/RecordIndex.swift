@@ -62,6 +62,10 @@ extension RecordIndex {
         -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
         try delete(id, viewer: viewer, now: unixNow())
     }
+    /// Every match in creation order, up to 100.
+    public func query(_ predicate: RecordPredicate, viewer: Viewer) throws -> RecordPage {
+        try query(predicate, type: nil, sort: [], limit: 100, cursor: nil, viewer: viewer)
+    }
     public func subscribe(_ s: Subscription) throws -> Subscription { try subscribe(s, now: unixNow()) }
     public func fanOutPending() throws -> Int { try fanOutPending(now: unixNow()) }
     public func dueDeliveries(limit: Int) throws -> [OutboxDelivery] { try dueDeliveries(limit: limit, now: unixNow()) }

@@ -1,6 +1,4 @@
 import CompressStage
-import CPosix
-import CVips
 import Foundation
 import PhotomemoCore
 
@@ -59,7 +57,7 @@ func compressAll(_ files: [String], workers: Int, out: String, repeatUntil total
     return failures.value
 }
 
-pm_limit_malloc_arenas(2)
+limitMallocArenas(2)
 
 var args = Arguments()
 if let w = args.value("--worker"), let out = args.value("--out") {

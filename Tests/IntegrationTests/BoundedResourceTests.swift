@@ -1,4 +1,4 @@
-import CVips
+import CompressStage
 import Foundation
 import Glibc
 import PhotomemoCore
@@ -40,9 +40,8 @@ import Testing
     func daemonWithLargeOriginal() throws -> (DaemonHarness, String, String) {
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/local-store.json"), encoding: .utf8))
         try d.start()
-        #expect(pm_vips_init("photomemo-tests") == 0)
         let photo = d.root + "/big.jpg"
-        #expect(pm_vips_synthetic_photo(photo, 4032, 3024, 1, 7, 92) == 0)
+        try SyntheticPhoto.write(to: photo, width: 4032, height: 3024, orientation: 1, seed: 7, quality: 92)
         let size = (try? FileManager.default.attributesOfItem(atPath: photo)[.size] as? Int) ?? 0
         #expect(size > 3_000_000, "the original is \(size) bytes")
         try FileManager.default.copyItem(atPath: photo, toPath: d.home + "/inbox/.big.jpg.part")

@@ -1,4 +1,4 @@
-import CVips
+import CompressStage
 import Foundation
 import PhotomemoCore
 import TestSupport
@@ -20,11 +20,10 @@ import Testing
     /// sorted by price then cost rate; update by code (fields and a new image); delete by code.
     @Test func goodsMasterWithLargeImages() throws {
         let d = try daemon()
-        #expect(pm_vips_init("photomemo-tests") == 0)
         let goods: [(String, Int, Double)] = [("A-001", 1200, 0.35), ("A-002", 450, 0.5), ("B-001", 450, 0.2), ("B-002", 90, 0.1)]
         for (i, (code, price, rate)) in goods.enumerated() {
             let file = d.root + "/\(code).jpg"
-            #expect(pm_vips_synthetic_photo(file, 2400, 1800, 1, Int32(i), 95) == 0)
+            try SyntheticPhoto.write(to: file, width: 2400, height: 1800, orientation: 1, seed: i, quality: 95)
             #expect(((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0) > 1_000_000)
             try d.append(#"{"photo":"\#(code).jpg","type":"GoodsMaster","memo":"goods \#(code)","fields":{"code":"\#(code)","name":"item \#(code)","salesPrice":\#(price),"costRate":\#(rate)}}"# + "\n")
             try FileManager.default.copyItem(atPath: file, toPath: d.home + "/inbox/.\(code).part")
@@ -42,7 +41,7 @@ import Testing
         let id = try #require(target["id"]?.stringValue)
         let oldDisplay = try #require(target["assets"]?["display"]?["key"]?.stringValue)
         let newImage = d.root + "/new.jpg"
-        #expect(pm_vips_synthetic_photo(newImage, 2400, 1800, 6, 99, 95) == 0)
+        try SyntheticPhoto.write(to: newImage, width: 2400, height: 1800, orientation: 6, seed: 99, quality: 95)
         try d.append(#"{"photo":"A-002-new.jpg","record":"\#(id)","type":"GoodsMaster","memo":"goods A-002","fields":{"name":"renamed","costRate":0.45,"salesPrice":600}}"# + "\n")
         try FileManager.default.copyItem(atPath: newImage, toPath: d.home + "/inbox/A-002-new.jpg")
         try d.waitIdle(jobs: 5, timeout: 60)

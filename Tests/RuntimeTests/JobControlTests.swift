@@ -1,0 +1,89 @@
+import ControlProtocol
+import Foundation
+import Journal
+import PhotomemoCore
+import Testing
+@testable import Runtime
+
+/// The job commands through the control plane with a real journal: who sees which jobs,
+/// and which states `retry` and `cancel` accept. Nothing runs (the pipeline is paused).
+@Suite struct JobControlTests {
+    typealias C = ControlRig.Call
+
+    @Test func anUnknownCommandAnswersWithTheClosestName() throws {
+        let c = try ControlRig()
+        let r = try c.run("stauts", as: nil)
+        #expect(r.closed == 0)
+        #expect(r.reply.code == .unknownCommand)
+        #expect(r.reply.message?.hasPrefix(#"unknown command "stauts" (did you mean "status"?)"#) == true)
+        #expect(r.reply.message?.contains("commands: ") == true)
+    }
+
+    @Test func aUserListsOnlyTheirOwnJobsAndAnotherUsersJobIsNotFound() throws {
+        let c = try ControlRig()
+        let mine = try c.queuedJob(owner: ControlRig.owner), theirs = try c.queuedJob(owner: ControlRig.other)
+        let r = try c.run([C(command: "jobs", args: [:], caller: ControlRig.owner),
+                           C(command: "jobs", args: [:], caller: ControlRig.admin),
+                           C(command: "job", args: ["job": .int(mine)], caller: ControlRig.owner),
+                           C(command: "job", args: ["job": .int(theirs)], caller: ControlRig.owner),
+                           C(command: "job", args: ["job": 9999], caller: ControlRig.admin),
+                           C(command: "jobs", args: ["state": "bogus"], caller: ControlRig.admin)])
+        #expect(r.closed == 0)
+        let ids = { (reply: ControlRig.Reply) in (reply.value?["jobs"]?.arrayValue ?? []).compactMap { $0["id"]?.intValue } }
+        #expect(ids(r.replies[0]) == [mine])
+        #expect(Set(ids(r.replies[1])) == [mine, theirs])
+        let job = try #require(r.replies[2].value)
+        #expect(job["id"]?.intValue == mine && job["state"] == "queued" && job["owner"]?.stringValue == ControlRig.owner.name)
+        #expect(job["history"]?.arrayValue?.first?["event"] == "accepted")
+        // Another user's job looks exactly like a job that does not exist.
+        #expect(r.replies[3].code == .notFound && r.replies[4].code == .notFound)
+        #expect(r.replies[5].code == .badRequest && r.replies[5].message?.contains("unknown state \"bogus\"") == true)
+    }
+
+    @Test func retryTakesOnlyFailedOrCancelledJobsAndOnlyTheOwners() throws {
+        let c = try ControlRig()
+        let failed = try c.failedJob(owner: ControlRig.owner), queued = try c.queuedJob(owner: ControlRig.owner)
+        let noPhoto = try c.photoRefusedJob(owner: ControlRig.owner)
+        let r = try c.run([C(command: "retry", args: ["job": .int(failed)], caller: ControlRig.other),
+                           C(command: "retry", args: ["job": .int(queued)], caller: ControlRig.owner),
+                           C(command: "retry", args: ["job": .int(failed)], caller: ControlRig.owner),
+                           C(command: "retry", args: ["job": .int(noPhoto)], caller: ControlRig.owner)])
+        #expect(r.closed == 0)
+        #expect(r.replies[0].code == .notFound)
+        #expect(r.replies[1].code == .conflict)
+        #expect(r.replies[1].message == "job \(queued) is queued; only failed or cancelled jobs can be retried")
+        #expect(r.replies[2].value?["state"] == "queued")
+        #expect(try c.journal.job(failed)?.state == .queued)
+        #expect(try c.journal.history(failed).last?.event == "retried")
+        #expect(try c.journal.job(failed)?.attempts == 0)  // fresh attempts
+        // A memo whose photo never came waits for it again.
+        #expect(r.replies[3].value?["state"] == "waiting")
+    }
+
+    @Test func cancelEndsAnUnfinishedJobOnceAndOnlyTheOwners() throws {
+        let c = try ControlRig()
+        let failed = try c.failedJob(owner: ControlRig.owner), queued = try c.queuedJob(owner: ControlRig.owner)
+        let r = try c.run([C(command: "cancel", args: ["job": .int(queued)], caller: ControlRig.other),
+                           C(command: "cancel", args: ["job": .int(queued)], caller: ControlRig.owner),
+                           C(command: "cancel", args: ["job": .int(queued)], caller: ControlRig.owner),
+                           C(command: "cancel", args: ["job": .int(failed)], caller: ControlRig.admin),
+                           C(command: "retry", args: ["job": .int(queued)], caller: ControlRig.owner)])
+        #expect(r.closed == 0)
+        #expect(r.replies[0].code == .notFound)
+        #expect(r.replies[1].value?["state"] == "cancelled")
+        #expect(r.replies[2].code == .conflict && r.replies[2].message == "job \(queued) is already cancelled")
+        #expect(r.replies[3].code == .conflict && r.replies[3].message == "job \(failed) is already failed")
+        #expect(r.replies[4].value?["state"] == "queued")  // a cancelled job may be retried
+    }
+
+    @Test func pauseIsForAdminsAndNamesOnlyStagesTheDefinitionHas() throws {
+        let c = try ControlRig(paused: false)
+        let r = try c.run([C(command: "pause", args: ["stage": "second"], caller: ControlRig.owner),
+                           C(command: "pause", args: ["stage": "nope"], caller: ControlRig.admin),
+                           C(command: "pause", args: ["stage": "second"], caller: ControlRig.admin)])
+        #expect(r.closed == 0)
+        #expect(r.replies[0].code == .forbidden)
+        #expect(r.replies[1].code == .notFound && r.replies[1].message?.contains("stages: first, second") == true)
+        #expect(r.replies[2].value == ["paused": false, "paused_stages": ["second"]])
+    }
+}

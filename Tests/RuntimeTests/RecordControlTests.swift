@@ -1,0 +1,74 @@
+import ControlProtocol
+import Foundation
+import Index
+import Journal
+import PhotomemoCore
+import Testing
+@testable import Runtime
+
+/// Records, subscriptions and status through the control plane, on a real record store.
+@Suite struct RecordControlTests {
+    typealias C = ControlRig.Call
+
+    func record(_ c: ControlRig, owner: Caller, memo: String) throws -> String {
+        try c.records.apply(RecordInput(jobKey: "k-\(UUID().uuidString)", photoSHA256: nil,
+                                              memo: MemoJob(memo: memo, fields: ["salesPrice": 1200], owner: owner.name),
+                                              assets: .emptyObject, exif: .emptyObject, width: nil, height: nil)).record.id
+    }
+
+    @Test func queryAnswersABadPredicateWithABadRequestAndAUserSeesOnlyTheirRecords() throws {
+        let c = try ControlRig()
+        let mine = try record(c, owner: ControlRig.owner, memo: "lunch receipt")
+        _ = try record(c, owner: ControlRig.other, memo: "dinner receipt")
+        let r = try c.run([C(command: "query", args: ["predicate": "salesPrice >>= 3"], caller: ControlRig.owner),
+                           C(command: "query", args: ["predicate": "salesPrice >= 1000"], caller: ControlRig.owner),
+                           C(command: "query", args: ["predicate": "salesPrice >= 1000"], caller: ControlRig.admin),
+                           C(command: "query", args: ["limit": 0], caller: ControlRig.admin),
+                           C(command: "get", args: ["record": .string(mine)], caller: ControlRig.other)])
+        #expect(r.closed == 0)
+        #expect(r.replies[0].code == .badRequest)
+        #expect(r.replies[0].message?.hasPrefix("predicate: ") == true)
+        let ids = { (reply: ControlRig.Reply) in (reply.value?["records"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue } }
+        #expect(ids(r.replies[1]) == [mine])
+        #expect(ids(r.replies[2]).count == 2)
+        #expect(r.replies[3].code == .badRequest)
+        #expect(r.replies[4].code == .notFound)
+    }
+
+    @Test func subscribeRefusesABadPredicateAndStoresNothing() throws {
+        let c = try ControlRig()
+        let r = try c.run([C(command: "subscribe", args: ["type": "Houses", "predicate": "address ==", "follow": false], caller: ControlRig.owner),
+                           C(command: "subscribe", args: ["type": "Houses", "webhook": "http://127.0.0.1:1/h"], caller: ControlRig.admin),
+                           C(command: "subscribe", args: ["type": "Houses", "predicate": #"address == "Tokyo""#, "follow": false],
+                             caller: ControlRig.owner),
+                           C(command: "subscriptions", args: [:], caller: ControlRig.owner)])
+        #expect(r.closed == 0)
+        #expect(r.replies[0].code == .badRequest && r.replies[0].message?.hasPrefix("predicate: ") == true)
+        #expect(r.replies[1].code == .badRequest && r.replies[1].message?.contains("secret") == true)
+        let made = try #require(r.replies[2].value)
+        let listed = r.replies[3].value?["subscriptions"]?.arrayValue ?? []
+        #expect(listed.count == 1 && listed.first?["id"] == made["id"])
+        #expect(listed.first?["owner"]?.stringValue == ControlRig.owner.name)
+    }
+
+    @Test func statusReportsCountsStagesAndDependencies() throws {
+        let c = try ControlRig()
+        _ = try c.failedJob(owner: nil)
+        _ = try c.queuedJob(owner: nil)
+        let r = try c.run("status", as: ControlRig.owner)
+        #expect(r.closed == 0)
+        let s = try #require(r.reply.value)
+        #expect(s["paused"] == true && s["job_definition"] == "test")
+        #expect(s["stage_order"] == ["first", "second"])
+        let jobs = try #require(s["jobs"]?.objectValue)
+        #expect(Set(jobs.keys) == Set(JobState.allCases.map(\.rawValue)))
+        #expect(jobs["queued"] == 1 && jobs["failed"] == 1 && jobs["done"] == 0)
+        let first = try #require(s["stages"]?["first"]?.objectValue)
+        #expect(Set(first.keys) == ["done", "failed", "retried", "skipped", "unavailable", "running", "paused", "p50_ms", "p99_ms"])
+        #expect(first["running"] == 0 && first["p50_ms"] == .null)
+        #expect(s["dependencies"] == ["journal": "up"])
+        #expect(s["backlog"] == ["inbox_files": 0, "queue_unread_bytes": 0])
+        #expect(s["clients"]?["connected"] == 1)
+        #expect(s["version"]?.stringValue == PhotomemoVersion.current)
+    }
+}

@@ -1,0 +1,104 @@
+import EventLoop
+import Foundation
+import Journal
+import PhotomemoCore
+import Testing
+@testable import Runtime
+
+/// What the scheduler owns besides outcomes: concurrency limits, batches, pausing, and a
+/// shutdown that lets running stages finish.
+/// Serialized: its stages hold libuv work-pool threads (4, shared by every loop in the process).
+@Suite(.serialized) struct SchedulerLimitTests {
+    @Test func aStageNeverRunsMoreJobsAtOnceThanItsConcurrency() throws {
+        let probe = StageProbe()
+        // Each run waits (up to 0.5 s) for a third one to join it: one the limit must not let in.
+        // (libuv's work pool is shared by every loop in this process: with fewer free
+        // threads fewer run at once, never more.)
+        probe.gate.value = 3
+        let rig = try SchedulerRig([("limited", TestStage(probe), 2)])
+        let ids = try rig.enqueue(6)
+        let run = try rig.run(timeout: 20) { ids.allSatisfy { (try? rig.state($0)) == .done } }
+        #expect(run.met && run.closed == 0)
+        #expect(probe.runs.value.count == 6)
+        #expect(probe.maxInFlight.value <= 2 && probe.maxInFlight.value >= 1)
+    }
+
+    @Test func aBatchStageGetsBatchesUnderBacklogAndALoneJobAtOnce() throws {
+        let probe = StageProbe()
+        let rig = try SchedulerRig([("batch", TestBatchStage(probe), 1)])
+        let ids = try rig.enqueue(20)  // all runnable before the first claim
+        let run = try rig.run { ids.allSatisfy { (try? rig.state($0)) == .done } }
+        #expect(run.met && run.closed == 0)
+        let sizes = probe.batches.value
+        #expect(sizes.reduce(0, +) == 20)
+        #expect(sizes.allSatisfy { $0 <= TestBatchStage.batchLimit })
+        #expect(sizes.first == TestBatchStage.batchLimit)
+        #expect(try rig.journal.history(ids[0]).contains { $0.event == "done" && $0.message == "in a batch of 8" })
+
+        let lone = StageProbe()
+        let rig2 = try SchedulerRig([("batch", TestBatchStage(lone), 1)])
+        let id = try rig2.enqueue(1)[0]
+        let run2 = try rig2.run { (try? rig2.state(id)) == .done }
+        #expect(run2.met && run2.closed == 0)
+        #expect(lone.batches.value == [1])
+    }
+
+    @Test func aPausedStageRunsNothingUntilResumedAndThePauseIsPersisted() throws {
+        let first = StageProbe(), second = StageProbe()
+        let rig = try SchedulerRig([("first", TestStage(first), 2), ("second", TestStage(second), 2)])
+        let ids = try rig.enqueue(4)
+        var phase = 0, ticksAfterFirst = 0, ranWhilePaused = -1
+        var persisted: String?
+        rig.scheduler.setPaused(true, stage: "second") { error in
+            #expect(error == nil)
+            phase = 1
+            rig.scheduler.start()  // paused before anything is claimed
+        }
+        let run = try rig.run(start: false, step: {
+            guard phase == 1, first.runs.value.count == 4,
+                  ids.allSatisfy({ (try? rig.journal.job($0))?.results["first"] != nil }) else { return }
+            // Every job is past the first stage; give the scheduler 20 more pumps' time to misbehave.
+            ticksAfterFirst += 1
+            guard ticksAfterFirst == 20 else { return }
+            ranWhilePaused = second.runs.value.count
+            persisted = try? rig.journal.setting("paused_stages")
+            phase = 2
+            rig.scheduler.setPaused(false, stage: "second") { error in #expect(error == nil) }
+        }) { phase == 2 && ids.allSatisfy { (try? rig.state($0)) == .done } }
+        #expect(run.met && run.closed == 0)
+        #expect(ranWhilePaused == 0)
+        #expect(persisted == "second")
+        #expect(second.runs.value.count == 4)
+        #expect(try rig.journal.setting("paused_stages") == nil)
+    }
+
+    @Test func stopLetsRunningStagesFinishAndStartsNoMore() throws {
+        let probe = StageProbe()
+        probe.hold.value = true
+        let rig = try SchedulerRig([("slow", TestStage(probe), 2)])
+        let ids = try rig.enqueue(4)
+        let loop = rig.loop
+        let poll = try LoopTimer(loop: loop)
+        var inFlightWhenDone = -1, statesWhenDone: [JobState?] = []
+        let deadline = unixNow() + 10
+        rig.scheduler.start()
+        poll.start(afterMs: 5, repeatMs: 5) {
+            // Two jobs dispatched (the limit), at least one of them running now.
+            guard rig.scheduler.runningCount == 2 && probe.inFlight.value >= 1 || unixNow() > deadline else { return }
+            poll.close()
+            rig.scheduler.stop {
+                inFlightWhenDone = probe.inFlight.value
+                statesWhenDone = ids.map { try? rig.state($0) }
+                rig.scheduler.close()
+                rig.wakeup.close()
+            }
+            probe.hold.value = false  // the two running stages now finish
+        }
+        loop.run()
+        #expect(loop.close() == 0)
+        #expect(inFlightWhenDone == 0)
+        #expect(probe.runs.value.count == 2)  // both dispatched ones ran, nothing started after stop
+        #expect(statesWhenDone.filter { $0 == .done }.count == 2)  // both outcomes recorded before `done`
+        #expect(statesWhenDone.filter { $0 == .queued }.count == 2)
+    }
+}
