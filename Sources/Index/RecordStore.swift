@@ -27,7 +27,7 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     /// The record index a spec names: `sqlite:FILE`, relative to the home.
     static func path(spec: String, home: URL) throws -> String {
         guard spec.hasPrefix("sqlite:"), spec.count > 7 else {
-            throw PhotomemoError(.badDefinition, "database \"\(spec)\": expected sqlite:FILE (postgres:// is not built yet)")
+            throw PhotomemoError(.badDefinition, "database \"\(spec)\": expected sqlite:FILE")
         }
         let file = String(spec.dropFirst(7))
         return file.hasPrefix("/") ? file : home.appendingPathComponent(file).path
