@@ -1,5 +1,6 @@
 import Foundation
 import SQLite
+import Postgres
 import Journal
 import PhotomemoCore
 import TestSupport
@@ -13,6 +14,14 @@ final class DaemonHarness {
     let effects: String
     let jobFile: String
     var process: Process?
+    /// A `postgres://` URL the daemon is started on (`--database`); nil: the home's SQLite file.
+    var database: String?
+    /// An S3 server the daemon stores assets in (`--store`); nil: the home's folder.
+    var s3: SeaweedFS?
+    /// `PHOTOMEMO_TEST_BACKEND=postgres+s3` runs every harness on a fresh PostgreSQL
+    /// database and its own S3 bucket: the switch that runs the seed scenarios on the
+    /// engines several hosts share (`scripts/test` runs them once more with it).
+    static let sharedEngines = ProcessInfo.processInfo.environment["PHOTOMEMO_TEST_BACKEND"] == "postgres+s3"
     var logPath: String { root + "/daemon-\(starts).log" }
     private(set) var starts = 0
 
@@ -30,6 +39,10 @@ final class DaemonHarness {
              "retry": {"max_attempts": 4, "base_ms": 50, "max_ms": 200}}
             """
         try definition.write(toFile: jobFile, atomically: true, encoding: .utf8)
+        if Self.sharedEngines {
+            database = try PostgresServer.freshDatabase()
+            s3 = try SeaweedFS()
+        }
     }
 
     deinit {
@@ -68,9 +81,11 @@ final class DaemonHarness {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binary)
         p.arguments = ["serve", "--home", home, "--job", jobFile, "--log-level", "info", "--settle", "0.3",
-                       "--rescan-interval", "2"] + (args.contains("--grace") ? [] : ["--grace", "10"]) + args
+                       "--rescan-interval", "2"] + (args.contains("--grace") ? [] : ["--grace", "10"])
+                      + (database.map { ["--database", $0] } ?? []) + (s3.map { ["--store", $0.storeURL] } ?? []) + args
         var env = ProcessInfo.processInfo.environment
         env["EFFECTS"] = effects
+        for (k, v) in s3?.environment ?? [:] { env[k] = v }
         env.removeValue(forKey: "PHOTOMEMO_FAILPOINTS")
         for (k, v) in extra { env[k] = v }
         p.environment = env
@@ -137,16 +152,22 @@ final class DaemonHarness {
 
     // MARK: observations
 
+    /// The journal, to read: the home's SQLite file, or the shared PostgreSQL database.
+    func journalDB() throws -> any SQLConnection {
+        if let database { return try PostgresDatabase(url: database) }
+        return try Database(path: home + "/photomemo.sqlite", readOnly: true)
+    }
+
     /// (state, count) from the journal, read-only.
     func stateCounts() throws -> [String: Int] {
-        let db = try Database(path: home + "/photomemo.sqlite", readOnly: true)
+        let db = try journalDB()
         var out: [String: Int] = [:]
         for r in try db.query("SELECT state, count(*) FROM jobs GROUP BY state") { out[r.string(0)!] = Int(r.int(1)!) }
         return out
     }
 
-    func jobs(_ whereClause: String = "1") throws -> [(id: Int64, state: String, photo: String?, error: String?, results: String, memo: String)] {
-        let db = try Database(path: home + "/photomemo.sqlite", readOnly: true)
+    func jobs(_ whereClause: String = "TRUE") throws -> [(id: Int64, state: String, photo: String?, error: String?, results: String, memo: String)] {
+        let db = try journalDB()
         return try db.query("SELECT id, state, photo, error, results, memo FROM jobs WHERE \(whereClause) ORDER BY id").map {
             ($0.int(0)!, $0.string(1)!, $0.string(2), $0.string(3), $0.string(4)!, $0.string(5)!)
         }
