@@ -10,6 +10,9 @@ public final class PostgresDatabase: SQLConnection, @unchecked Sendable {
     public let connection: PostgresConnection
     public var dialect: SQLDialect { .postgres }
     private var numbered: [String: String] = [:]
+    /// Inside `transaction {}`: a lost connection then fails the rest of the body instead
+    /// of reconnecting (its statements would run outside the transaction).
+    private var transactions = 0
 
     public init(url: String) throws { connection = try PostgresConnection(url: url) }
 
@@ -38,11 +41,15 @@ public final class PostgresDatabase: SQLConnection, @unchecked Sendable {
 
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         try reconnectIfLost()
+        transactions += 1
+        defer { transactions -= 1 }
         return try connection.transaction(body)
     }
 
+    /// Whether a transaction is open is known here: on a lost connection libpq's status is
+    /// UNKNOWN, which `inTransaction` reads as open, and the session never came back.
     private func reconnectIfLost() throws {
-        if !connection.isConnected && !connection.inTransaction { try connection.reconnect() }
+        if !connection.isConnected && transactions == 0 { try connection.reconnect() }
     }
 
     /// `?` → `$n`, outside string literals, quoted identifiers and comments.
