@@ -13,17 +13,10 @@ extension StageEnvironment {
                 guard spec == database, spec.hasPrefix("postgres://") || spec.hasPrefix("postgresql://") else {
                     throw PhotomemoError(.badDefinition, "database \"\(spec)\": expected sqlite:FILE (a stage's own index must be SQLite; other engines only as the job definition's database)")
                 }
-                return try RecordStore(connection: PostgresDatabase(url: spec), path: Self.withoutPassword(spec))
+                return try RecordStore(connection: PostgresDatabase(url: spec), path: PostgresConnection.withoutPassword(spec))
             }
         }
         let path = try RecordStore.path(spec: spec, home: home)
         return try resources.shared("records:" + path) { try RecordStore(path: path) } as RecordStore
-    }
-
-    /// A database URL for messages: `postgres://user:secret@host/db` → `postgres://user@host/db`.
-    static func withoutPassword(_ url: String) -> String {
-        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
-              let colon = url[scheme.upperBound..<at].firstIndex(of: ":") else { return url }
-        return String(url[..<colon]) + String(url[at...])
     }
 }

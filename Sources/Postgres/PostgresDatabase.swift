@@ -52,9 +52,11 @@ public final class PostgresDatabase: SQLConnection, @unchecked Sendable {
         if !connection.isConnected && transactions == 0 { try connection.reconnect() }
     }
 
-    /// `?` → `$n`, outside string literals, quoted identifiers and comments.
+    /// `?` → `$n`, outside string literals, quoted identifiers and comments. Cached: the
+    /// journal's statements are few; predicates make new ones, so the cache is bounded.
     func number(_ sql: String) -> String {
         if let done = numbered[sql] { return done }
+        if numbered.count >= 512 { numbered.removeAll(keepingCapacity: true) }
         var out = "", n = 0
         var quote: Character?  // ' or " while inside one
         var comment = false
