@@ -143,6 +143,12 @@ public final class Daemon {
                                                   execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000))
         let collector = try AssetCollector(loop: loop, records: records, assets: assets)
         let followers = try Followers(loop: loop, records: records)
+        // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.
+        events.subscribe(followers, viewer: nil) { e in
+            guard let type = e["event"]?.stringValue, type == "stage_done" || type.hasPrefix("record_") else { return }
+            followers.poll()
+            deliverer.kick()
+        }
         // The control plane: handlers per concern with their dependencies, behind the router.
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
                                reload: reload)

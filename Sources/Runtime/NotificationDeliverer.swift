@@ -17,6 +17,7 @@ final class NotificationDeliverer {
     private let execTimeoutMs: Int
     private let timer: LoopTimer
     private var claiming = false
+    private var again = false
     private var inFlight: Set<String> = []
     /// In-flight deliveries per subscriber ("" for an admin's subscriptions).
     private var perOwner: [String: Int] = [:]
@@ -40,6 +41,12 @@ final class NotificationDeliverer {
 
     func close() { timer.close() }
 
+    /// Something may have queued deliveries (a notify stage ran): claim now, not at the next
+    /// tick. A kick while a claim is in flight claims again after it.
+    func kick() {
+        if claiming { again = true } else { tick() }
+    }
+
     /// Runs `body` once no delivery is in flight (at once if none is).
     func whenIdle(_ body: @escaping () -> Void) {
         if inFlight.isEmpty { body() } else { idleWaiters.append(body) }
@@ -52,6 +59,7 @@ final class NotificationDeliverer {
         // Enough due deliveries to find some of every subscriber behind a busy one.
         loop.submit({ Result { try store.dueDeliveries(limit: 256) } }) { [unowned self] result in
             self.claiming = false
+            defer { if self.again { self.again = false; self.tick() } }
             guard case .success(let due) = result else {
                 if case .failure(let e) = result { Log.error("notifications: \(e)") }
                 return
