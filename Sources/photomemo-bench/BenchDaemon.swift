@@ -91,6 +91,21 @@ final class BenchDaemon {
         return (u + k) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// CPU seconds of the daemon's threads whose name starts with `prefix` ("libvips worker":
+    /// compress's pixels are computed there, off the stage's own thread).
+    func threadCPU(named prefix: String) -> Double {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        var ticks = 0.0
+        for t in tasks {
+            guard let s = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/stat", encoding: .utf8),
+                  let open = s.firstIndex(of: "("), let close = s.lastIndex(of: ")"),
+                  s[s.index(after: open)..<close].hasPrefix(prefix) else { continue }
+            let f = s[s.index(after: close)...].split(separator: " ")
+            if f.count > 12, let u = Double(f[11]), let k = Double(f[12]) { ticks += u + k }
+        }
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     var rssKB: Int {
         guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
               let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
