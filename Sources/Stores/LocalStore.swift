@@ -36,9 +36,9 @@ public struct LocalStore: AssetStore {
     }
 
     /// `link`: the caller removes `file` once stored, so the object may be the file itself
-    /// (a hard link): when it is the daemon's own, with no other name, on this filesystem.
-    /// Anyone else's file (or one linked elsewhere) could be changed under its content
-    /// address later, so it is copied.
+    /// (a hard link): when it is the daemon's own, with no other name, writable by no one
+    /// else, on this filesystem. Any other file could be changed under its content address
+    /// later (through another name or a descriptor opened for writing), so it is copied.
     func put(_ file: String, key: String, sha256: String, link mayLink: Bool) throws -> Bool {
         let final = path(key)
         let source = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
@@ -51,7 +51,7 @@ public struct LocalStore: AssetStore {
             try FileManager.default.createDirectory(atPath: (final as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             let temp = tmp + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
             let linked = mayLink && st.st_mode & S_IFMT == S_IFREG && st.st_uid == geteuid() && st.st_nlink == 1
-                && Glibc.link(file, temp) == 0
+                && st.st_mode & 0o022 == 0 && Glibc.link(file, temp) == 0
             let actual: String
             do {
                 actual = try linked ? Self.hashAndSync(source, path: file) : Self.copy(source, to: temp)
