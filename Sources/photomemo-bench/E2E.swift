@@ -14,7 +14,9 @@ enum E2E {
 
     static let stageOrder = ["validate", "compress", "upload", "index", "notify", "other"]
 
-    static func run(files: [String], rounds: Int, soak: Int?, chart: String, json: Bool) throws {
+    /// `before`: another photomemo binary (main's, built in a worktree) run in the same rounds,
+    /// for a live before/after; without it the chart's "before" is the recorded one.
+    static func run(files: [String], rounds: Int, soak: Int?, chart: String, before: String?, json: Bool) throws {
         let scratch = NSTemporaryDirectory() + "photomemo-e2e-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("photomemo").path
@@ -33,6 +35,11 @@ enum E2E {
             StandardStream.err("round \(round + 1)/\(rounds): photomemo\r")
             keep("photomemo", try daemonRun(files, home: scratch + "/daemon-\(round)", binary: binary))
             try? FileManager.default.removeItem(atPath: scratch + "/daemon-\(round)")
+            if let before {
+                StandardStream.err("round \(round + 1)/\(rounds): before   \r")
+                keep("before", try daemonRun(files, home: scratch + "/before-\(round)", binary: before))
+                try? FileManager.default.removeItem(atPath: scratch + "/before-\(round)")
+            }
             if which("djpeg") != nil {
                 StandardStream.err("round \(round + 1)/\(rounds): djpeg    \r")
                 var m = Measurement()
@@ -63,7 +70,12 @@ enum E2E {
         }
         StandardStream.err(String(repeating: " ", count: 60) + "\r")
         let report = Report(count: files.count, rounds: rounds, load: load, tools: best, latency: latency, rss: rss)
-        try Chart.write(after: best["photomemo"]?.stages ?? [:], to: chart)
+        let floor = best["djpeg"]?.cpuMsPerPhoto
+        if let b = best["before"] {
+            try Chart.write(before: (b.stages, "before (\(before!), this run)", floor), after: (best["photomemo"]?.stages ?? [:], floor), to: chart)
+        } else {
+            try Chart.write(before: (Chart.before, Chart.beforeLabel, Chart.beforeFloor), after: (best["photomemo"]?.stages ?? [:], floor), to: chart)
+        }
         if json { print(String(decoding: try JSONSerialization.data(withJSONObject: report.json, options: [.sortedKeys]), as: UTF8.self)) }
         else { print(report.text + "chart (CPU per photo by stage, before and after): \(chart)") }
     }

@@ -17,7 +17,8 @@ extension E2E {
             let date = ISO8601DateFormatter().string(from: Date()).prefix(10)
             var out = "photomemo e2e, \(count) photos, best of \(rounds), \(date), load average \(load)\n\n"
             out += "tool                                   photos/s   CPU ms/photo\n"
-            let names = [("photomemo daemon, default job", "photomemo"), ("djpeg -scale 1/4 (decode only)", "djpeg"),
+            let names = [("photomemo daemon, default job", "photomemo")] + (tools["before"] == nil ? [] : [("photomemo before (--before)", "before")])
+                + [("djpeg -scale 1/4 (decode only)", "djpeg"),
                          ("Pillow ingest, 2 processes", "pillow")]
             for (label, key) in names {
                 guard let t = tools[key] else { out += label.padding(toLength: 38, withPad: " ", startingAt: 0) + " not run\n"; continue }

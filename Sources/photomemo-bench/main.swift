@@ -16,7 +16,7 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --soak N [--count N]
        photomemo-bench --upload N [--json]      # MB/s into the stores for N photos' renditions
        photomemo-bench --index N [--json]       # record index: insert rate, query p50/p99 over N records
-       photomemo-bench --e2e N [--soak M] [--rounds R] [--chart FILE.svg] [--json]
+       photomemo-bench --e2e N [--soak M] [--rounds R] [--chart FILE.svg] [--before PHOTOMEMO] [--json]
                                                 # N photos through a real daemon beside djpeg and Pillow
 """
 
@@ -75,6 +75,7 @@ let rounds = max(1, Int(args.value("--rounds") ?? "3") ?? 3)
 let uploadPhotos = args.value("--upload").flatMap(Int.init)
 let e2e = args.value("--e2e").flatMap(Int.init)
 let chart = args.value("--chart") ?? NSTemporaryDirectory() + "photomemo-e2e-cpu-by-stage.svg"
+let before = args.value("--before")
 if let n = args.value("--index").flatMap(Int.init) {
     try IndexBench.run(records: n, json: json)
     exit(0)
@@ -110,7 +111,7 @@ if let uploadPhotos {
 }
 
 if e2e != nil {
-    try E2E.run(files: files, rounds: Int(rounds), soak: soak, chart: chart, json: json)
+    try E2E.run(files: files, rounds: Int(rounds), soak: soak, chart: chart, before: before, json: json)
     exit(0)
 }
 if let soak {
