@@ -10,6 +10,7 @@ import PhotomemoCore
 ///   photomemo-bench [--count N] [--photos DIR] [--rounds R] [--json]   side by side
 ///   photomemo-bench --soak N                                 RSS over N photos, 2 workers
 ///   photomemo-bench --upload N                               MB/s into the local store and SeaweedFS
+///   photomemo-bench --e2e N [--soak M] [--before PHOTOMEMO]   a real daemon beside djpeg and Pillow (E2E.swift)
 ///   photomemo-bench --worker W --out DIR FILE...             (internal: one measured child)
 let usage = """
 usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [--json]
