@@ -119,7 +119,11 @@ public struct CompressStage: Stage {
             let shrink: Int = [8, 4, 2].first { (s: Int) -> Bool in
                 (header.width + s - 1) / s >= storedW && (header.height + s - 1) / s >= storedH
             } ?? 1
-            if shrink > 1 { image = try Vips.jpeg(photo, shrink: shrink) }
+            if let direct = try Vips.jpegDirect(photo, shrink: shrink, header: header) {
+                image = direct
+            } else if shrink > 1 {
+                image = try Vips.jpeg(photo, shrink: shrink)
+            }
         }
         // The resampler takes 8-bit pixels: 16-bit and float images convert before it,
         // 8-bit ones after (on fewer pixels).

@@ -129,6 +129,19 @@ enum Vips {
         return VipsImageRef(p, source: photo)
     }
 
+    /// A JPEG decoded by libjpeg-turbo straight into memory at 1/`shrink` scale, with the
+    /// header's metadata; nil for a JPEG it does not take (CMYK, ...): use `jpeg`.
+    static func jpegDirect(_ photo: PhotoBytes, shrink: Int, header: VipsImageRef) throws -> VipsImageRef? {
+        var out: UnsafeMutablePointer<VipsImage>?
+        var message = [CChar](repeating: 0, count: 256)
+        let rc = pm_jpeg_decode(photo.bytes.baseAddress, photo.count, Int32(clamping: shrink), header.ptr, &out, &message, message.count)
+        if rc == 1 { return nil }
+        guard rc == 0, let out else {
+            throw Failure(description: "JPEG load failed: \(String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+        }
+        return VipsImageRef(out, source: photo)
+    }
+
     static func jpeg(_ photo: PhotoBytes, shrink: Int) throws -> VipsImageRef {
         var out: UnsafeMutablePointer<VipsImage>?
         guard pm_vips_jpegload_buffer(photo.bytes.baseAddress, photo.count, Int32(clamping: shrink), &out) == 0, let out else {

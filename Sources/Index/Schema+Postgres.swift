@@ -90,6 +90,8 @@ extension IndexSchema {
             next_at DOUBLE PRECISION NOT NULL,
             last_error TEXT,
             delivered_at DOUBLE PRECISION,
+            claimed_by TEXT,
+            claimed_until DOUBLE PRECISION,
             UNIQUE(subscription_id, seq)
         );
         CREATE INDEX deliveries_due ON deliveries(state, next_at);

@@ -110,5 +110,11 @@ enum IndexSchema {
         UPDATE records SET ord = rowid;
         CREATE UNIQUE INDEX records_ord ON records(ord);
         """,
+        // 6: a delivery being sent is claimed by the daemon sending it until a deadline,
+        // so daemons sharing a database never send one twice at once.
+        """
+        ALTER TABLE deliveries ADD COLUMN claimed_by TEXT;
+        ALTER TABLE deliveries ADD COLUMN claimed_until REAL;
+        """,
     ]
 }

@@ -8,6 +8,10 @@ public protocol AssetStore: Sendable {
     /// Returns true when it uploaded, false when the object existed.
     @discardableResult
     func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool
+    /// The same, for a file the caller removes once stored: a store on its filesystem may
+    /// take it by a hard link instead of a copy (the bytes are never copied).
+    @discardableResult
+    func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool
     func get(key: String, to file: String) throws
     /// Up to `count` bytes of the object from `offset` (fewer only at its end), so a
     /// reader streams an object without holding all of it.
@@ -19,6 +23,11 @@ public protocol AssetStore: Sendable {
 }
 
 extension AssetStore {
+    @discardableResult
+    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
+        try put(file: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata)
+    }
+
     /// `sha256/ab/cd/<hex>`: spreads objects over folders (local) and prefixes (S3).
     public static func key(sha256 hex: String) -> String {
         let h = Array(hex)

@@ -147,13 +147,19 @@ public final class Daemon {
         }
         let deliverer = try NotificationDeliverer(loop: loop, events: events, store: records,
                                                   retry: { scheduler.definition.retry },
-                                                  execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000))
+                                                  execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host)
         let collector = try AssetCollector(loop: loop, records: records, assets: assets)
         let followers = try Followers(loop: loop, records: records)
+        // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.
+        events.subscribe(followers, viewer: nil) { e in
+            guard let type = e["event"]?.stringValue, type == "stage_done" || type.hasPrefix("record_") else { return }
+            followers.poll()
+            deliverer.kick()
+        }
         // Another daemon on the same database made work or changes: look now, not at a timer.
         let listener = try backend.sharedURL.map { url in
             try ClusterListener(loop: loop, url: url, host: journal.host, onWork: { scheduler.pump() },
-                                onChanges: { followers.poll(); deliverer.poke() })
+                                onChanges: { followers.poll(); deliverer.kick() })
         }
         // The control plane: handlers per concern with their dependencies, behind the router.
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,

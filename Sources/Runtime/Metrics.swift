@@ -55,6 +55,9 @@ enum Metrics {
             sample("photomemo_stage_duration_seconds_sum", [("stage", name)], h.sumMs / 1000)
             sample("photomemo_stage_duration_seconds_count", [("stage", name)], Double(h.count))
         }
+        let cpu = StageCPU.snapshot
+        family("photomemo_stage_cpu_seconds_total", "counter", "CPU time spent inside stage runs.")
+        for name in snapshot.stageNames { sample("photomemo_stage_cpu_seconds_total", [("stage", name)], cpu[name] ?? 0) }
         family("photomemo_dependency_up", "gauge", "1 when a dependency answers, 0 when a stage found it down.")
         sample("photomemo_dependency_up", [("dependency", "journal")], 1)
         for (d, up) in snapshot.dependencies.sorted(by: { $0.key < $1.key }) {

@@ -9,14 +9,19 @@ import PhotomemoCore
 /// subscriber (so one user's tarpit webhooks cannot hold every slot), a few overall, each
 /// off the loop. A failure is retried with the job definition's back-off and jitter and,
 /// after its attempts, parked as `failed` (retryable with `subscriptions --retry-failed`).
+/// A delivery is claimed (for this host, until its sink's deadline has surely passed)
+/// before it is sent, so daemons sharing a database never send one twice at once.
 final class NotificationDeliverer {
     private let loop: EventLoop
     private let events: EventBus
     private let store: any RecordIndex
     private let retry: () -> RetryPolicy
     private let execTimeoutMs: Int
+    /// This daemon's name on the database ('' alone on SQLite).
+    private let claimant: String
     private let timer: LoopTimer
     private var claiming = false
+    private var again = false
     private var inFlight: Set<String> = []
     /// In-flight deliveries per subscriber ("" for an admin's subscriptions).
     private var perOwner: [String: Int] = [:]
@@ -25,8 +30,9 @@ final class NotificationDeliverer {
     static let maxPerOwner = 2
 
     init(loop: EventLoop, events: EventBus, store: any RecordIndex, retry: @escaping () -> RetryPolicy,
-         execTimeoutMs: Int = Sink.defaultExecTimeoutMs) throws {
+         execTimeoutMs: Int = Sink.defaultExecTimeoutMs, claimant: String = "") throws {
         self.execTimeoutMs = execTimeoutMs
+        self.claimant = claimant
         self.loop = loop
         self.events = events
         self.store = store
@@ -35,33 +41,56 @@ final class NotificationDeliverer {
     }
 
     func start() {
-        timer.start(afterMs: 100, repeatMs: 250) { [unowned self] in self.tick() }
+        let store = self.store, claimant = self.claimant
+        // What this daemon was sending when it stopped is due again now, not at the claim's end.
+        loop.submit({ Result { try store.releaseDeliveryClaims(of: claimant, ids: nil) } }) { [unowned self] result in
+            if case .failure(let e) = result { Log.error("notifications: \(e)") }
+            self.timer.start(afterMs: 0, repeatMs: 250) { [unowned self] in self.tick() }
+        }
     }
 
     func close() { timer.close() }
+
+    /// Something may have queued deliveries (a notify stage ran): claim now, not at the next
+    /// tick. A kick while a claim is in flight claims again after it.
+    func kick() {
+        if claiming { again = true } else { tick() }
+    }
 
     /// Runs `body` once no delivery is in flight (at once if none is).
     func whenIdle(_ body: @escaping () -> Void) {
         if inFlight.isEmpty { body() } else { idleWaiters.append(body) }
     }
 
-    /// There may be new deliveries (another host's change): look now.
-    func poke() { tick() }
-
     private func tick() {
         guard !claiming, inFlight.count < Self.maxInFlight else { return }
-        let store = self.store
+        let store = self.store, claimant = self.claimant
+        // Longer than any sink may take (exec deadline, webhook timeouts), with margin.
+        let claimSeconds = Double(max(execTimeoutMs, 30_000)) / 1000 + 30
         claiming = true
         // Enough due deliveries to find some of every subscriber behind a busy one.
-        loop.submit({ Result { try store.dueDeliveries(limit: 256) } }) { [unowned self] result in
+        loop.submit({ Result { try store.claimDueDeliveries(limit: 256, claimant: claimant, until: unixNow() + claimSeconds,
+                                                            now: unixNow()) } }) { [unowned self] result in
             self.claiming = false
+            defer { if self.again { self.again = false; self.tick() } }
             guard case .success(let due) = result else {
                 if case .failure(let e) = result { Log.error("notifications: \(e)") }
                 return
             }
-            for d in due where !self.inFlight.contains(d.subscription.id) && self.inFlight.count < Self.maxInFlight
-                && self.perOwner[d.subscription.owner ?? "", default: 0] < Self.maxPerOwner {
-                self.deliver(d, store)
+            var unsent: [Int64] = []
+            for d in due {
+                if !self.inFlight.contains(d.subscription.id) && self.inFlight.count < Self.maxInFlight
+                    && self.perOwner[d.subscription.owner ?? "", default: 0] < Self.maxPerOwner {
+                    self.deliver(d, store)
+                } else {
+                    unsent.append(d.id)
+                }
+            }
+            if !unsent.isEmpty {
+                let ids = unsent
+                self.loop.submit({ Result { try store.releaseDeliveryClaims(of: claimant, ids: ids) } }) { result in
+                    if case .failure(let e) = result { Log.error("notifications: \(e)") }
+                }
             }
         }
     }

@@ -257,11 +257,12 @@ final class Scheduler {
         let disk = quarantine.folder  // on the home's filesystem
         loop.submit({ () -> (outcomes: [StageOutcome], ms: Double) in
             let clock = ContinuousClock()
-            let started = clock.now
+            let started = clock.now, cpu = StageCPU.threadNow()
             FatalSignalLog.prepareThisThread()
             if Failpoint.anyArmed { for c in contexts { Failpoint.hit("stage.run", subject: "\(entry.name):\(c.photoPath.map { ($0 as NSString).lastPathComponent } ?? c.key)") } }
             let outcomes = entry.stage.run(jobs: contexts).map { DiskSpace.classify($0, home: disk) }
             precondition(outcomes.count == jobs.count, "\(entry.name) returned \(outcomes.count) outcomes for \(jobs.count) jobs")
+            StageCPU.add(entry.name, seconds: StageCPU.threadNow() - cpu)
             let elapsed = (clock.now - started).components
             return (outcomes, Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
         }) { [unowned self] run in

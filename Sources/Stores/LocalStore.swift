@@ -3,9 +3,10 @@ import Glibc
 import PhotomemoCore
 
 /// The embedded default: a content-addressed folder (`HOME/store/sha256/ab/cd/<hex>`).
-/// A put copies to `.tmp/` in the same filesystem while hashing, fsyncs, checks the
-/// SHA-256, then renames into place and fsyncs the folder: a crash leaves at most a temp
-/// file, never a partial object under a final key.
+/// A put copies to `.tmp/` in the same filesystem while hashing (or hard-links a file the
+/// caller releases, see `put(releasing:)`), fsyncs, checks the SHA-256, then renames into
+/// place and fsyncs the folder: a crash leaves at most a temp file, never a partial object
+/// under a final key.
 public struct LocalStore: AssetStore {
     public let root: String
     public var name: String { "file:" + root }
@@ -26,38 +27,43 @@ public struct LocalStore: AssetStore {
 
     @discardableResult
     public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
+        try put(file, key: key, sha256: sha256, link: false)
+    }
+
+    @discardableResult
+    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
+        try put(file, key: key, sha256: sha256, link: true)
+    }
+
+    /// `link`: the caller removes `file` once stored, so the object may be the file itself
+    /// (a hard link): when it is the daemon's own, with no other name, writable by no one
+    /// else, on this filesystem. Any other file could be changed under its content address
+    /// later (through another name or a descriptor opened for writing), so it is copied.
+    func put(_ file: String, key: String, sha256: String, link mayLink: Bool) throws -> Bool {
         let final = path(key)
-        guard let source = FileHandle(forReadingAtPath: file) else {
-            throw StoreFailure(.permanent, "cannot read \(file)")
-        }
-        defer { try? source.close() }
+        let source = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard source >= 0 else { throw StoreFailure(.permanent, "cannot read \(file): \(String(cString: strerror(errno)))") }
+        defer { close(source) }
         var st = stat()
-        fstat(source.fileDescriptor, &st)
+        fstat(source, &st)
         if let existing = try head(key: key), existing == Int64(st.st_size) { return false }
         do {
             try FileManager.default.createDirectory(atPath: (final as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             let temp = tmp + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-            let fd = try syscall("open \(temp)", blocking: { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o640) })
-            var hash = SHA256()
+            let linked = mayLink && st.st_mode & S_IFMT == S_IFREG && st.st_uid == geteuid() && st.st_nlink == 1
+                && st.st_mode & 0o022 == 0 && Glibc.link(file, temp) == 0
+            let actual: String
             do {
-                while true {
-                    let chunk = try source.read(upToCount: 1 << 20) ?? Data()
-                    if chunk.isEmpty { break }
-                    hash.update(chunk)
-                    try DurableFile.writeAll(fd, chunk, path: temp)
-                }
-                try syscall("fsync \(temp)", blocking: { fsync(fd) })
-                close(fd)
+                actual = try linked ? Self.hashAndSync(source, path: file) : Self.copy(source, to: temp)
             } catch {
-                close(fd)
                 unlink(temp)
                 throw error
             }
-            let actual = hash.finalizeHex()
             guard actual == sha256 else {
                 unlink(temp)
                 throw StoreFailure(.permanent, "\(file) changed since it was hashed (sha256 \(actual), expected \(sha256))")
             }
+            if linked { fchmod(source, 0o640) }  // as a copy would be: the store's, not the dropper's mode
             Failpoint.hit("store.before_rename")
             try syscall("rename \(temp)", blocking: { rename(temp, final) })
             try DurableFile.fsyncFolder((final as NSString).deletingLastPathComponent)
@@ -67,6 +73,40 @@ public struct LocalStore: AssetStore {
         } catch {
             // Disk full, permissions: the job's own trouble, worth retrying.
             throw StoreFailure(.transient, "local store \(root): \(error)")
+        }
+    }
+
+    /// Copies `source` to a new `temp` while hashing, fsyncs it; the hex digest.
+    static func copy(_ source: Int32, to temp: String) throws -> String {
+        let fd = try syscall("open \(temp)", blocking: { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o640) })
+        defer { close(fd) }
+        var hash = SHA256()
+        try readChunks(source, path: temp) { chunk in
+            hash.update(chunk)
+            var off = 0
+            while off < chunk.count {
+                off += try syscall("write \(temp)", blocking: { Glibc.write(fd, chunk.baseAddress! + off, chunk.count - off) })
+            }
+        }
+        try syscall("fsync \(temp)", blocking: { fsync(fd) })
+        return hash.finalizeHex()
+    }
+
+    /// A linked file: its hash (it is the very inode stored) and its data made durable.
+    static func hashAndSync(_ fd: Int32, path: String) throws -> String {
+        var hash = SHA256()
+        try readChunks(fd, path: path) { hash.update($0) }
+        try syscall("fsync \(path)", blocking: { fsync(fd) })
+        return hash.finalizeHex()
+    }
+
+    static func readChunks(_ fd: Int32, path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = try syscall("read \(path)", blocking: { Glibc.read(fd, buffer.baseAddress, buffer.count) })
+            if n == 0 { return }
+            try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         }
     }
 

@@ -8,12 +8,15 @@ import PhotomemoCore
 ///   photomemo-bench [--count N] [--photos DIR] [--rounds R] [--json]   side by side
 ///   photomemo-bench --soak N                                 RSS over N photos, 2 workers
 ///   photomemo-bench --upload N                               MB/s into the local store and SeaweedFS
+///   photomemo-bench --e2e N [--soak M] [--before PHOTOMEMO]   a real daemon beside djpeg and Pillow (E2E.swift)
 ///   photomemo-bench --worker W --out DIR FILE...             (internal: one measured child)
 let usage = """
 usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [--json]
        photomemo-bench --soak N [--count N]
        photomemo-bench --upload N [--json]      # MB/s into the stores for N photos' renditions
        photomemo-bench --index N [--json]       # record index: insert rate, query p50/p99 over N records
+       photomemo-bench --e2e N [--soak M] [--rounds R] [--chart FILE.svg] [--before PHOTOMEMO] [--json]
+                                                # N photos through a real daemon beside djpeg and Pillow
 """
 
 /// Flags taken out of the argument list one by one; what is left are file names.
@@ -69,17 +72,21 @@ let count = Int(args.value("--count") ?? "24") ?? 24
 let soak = args.value("--soak").flatMap(Int.init)
 let rounds = max(1, Int(args.value("--rounds") ?? "3") ?? 3)
 let uploadPhotos = args.value("--upload").flatMap(Int.init)
+let e2e = args.value("--e2e").flatMap(Int.init)
+let chart = args.value("--chart") ?? NSTemporaryDirectory() + "photomemo-e2e-cpu-by-stage.svg"
+let before = args.value("--before")
 if let n = args.value("--index").flatMap(Int.init) {
     try IndexBench.run(records: n, json: json)
     exit(0)
 }
-let corpusDir = args.value("--corpus") ?? NSTemporaryDirectory() + "photomemo-bench-corpus-\(count)"
+let corpusCount = e2e ?? count
+let corpusDir = args.value("--corpus") ?? NSTemporaryDirectory() + "photomemo-bench-corpus-\(corpusCount)"
 let files: [String]
 if let dir = args.value("--photos") {
     files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.lowercased().hasSuffix(".jpg") || $0.lowercased().hasSuffix(".jpeg") }
         .sorted().map { dir + "/" + $0 }
 } else {
-    files = try Corpus.make(in: corpusDir, count: count)
+    files = try Corpus.make(in: corpusDir, count: corpusCount)
 }
 guard args.rest.isEmpty, !files.isEmpty else {
     StandardStream.err((usage + "\n"))
@@ -102,6 +109,10 @@ if let uploadPhotos {
     exit(0)
 }
 
+if e2e != nil {
+    try E2E.run(files: files, rounds: Int(rounds), soak: soak, chart: chart, before: before, json: json)
+    exit(0)
+}
 if let soak {
     try Soak.run(files: files, photos: soak, json: json)
     exit(0)

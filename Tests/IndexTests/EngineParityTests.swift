@@ -73,4 +73,26 @@ import Testing
             #expect(try s.subscription(socket.id) == nil)
         }
     }
+
+    /// Daemons sharing a database: a delivery one claimed is not sent by another, nor the
+    /// next of its subscription (change order), until it is finished, released or expired.
+    @Test(arguments: Engine.allCases) func aClaimedDeliveryIsOneDaemonsUntilFinishedReleasedOrExpired(_ engine: Engine) throws {
+        try withStore(engine) { s in
+            _ = try s.subscribe(.init(owner: nil, type: "Memo", predicate: "TRUEPREDICATE", firesOn: ["create"],
+                                      alert: nil, sink: .webhook, target: "http://x", secret: "k"))
+            for i in 1...2 { _ = try s.apply(input("\(i)", memo: "m\(i)")) }
+            _ = try s.fanOutPending()
+            let now = unixNow()
+            let a = try s.claimDueDeliveries(limit: 10, claimant: "a", until: now + 30, now: now)
+            #expect(a.map { $0.event["record"]?["memo"] } == ["m1"])
+            #expect(try s.claimDueDeliveries(limit: 10, claimant: "b", until: now + 30, now: now).isEmpty)
+            // Expired (its host died mid-send): another host takes it.
+            let late = try s.claimDueDeliveries(limit: 10, claimant: "b", until: now + 90, now: now + 31)
+            #expect(late.map(\.id) == a.map(\.id))
+            try s.releaseDeliveryClaims(of: "b", ids: late.map(\.id))
+            #expect(try s.claimDueDeliveries(limit: 10, claimant: "c", until: now + 30, now: now).map(\.id) == a.map(\.id))
+            try s.finishDelivery(a[0].id, delivered: true, error: nil, retryAt: nil, now: now)
+            #expect(try s.claimDueDeliveries(limit: 10, claimant: "b", until: now + 30, now: now).map { $0.event["record"]?["memo"] } == ["m2"])
+        }
+    }
 }

@@ -4,6 +4,7 @@ import SQLite
 import TestSupport
 import Testing
 @testable import Index
+import PhotomemoCore
 
 /// The engines the index suites run on: a SQLite file, and PostgreSQL on a real
 /// throwaway server (TestSupport's PostgresServer).
@@ -24,4 +25,14 @@ func withStore<T>(_ engine: Engine, test: String = #function, _ body: (RecordSto
 /// A store on the database at `url` (several of them on one: daemons sharing it).
 func postgresStore(url: String) throws -> RecordStore {
     try RecordStore(connection: PostgresDatabase(url: url), path: url)
+}
+
+extension RecordStore {
+    /// The due deliveries as a deliverer would claim them, claimed and released again
+    /// (a look, not a send).
+    func dueDeliveries(limit: Int) throws -> [OutboxDelivery] {
+        let due = try claimDueDeliveries(limit: limit, claimant: "look", until: unixNow() + 60, now: unixNow())
+        try releaseDeliveryClaims(of: "look", ids: nil)
+        return due
+    }
 }

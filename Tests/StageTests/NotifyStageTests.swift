@@ -30,7 +30,7 @@ import Testing
         // Run again (a crash before the journal recorded it): nothing more is queued.
         #expect(stage.run(job).result == ["deliveries": 0])
         #expect(try pending(store) == [tokyo.id: 1, osaka.id: 0])
-        let due = try store.dueDeliveries(limit: 10)
+        let due = try store.claimDueDeliveries(limit: 10, claimant: "test", until: unixNow() + 60, now: unixNow())
         #expect(due.count == 1 && due.first?.event["op"] == "create" && due.first?.event["record"]?["memo"] == "red roof")
     }
 }

@@ -5,8 +5,9 @@ import PhotomemoCore
 
 /// Socket-sink subscriptions followed by a connection, as a service of its own: each
 /// follower gets first what it missed after `since`, then new events as they are fanned
-/// out — read from the outbox, so nothing is lost between catch-up and live. A timer polls
-/// every 200 ms; one read is in flight at a time.
+/// out — read from the outbox, so nothing is lost between catch-up and live. Woken when a
+/// stage or a socket command may have queued events (`poll`), with a timer as the safety
+/// net; one read is in flight at a time, and a wake-up during it reads again after.
 final class Followers {
     final class Follower {
         let connection: ControlConnection
@@ -24,6 +25,7 @@ final class Followers {
     private let timer: LoopTimer
     private var followers: [ObjectIdentifier: Follower] = [:]
     private var polling = false
+    private var again = false
 
     init(loop: EventLoop, records: any RecordIndex) throws {
         self.loop = loop
@@ -31,7 +33,7 @@ final class Followers {
         timer = try LoopTimer(loop: loop)
     }
 
-    func start() { timer.start(afterMs: 200, repeatMs: 200) { [unowned self] in self.poll() } }
+    func start() { timer.start(afterMs: 1000, repeatMs: 1000) { [unowned self] in self.poll() } }
 
     func close() { timer.close() }
 
@@ -52,7 +54,8 @@ final class Followers {
 
     /// Sends each follower the events after the last one it got (the timer calls this too).
     func poll() {
-        guard !polling, !followers.isEmpty else { return }
+        guard !followers.isEmpty else { return }
+        guard !polling else { again = true; return }
         let store = records
         polling = true
         let list = followers.values.map { ($0, $0.subscription, $0.last) }
@@ -61,6 +64,7 @@ final class Followers {
         loop.submit({ work.map { (s, last) in (try? store.socketEvents(subscription: s, since: last)) ?? [] } }) { [weak self] results in
             guard let self else { return }
             self.polling = false
+            defer { if self.again { self.again = false; self.poll() } }
             for (f, events) in zip(targets, results) where !f.connection.pipe.isClosed {
                 for e in events {
                     f.connection.push(e)

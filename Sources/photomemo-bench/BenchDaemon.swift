@@ -1,0 +1,137 @@
+import Foundation
+import Glibc
+
+/// A real `photomemo serve` in a scratch home, for the end-to-end bench: its CPU and RSS
+/// from /proc (so only the daemon counts, not the bench or the CLI), its status and
+/// metrics through the CLI, as a user would see them.
+final class BenchDaemon {
+    let home: String
+    let binary: String
+    private(set) var pid: pid_t = 0
+
+    init(home: String, binary: String) throws {
+        self.home = home
+        self.binary = binary
+        try? FileManager.default.removeItem(atPath: home)
+        try FileManager.default.createDirectory(atPath: home + "/inbox", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: home + "/staging", withIntermediateDirectories: true)
+    }
+
+    func start() throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, home + "/daemon.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, home + "/daemon.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        let argv = [binary, "serve", "--home", home]
+        let args = argv.map { strdup($0) } + [nil]
+        defer { args.forEach { free($0) } }
+        guard posix_spawn(&pid, binary, &actions, nil, args, environ) == 0 else { throw Failure("cannot start \(binary)") }
+        for _ in 0..<200 {  // up to 20 s (a cold libvips start on a busy machine)
+            if (try? status()) != nil { return }
+            usleep(100_000)
+        }
+        throw Failure("photomemo did not answer on \(home) (see \(home)/daemon.log)")
+    }
+
+    /// TERM and wait; the daemon lets running stages finish.
+    func stop() {
+        guard pid > 0 else { return }
+        kill(pid, SIGTERM)
+        var st: Int32 = 0
+        while waitpid(pid, &st, 0) < 0 && errno == EINTR {}
+        pid = 0
+    }
+
+    /// The CLI's output for `args` (the daemon's reply's result with --json).
+    func cli(_ args: [String]) throws -> Data {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = args + ["--home", home]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw Failure("photomemo \(args.joined(separator: " ")) failed") }
+        return data
+    }
+
+    func status() throws -> [String: Any] {
+        guard let o = try JSONSerialization.jsonObject(with: cli(["status", "--json"])) as? [String: Any] else { throw Failure("bad status") }
+        return o
+    }
+
+    /// Jobs that have ended (done or failed).
+    func finished() throws -> (done: Int, failed: Int) {
+        let jobs = try status()["jobs"] as? [String: Any] ?? [:]
+        return ((jobs["done"] as? Int) ?? 0, (jobs["failed"] as? Int) ?? 0)
+    }
+
+    /// CPU seconds per stage from `metrics` (`photomemo_stage_cpu_seconds_total`).
+    func stageCPU() throws -> [String: Double] {
+        let text = String(decoding: try cli(["metrics"]), as: UTF8.self)
+        var out: [String: Double] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("photomemo_stage_cpu_seconds_total{") {
+            guard let s = line.range(of: "stage=\""), let e = line[s.upperBound...].firstIndex(of: "\""),
+                  let v = Double(line.split(separator: " ").last ?? "") else { continue }
+            out[String(line[s.upperBound..<e])] = v
+        }
+        return out
+    }
+
+    /// User + system CPU seconds of the daemon so far (all its threads).
+    var cpuSeconds: Double {
+        guard let s = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = s.lastIndex(of: ")") else { return 0 }
+        let f = s[s.index(after: close)...].split(separator: " ")
+        // Fields after the name: state is [0], utime [11], stime [12], in clock ticks.
+        guard f.count > 12, let u = Double(f[11]), let k = Double(f[12]) else { return 0 }
+        return (u + k) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// CPU seconds of the daemon's threads whose name starts with `prefix` ("libvips worker":
+    /// compress's pixels are computed there, off the stage's own thread).
+    func threadCPU(named prefix: String) -> Double {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        var ticks = 0.0
+        for t in tasks {
+            guard let s = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/stat", encoding: .utf8),
+                  let open = s.firstIndex(of: "("), let close = s.lastIndex(of: ")"),
+                  s[s.index(after: open)..<close].hasPrefix(prefix) else { continue }
+            let f = s[s.index(after: close)...].split(separator: " ")
+            if f.count > 12, let u = Double(f[11]), let k = Double(f[12]) { ticks += u + k }
+        }
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    var rssKB: Int {
+        guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+
+    /// A photo copied to staging/ beforehand, so dropping it is one rename (as a careful producer does).
+    func stage(_ file: String, as name: String, unique: Int? = nil) throws {
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        if let unique {
+            // A JPEG comment after SOI: the same picture, other bytes (not a duplicate).
+            var com: [UInt8] = [0xFF, 0xFE, 0x00, 0x0A]
+            withUnsafeBytes(of: UInt64(unique).bigEndian) { com += $0 }
+            bytes.insert(contentsOf: com, at: 2)
+        }
+        try bytes.write(to: URL(fileURLWithPath: home + "/staging/" + name))
+    }
+
+    func drop(_ name: String) throws {
+        guard rename(home + "/staging/" + name, home + "/inbox/" + name) == 0 else {
+            throw Failure("cannot drop \(name): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ d: String) { description = d }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Glibc
+import PhotomemoCore
+
+/// `--e2e N`: N photos dropped into a real daemon running the default job, beside
+/// `djpeg -scale 1/4` (the decode floor) and bench/pillow_ingest.py (Pillow doing the same
+/// job, one process per core) on the same files in the same run; then drop → create-event
+/// latency, and RSS over a long run (`--soak M`). Prints a README-ready table with ratios.
+enum E2E {
+    struct Tool {
+        var photosPerSecond = 0.0, cpuMsPerPhoto = 0.0, failures = 0
+        var stages: [String: Double] = [:]  // CPU ms per photo by stage (daemon only)
+    }
+
+    static let stageOrder = ["validate", "compress", "upload", "index", "notify", "other"]
+
+    /// `before`: another photomemo binary (main's, built in a worktree) run in the same rounds,
+    /// for a live before/after; without it the chart's "before" is the recorded one.
+    static func run(files: [String], rounds: Int, soak: Int?, chart: String, before: String?, json: Bool) throws {
+        let scratch = NSTemporaryDirectory() + "photomemo-e2e-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("photomemo").path
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw BenchDaemon.Failure("\(binary) not found: swift build -c release --product photomemo")
+        }
+        let load = loadAverage()
+        var warm = Measurement()
+        spawn(["cat"] + files, into: &warm)
+        let n = Double(files.count)
+        var best: [String: Tool] = [:]
+        func keep(_ name: String, _ t: Tool) {
+            if best[name].map({ t.cpuMsPerPhoto < $0.cpuMsPerPhoto }) ?? true { best[name] = t }
+        }
+        for round in 0..<rounds {
+            StandardStream.err("round \(round + 1)/\(rounds): photomemo\r")
+            keep("photomemo", try daemonRun(files, home: scratch + "/daemon-\(round)", binary: binary))
+            try? FileManager.default.removeItem(atPath: scratch + "/daemon-\(round)")
+            if let before {
+                StandardStream.err("round \(round + 1)/\(rounds): before   \r")
+                keep("before", try daemonRun(files, home: scratch + "/before-\(round)", binary: before))
+                try? FileManager.default.removeItem(atPath: scratch + "/before-\(round)")
+            }
+            if which("djpeg") != nil {
+                StandardStream.err("round \(round + 1)/\(rounds): djpeg    \r")
+                var m = Measurement()
+                for f in files { measure(["djpeg", "-scale", "1/4", "-outfile", "/dev/null", f], into: &m) }
+                keep("djpeg", Tool(photosPerSecond: n / m.wall, cpuMsPerPhoto: m.cpu / n * 1000, failures: m.failures))
+            }
+            if let script = pillowScript() {
+                StandardStream.err("round \(round + 1)/\(rounds): Pillow   \r")
+                let out = scratch + "/pillow-\(round)"
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                // The script moves originals into its store: it works on copies.
+                let copies = try files.enumerated().map { i, f in
+                    let c = out + "/in-\(i).jpg"
+                    try FileManager.default.copyItem(atPath: f, toPath: c)
+                    return c
+                }
+                var m = Measurement()
+                measure(["python3", script, out + "/home", "2"] + copies, into: &m)
+                keep("pillow", Tool(photosPerSecond: n / m.wall, cpuMsPerPhoto: m.cpu / n * 1000, failures: m.failures))
+                try? FileManager.default.removeItem(atPath: out)
+            }
+        }
+        StandardStream.err("latency: 20 small photos, 300 ms apart\r")
+        let latency = try Latency.run(home: scratch + "/latency", binary: binary)
+        var rss: (first: Int, last: Int, peak: Int, photos: Int, rate: Double)?
+        if let soak {
+            rss = try daemonSoak(files, photos: soak, home: scratch + "/soak", binary: binary)
+        }
+        StandardStream.err(String(repeating: " ", count: 60) + "\r")
+        let report = Report(count: files.count, rounds: rounds, load: load, tools: best, latency: latency, rss: rss)
+        let floor = best["djpeg"]?.cpuMsPerPhoto
+        if let b = best["before"] {
+            try Chart.write(before: (b.stages, "before (\(before!), this run)", floor), after: (best["photomemo"]?.stages ?? [:], floor), to: chart)
+        } else {
+            try Chart.write(before: (Chart.before, Chart.beforeLabel, Chart.beforeFloor), after: (best["photomemo"]?.stages ?? [:], floor), to: chart)
+        }
+        if json { print(String(decoding: try JSONSerialization.data(withJSONObject: report.json, options: [.sortedKeys]), as: UTF8.self)) }
+        else { print(report.text + "chart (CPU per photo by stage, before and after): \(chart)") }
+    }
+
+    /// One pass: every file staged, the daemon idle, then all dropped at once.
+    static func daemonRun(_ files: [String], home: String, binary: String) throws -> Tool {
+        let d = try BenchDaemon(home: home, binary: binary)
+        for (i, f) in files.enumerated() { try d.stage(f, as: String(format: "p%05d.jpg", i)) }
+        try d.start()
+        defer { d.stop() }
+        let cpu0 = d.cpuSeconds, stages0 = try d.stageCPU(), vips0 = d.threadCPU(named: "libvips worker")
+        let t0 = Date()
+        for i in files.indices { try d.drop(String(format: "p%05d.jpg", i)) }
+        var ended = (done: 0, failed: 0)
+        while ended.done + ended.failed < files.count {
+            usleep(250_000)  // each status costs the daemon CPU too: not too often
+            ended = try d.finished()
+        }
+        let wall = Date().timeIntervalSince(t0)
+        let cpu = d.cpuSeconds - cpu0
+        let vips = d.threadCPU(named: "libvips worker") - vips0
+        var stages1 = try d.stageCPU()
+        stages1["compress", default: 0] += vips
+        let n = Double(files.count)
+        var t = Tool(photosPerSecond: n / wall, cpuMsPerPhoto: cpu / n * 1000, failures: ended.failed)
+        for (s, v) in stages1 { t.stages[s] = (v - (stages0[s] ?? 0)) / n * 1000 }
+        t.stages["other"] = max(0, t.cpuMsPerPhoto - t.stages.values.reduce(0, +))
+        return t
+    }
+
+    static func pillowScript() -> String? {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("bench/pillow_ingest.py").path
+        var check = Measurement()
+        spawn(["python3", "-c", "import PIL"], into: &check)
+        return check.failures == 0 && FileManager.default.fileExists(atPath: script) ? script : nil
+    }
+
+    static func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "").split(separator: " ").prefix(3).joined(separator: " ")
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+extension E2E {
+    /// The run's table, ratios and the targets (#16), as text for the README or JSON.
+    struct Report {
+        let count: Int, rounds: Int, load: String
+        let tools: [String: Tool]
+        let latency: [Double]
+        let rss: (first: Int, last: Int, peak: Int, photos: Int, rate: Double)?
+
+        func pct(_ p: Double) -> Double {
+            let s = latency.sorted()
+            return s.isEmpty ? 0 : s[min(s.count - 1, Int(Double(s.count - 1) * p + 0.5))]
+        }
+
+        var text: String {
+            let date = ISO8601DateFormatter().string(from: Date()).prefix(10)
+            var out = "photomemo e2e, \(count) photos, best of \(rounds), \(date), load average \(load)\n\n"
+            out += "tool                                   photos/s   CPU ms/photo\n"
+            let names = [("photomemo daemon, default job", "photomemo")] + (tools["before"] == nil ? [] : [("photomemo before (--before)", "before")])
+                + [("djpeg -scale 1/4 (decode only)", "djpeg"),
+                         ("Pillow ingest, 2 processes", "pillow")]
+            for (label, key) in names {
+                guard let t = tools[key] else { out += label.padding(toLength: 38, withPad: " ", startingAt: 0) + " not run\n"; continue }
+                out += label.padding(toLength: 38, withPad: " ", startingAt: 0)
+                    + String(format: " %8.1f   %12.1f%@\n", t.photosPerSecond, t.cpuMsPerPhoto, t.failures > 0 ? " (\(t.failures) failed)" : "")
+            }
+            if let p = tools["photomemo"] {
+                out += "\nphotomemo CPU per photo by stage (ms): "
+                out += E2E.stageOrder.map { String(format: "%@ %.1f", $0, p.stages[$0] ?? 0) }.joined(separator: ", ") + "\n"
+                if let dj = tools["djpeg"] {
+                    out += String(format: "CPU per photo / djpeg floor: %.2fx (target ≤ 1.40x)\n", p.cpuMsPerPhoto / dj.cpuMsPerPhoto)
+                }
+                if let py = tools["pillow"] {
+                    out += String(format: "photos/s / Pillow's: %.2fx (target ≥ 2.00x)\n", p.photosPerSecond / py.photosPerSecond)
+                }
+            }
+            out += String(format: "drop → create event (20 small photos, 300 ms apart): p50 %.0f ms, max %.0f ms (targets ≤ 100, ≤ 250)\n",
+                          pct(0.5), latency.max() ?? 0)
+            if let r = rss {
+                out += String(format: "RSS over %d photos: first %d MB, last %d MB, peak %d MB (target peak ≤ 150 MB), %.1f photos/s\n",
+                              r.photos, r.first / 1024, r.last / 1024, r.peak / 1024, r.rate)
+            }
+            return out
+        }
+
+        var json: [String: Any] {
+            var o: [String: Any] = ["photos": count, "rounds": rounds, "load": load,
+                                    "latency_ms": ["p50": pct(0.5), "max": latency.max() ?? 0, "all": latency]]
+            for (k, t) in tools {
+                o[k] = ["photos_per_s": t.photosPerSecond, "cpu_ms_per_photo": t.cpuMsPerPhoto, "failures": t.failures, "stages_ms": t.stages]
+            }
+            if let r = rss { o["rss_kb"] = ["first": r.first, "last": r.last, "peak": r.peak, "photos": r.photos, "photos_per_s": r.rate] }
+            return o
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import CVips
+import Foundation
+import PhotomemoCore
+import TestSupport
+import Testing
+@testable import CompressStage
+
+/// The JPEG path decodes with libjpeg-turbo directly (`Vips.jpegDirect`): the pixels must
+/// be libvips' own decode's, within rounding of the merged upsampling, and a grey JPEG
+/// must come out as grey sRGB.
+@Suite struct JPEGDecodeTests {
+    @Test(arguments: [1, 2, 4, 8])
+    func directDecodeMatchesLibvips(_ shrink: Int) throws {
+        let photo = try load(testPhotos.appendingPathComponent("orientation_landscape_1.jpg").path)
+        let header = try Vips.open(photo)
+        let direct = try #require(try Vips.jpegDirect(photo, shrink: shrink, header: header))
+        let vips = try (shrink > 1 ? Vips.jpeg(photo, shrink: shrink) : header).inMemory()
+        // libjpeg rounds a scaled side up, libvips may round it down: one row or column at most.
+        #expect(abs(direct.width - vips.width) <= 1 && abs(direct.height - vips.height) <= 1,
+                "\(direct.width)x\(direct.height) against \(vips.width)x\(vips.height)")
+        let w = Int32(min(direct.width, vips.width)), h = Int32(min(direct.height, vips.height))
+        let a = try direct.cropped(left: 0, top: 0, width: w, height: h), b = try vips.cropped(left: 0, top: 0, width: w, height: h)
+        var diff = 0.0
+        #expect(pm_vips_mean_abs_diff(a.ptr, b.ptr, &diff) == 0)
+        #expect(diff < 2, "mean difference \(diff) at 1/\(shrink)")
+        #expect(direct.orientation == header.orientation)
+    }
+
+    @Test func greyJPEGBecomesGreySRGB() throws {
+        let c = try Compressor(["renditions": [["name": "display", "width": 60]]])
+        let src = try Vips.open(load(testPhotos.appendingPathComponent("orientation_landscape_1.jpg").path)).inMemory()
+        let grey = try src.then("band") { pm_vips_extract_band($0, $1, 1) }
+        let path = c.home + "/grey.jpg"
+        try grey.encode(.jpeg, quality: 90, strip: true).write(to: URL(fileURLWithPath: path))
+        var expected = 0.0
+        #expect(pm_vips_avg(grey.ptr, &expected) == 0)
+        guard case .continue(let r) = c.run(path) else { Issue.record("grey JPEG failed"); return }
+        let means = try bandMeans(rendition(r, "display").path)
+        #expect(means.count == 3)
+        #expect(means.allSatisfy { abs($0 - expected) < 4 }, "\(means) against \(expected)")
+    }
+}
