@@ -99,7 +99,9 @@ import Testing
         try a.waitIdle(jobs: 1, timeout: 60)
         pg.stop(now: true)
         for n in ["orientation_landscape_2.jpg", "orientation_landscape_3.jpg"] { try a.drop(n) }
-        Thread.sleep(forTimeInterval: 2)
+        try a.waitUntil("status shows the journal down") {
+            try json(a, ["status"])["dependencies"]?["journal"] == "down"
+        }
         #expect(a.process?.isRunning == true)
         try pg.start()
         try a.waitIdle(jobs: 3, timeout: 90)

@@ -68,9 +68,18 @@ final class StatusHandlers: ControlHandler {
                               "unread_bytes": .int(f.unreadBytes), "error": f.refused.map(JSONValue.string) ?? .null])
         }
         loop.reply(reply) {
-            let counts = try journal.counts()
-            let stats = try journal.stageStats(window: 1000)
-            let lastMinute = try journal.finishedCount(since: unixNow() - 60)
+            // A journal that cannot be read (PostgreSQL down) is shown down, with what the
+            // loop knows; the counts come back with it.
+            var journalError: String?
+            func read<T>(_ fallback: T, _ body: () throws -> T) -> T {
+                do { return try body() } catch {
+                    journalError = journalError ?? "\(error)"
+                    return fallback
+                }
+            }
+            let counts = read([:]) { try journal.counts() }
+            let stats = read([:]) { try journal.stageStats(window: 1000) }
+            let lastMinute = read(0) { try journal.finishedCount(since: unixNow() - 60) }
             var stages: [String: JSONValue] = [:]
             for name in snapshot.stageNames {
                 let s = stats[name] ?? StageStats()
@@ -84,6 +93,7 @@ final class StatusHandlers: ControlHandler {
             }
             var deps: [String: JSONValue] = ["journal": "up"]
             for (d, up) in snapshot.dependencies { deps[d] = up ? "up" : "down" }
+            if journalError != nil { deps["journal"] = "down" }
             return [
                 "version": .string(PhotomemoVersion.current),
                 "host": .string(host),
@@ -100,6 +110,7 @@ final class StatusHandlers: ControlHandler {
                 "queue_files": .array(queueFiles),
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60)],
                 "clients": ["connected": .int(Int64(snapshot.clients)), "watching": .int(Int64(snapshot.watchers))],
+                "journal_error": journalError.map(JSONValue.string) ?? .null,
             ]
         }
     }
