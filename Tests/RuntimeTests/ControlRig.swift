@@ -78,19 +78,7 @@ final class ControlRig {
     /// What `ControlRouter.run` does, with the caller the test names.
     private func send(_ call: Call, reply: @escaping (Reply) -> Void) {
         let req = ControlRequest(values: call.args)
-        guard let caller = call.caller else { return router.run(call.command, req, from: conn, reply: reply) }
-        do {
-            guard let command = ControlCommand(rawValue: call.command),
-                  let handler = handlers.first(where: { $0.commands.contains(command) }) else {
-                throw PhotomemoError(.unknownCommand, call.command)
-            }
-            try AccessPolicy.check(command, req.values, by: caller)
-            try handler.handle(command, req, caller, from: conn, reply: reply)
-        } catch let e as PhotomemoError {
-            reply(.failure(e))
-        } catch {
-            reply(.failure(PhotomemoError(.internalError, "\(error)")))
-        }
+        router.run(call.command, req, from: conn, as: call.caller, reply: reply)
     }
 
     /// A queued memo job of `owner`'s (nil: the daemon's).

@@ -69,27 +69,8 @@ public final class PostgresServer: @unchecked Sendable {
         String(url[...url.lastIndex(of: "/")!]) + database
     }
 
-    static func script(_ args: [String]) -> (Int32, String, String) {
-        // Output through files, not pipes: the server the script starts outlives it.
-        let base = NSTemporaryDirectory() + "pm-pg-script-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        _ = FileManager.default.createFile(atPath: base + ".out", contents: nil)
-        _ = FileManager.default.createFile(atPath: base + ".err", contents: nil)
-        defer { unlink(base + ".out"); unlink(base + ".err") }
-        let p = Process()
-        p.executableURL = packageRoot.appendingPathComponent("scripts/postgres")
-        p.arguments = args
-        p.standardOutput = FileHandle(forWritingAtPath: base + ".out")
-        p.standardError = FileHandle(forWritingAtPath: base + ".err")
-        do { try p.run() } catch { return (127, "", "\(error)") }
-        p.waitUntilExit()
-        return (p.terminationStatus, (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? "",
-                (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "")
-    }
+    static func script(_ args: [String]) -> (Int32, String, String) { projectScript("scripts/postgres", args) }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
-        init(_ d: String) { description = d }
-    }
 }
 
 extension PostgresServer {

@@ -54,25 +54,6 @@ public final class SeaweedFS: @unchecked Sendable {
         return p.terminationStatus == 0 ? FileManager.default.contents(atPath: out) : nil
     }
 
-    static func script(_ args: [String]) -> (Int32, String, String) {
-        // Output through files, not pipes: the server the script starts outlives it.
-        let base = NSTemporaryDirectory() + "pm-s3-script-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        FileManager.default.createFile(atPath: base + ".out", contents: nil)
-        FileManager.default.createFile(atPath: base + ".err", contents: nil)
-        defer { unlink(base + ".out"); unlink(base + ".err") }
-        let p = Process()
-        p.executableURL = packageRoot.appendingPathComponent("scripts/seaweedfs")
-        p.arguments = args
-        p.standardOutput = FileHandle(forWritingAtPath: base + ".out")
-        p.standardError = FileHandle(forWritingAtPath: base + ".err")
-        do { try p.run() } catch { return (127, "", "\(error)") }
-        p.waitUntilExit()
-        return (p.terminationStatus, (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? "",
-                (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "")
-    }
+    static func script(_ args: [String]) -> (Int32, String, String) { projectScript("scripts/seaweedfs", args) }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public let description: String
-        init(_ d: String) { description = d }
-    }
 }

@@ -24,13 +24,19 @@ final class ControlRouter: ControlDispatch {
     }
 
     func run(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, reply: @escaping ControlHandler.Reply) {
+        run(cmd, req, from: conn, as: nil, reply: reply)
+    }
+
+    /// `caller`: who asks; the connection's peer (SO_PEERCRED) unless a test names one.
+    func run(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, as caller: Caller?,
+             reply: @escaping ControlHandler.Reply) {
         do {
             guard let command = ControlCommand(rawValue: cmd), let handler = handlers[command] else {
                 let names = ControlCommand.allCases.map(\.rawValue)
                 let hint = didYouMean(cmd, names).map { " (did you mean \"\($0)\"?)" } ?? ""
                 throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"\(hint); commands: \(names.joined(separator: ", "))")
             }
-            let caller = conn.caller
+            let caller = caller ?? conn.caller
             try AccessPolicy.check(command, req.values, by: caller)
             try handler.handle(command, req, caller, from: conn, reply: reply)
         } catch let e as PhotomemoError {
