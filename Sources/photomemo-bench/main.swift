@@ -14,6 +14,7 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --soak N [--count N]
        photomemo-bench --upload N [--json]      # MB/s into the stores for N photos' renditions
        photomemo-bench --index N [--json]       # record index: insert rate, query p50/p99 over N records
+       photomemo-bench --cluster [--count N] [--rounds R] [--json]  # PostgreSQL + S3: claims, NOTIFY, daemon (ClusterBench)
 """
 
 /// Flags taken out of the argument list one by one; what is left are file names.
@@ -69,6 +70,7 @@ let count = Int(args.value("--count") ?? "24") ?? 24
 let soak = args.value("--soak").flatMap(Int.init)
 let rounds = max(1, Int(args.value("--rounds") ?? "3") ?? 3)
 let uploadPhotos = args.value("--upload").flatMap(Int.init)
+let cluster = args.flag("--cluster")
 if let n = args.value("--index").flatMap(Int.init) {
     try IndexBench.run(records: n, json: json)
     exit(0)
@@ -102,6 +104,10 @@ if let uploadPhotos {
     exit(0)
 }
 
+if cluster {
+    try ClusterBench.run(files: files, rounds: rounds, json: json)
+    exit(0)
+}
 if let soak {
     try Soak.run(files: files, photos: soak, json: json)
     exit(0)

@@ -1,0 +1,134 @@
+import Foundation
+import Journal
+import PhotomemoCore
+import Postgres
+
+/// `--cluster`: issue #15's numbers in one run against a throwaway PostgreSQL 15 and
+/// SeaweedFS on loopback (scripts/postgres, scripts/seaweedfs), SQLite alongside.
+enum ClusterBench {
+    struct Stats { var xacts = 0, inserted = 0, updated = 0 }
+
+    struct Report {
+        var pg = ClaimBench.Rates(), sqlite = ClaimBench.Rates()
+        var latency: [Double] = []
+        var local: [DaemonRun.Result] = [], remote: [DaemonRun.Result] = []
+        var photos = 0
+        var perPhoto = Stats(), idle = Stats(), idleSeconds = 0.0
+        var s3PerPhoto: [String: Double] = [:]
+        var uptime = ""
+    }
+
+    static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("scripts").path
+
+    /// A script's first line of output (its URL), nil on failure.
+    static func start(_ argv: [String], out: String) -> String? {
+        var m = Measurement()
+        spawn(["/bin/sh", "-c", "\"$@\" > \"$0\"", out] + argv, into: &m)
+        guard m.failures == 0 else { return nil }
+        return (try? String(contentsOfFile: out, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func stats(_ url: String) throws -> Stats {
+        let c = try PostgresConnection(url: url, applicationName: "bench-stats")
+        let r = try c.queryOne("SELECT xact_commit, tup_inserted, tup_updated FROM pg_stat_database WHERE datname = current_database()")
+        return Stats(xacts: Int(r?.int(0) ?? 0), inserted: Int(r?.int(1) ?? 0), updated: Int(r?.int(2) ?? 0))
+    }
+
+    static func run(files: [String], rounds: Int, json: Bool) throws {
+        let scratch = "/tmp/photomemo-bench-cluster-\(getpid())"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { if ProcessInfo.processInfo.environment["PM_KEEP"] == nil { try? FileManager.default.removeItem(atPath: scratch) } }
+        let port = Int.random(in: 20_000...40_000) / 16 * 16
+        guard let admin = start([scripts + "/postgres", "start", scratch + "/pg", String(port + 15)], out: scratch + "/pg.url") else {
+            throw SideBySide.Failure("PostgreSQL did not start (apt-get install postgresql); see \(scratch)/pg")
+        }
+        defer { var m = Measurement(); spawn([scripts + "/postgres", "stop", scratch + "/pg", "now"], into: &m) }
+        let credentials = ["AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench-secret"]
+        guard let endpoint = start([scripts + "/seaweedfs", "start", scratch + "/s3", String(port), "bench", "bench-secret", "bench"],
+                                   out: scratch + "/s3.url") else { throw SideBySide.Failure("SeaweedFS did not start") }
+        defer { var m = Measurement(); spawn([scripts + "/seaweedfs", "stop", scratch + "/s3", "now"], into: &m) }
+        let server = try PostgresConnection(url: admin, applicationName: "bench-admin")
+        func database(_ name: String) throws -> String {
+            try server.exec("DROP DATABASE IF EXISTS \(name)")
+            try server.exec("CREATE DATABASE \(name)")
+            return admin.replacingOccurrences(of: "/postgres", with: "/\(name)", options: .backwards)
+        }
+        var r = Report()
+        r.uptime = uptimeLine()
+        r.photos = files.count
+        StandardStream.err("claims on PostgreSQL and SQLite…\n")
+        let claimsURL = try database("pm_claims")
+        r.pg = try ClaimBench.rates(jobs: 20_000, hosts: 2) { host in
+            try Journal(connection: PostgresDatabase(url: claimsURL), path: "bench", host: host, leaseSeconds: 30)
+        }
+        let shared = try Journal(path: scratch + "/claims.sqlite")
+        r.sqlite = try ClaimBench.rates(jobs: 20_000, hosts: 2) { _ in shared }
+        StandardStream.err("add → claim via NOTIFY…\n")
+        r.latency = try ClaimBench.notifyLatency(url: try database("pm_notify"), samples: 200)
+
+        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path + "/photomemo"
+        var perPhoto: [Stats] = []
+        var s3: [[String: Int]] = []
+        for round in 0..<rounds {
+            // Interleaved, first one way then the other, so neither always runs second.
+            for remote in round % 2 == 0 ? [false, true] : [true, false] {
+                StandardStream.err("round \(round + 1): \(remote ? "PostgreSQL + S3" : "SQLite + local folder")…\n")
+                let home = scratch + "/r\(round)-\(remote ? "pg" : "sqlite")"
+                if !remote {
+                    var d = try DaemonRun(binary: binary, home: home, extra: [])
+                    try d.start()
+                    defer { d.stop() }
+                    let journal = try Journal(path: home + "/photomemo.sqlite")
+                    r.local.append(try d.process(files) { let c = try journal.counts(); return (c[.done] ?? 0) + (c[.failed] ?? 0) })
+                    continue
+                }
+                let url = try database("pm_r\(round)")
+                let before = try stats(url)
+                var d = try DaemonRun(binary: binary, home: home, extra: ["--database", url, "--store", "s3://bench/r\(round)?endpoint=\(endpoint)"],
+                                      environment: credentials)
+                try d.start()
+                var polls = 0
+                do {
+                    defer { d.stop() }
+                    let c = try PostgresConnection(url: url, applicationName: "bench-poll")
+                    let result = try d.process(files) {
+                        polls += 1
+                        return Int(try c.queryOne("SELECT count(*) FROM jobs WHERE state IN ('done', 'failed')")?.int(0) ?? 0)
+                    }
+                    r.remote.append(result)
+                    s3.append(result.s3)
+                }
+                usleep(1_500_000)  // the backends' statistics are flushed as they exit
+                let after = try stats(url)
+                perPhoto.append(Stats(xacts: after.xacts - before.xacts - polls, inserted: after.inserted - before.inserted,
+                                      updated: after.updated - before.updated))
+            }
+        }
+        // What an idle daemon adds over as long (start, heartbeats, timers, stop), taken off.
+        r.idleSeconds = r.remote.map(\.wall).min() ?? 1
+        let idleURL = try database("pm_idle")
+        let before = try stats(idleURL)
+        var d = try DaemonRun(binary: binary, home: scratch + "/idle", extra: ["--database", idleURL, "--store", "s3://bench/idle?endpoint=\(endpoint)"],
+                              environment: credentials)
+        try d.start()
+        usleep(UInt32(r.idleSeconds * 1_000_000))
+        d.stop()
+        usleep(1_500_000)
+        let after = try stats(idleURL)
+        r.idle = Stats(xacts: after.xacts - before.xacts, inserted: after.inserted - before.inserted, updated: after.updated - before.updated)
+        let n = Double(files.count)
+        let best = perPhoto.min { $0.xacts < $1.xacts } ?? Stats()
+        r.perPhoto = Stats(xacts: best.xacts - r.idle.xacts, inserted: best.inserted - r.idle.inserted, updated: best.updated - r.idle.updated)
+        for m in Set(s3.flatMap(\.keys)) { r.s3PerPhoto[m] = Double(s3.map { $0[m] ?? 0 }.min() ?? 0) / n }
+        try ClusterReport(r).print(json: json, svg: scratch.replacingOccurrences(of: "-\(getpid())", with: "") + ".svg")
+    }
+
+    static func uptimeLine() -> String {
+        var m = Measurement()
+        let out = "/tmp/photomemo-bench-uptime-\(getpid())"
+        defer { unlink(out) }
+        spawn(["/bin/sh", "-c", "uptime > \"$0\"", out], into: &m)
+        return ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
