@@ -68,13 +68,15 @@ enum ClaimBench {
 
     /// Add → claim latency in ms: an idle host waits in poll(2) on a LISTEN connection; on
     /// a NOTIFY from another host it claims. From before the commit to the claim's return.
-    static func notifyLatency(url: String, samples: Int) throws -> [Double] {
+    /// Sorted totals, and the medians of the parts: the adder's commit, and the idle host's claim after its wake-up.
+    static func notifyLatency(url: String, samples: Int) throws -> (total: [Double], commitMs: Double, claimMs: Double) {
         let adder = try Journal(connection: PostgresDatabase(url: url), path: "bench", host: "adder", leaseSeconds: 30)
         let idle = try Journal(connection: PostgresDatabase(url: url), path: "bench", host: "idle", leaseSeconds: 30)
         let listener = try PostgresConnection(url: url, applicationName: "bench-listener")
         try listener.listen("photomemo_work")
         let started = LockedValue(0.0), claimed = DispatchSemaphore(value: 0)
-        let out = LockedValue<[Double]>([]), failure = LockedValue<String?>(nil)
+        let out = LockedValue<[Double]>([]), claims = LockedValue<[Double]>([]), failure = LockedValue<String?>(nil)
+        var commits: [Double] = []
         let idleThread = Thread {
             do {
                 while out.value.count < samples {
@@ -83,10 +85,12 @@ enum ClaimBench {
                     try listener.consumeInput()
                     let wake = listener.drainNotifications().contains { $0.payload != "idle" }
                     guard wake else { continue }
+                    let woke = unixNow()
                     let jobs = try idle.claim(stageIndex: 0, stageName: "s0", limit: 64)
                     guard !jobs.isEmpty else { continue }
                     let ms = (unixNow() - started.value) * 1000
                     out.withLock { $0.append(ms) }
+                    claims.withLock { $0.append((unixNow() - woke) * 1000) }
                     claimed.signal()
                 }
             } catch {
@@ -98,10 +102,12 @@ enum ClaimBench {
         for i in 0..<samples {
             started.value = unixNow()
             _ = try adder.commitMemos(memos(1, tag: "notify-\(i)"), position: nil, joinTimeoutSeconds: 60)
+            commits.append((unixNow() - started.value) * 1000)
             claimed.wait()
             if let f = failure.value { throw SideBySide.Failure("notify: \(f)") }
             usleep(UInt32.random(in: 1000...5000))  // not in lock-step with anything periodic
         }
-        return out.value.sorted()
+        func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+        return (out.value.sorted(), median(commits), median(claims.value))
     }
 }

@@ -6,14 +6,23 @@ import Postgres
 /// `--cluster`: issue #15's numbers in one run against a throwaway PostgreSQL 15 and
 /// SeaweedFS on loopback (scripts/postgres, scripts/seaweedfs), SQLite alongside.
 enum ClusterBench {
-    struct Stats { var xacts = 0, inserted = 0, updated = 0 }
+    enum Config: String { case local = "SQLite + local folder", sqliteS3 = "SQLite + S3", postgresS3 = "PostgreSQL + S3" }
+
+    struct Stats {
+        var xacts = 0.0, inserted = 0.0, updated = 0.0
+        func minus(_ o: Stats) -> Stats { Stats(xacts: xacts - o.xacts, inserted: inserted - o.inserted, updated: updated - o.updated) }
+        func scaled(_ k: Double) -> Stats { Stats(xacts: xacts * k, inserted: inserted * k, updated: updated * k) }
+    }
 
     struct Report {
         var pg = ClaimBench.Rates(), sqlite = ClaimBench.Rates()
-        var latency: [Double] = []
-        var local: [DaemonRun.Result] = [], remote: [DaemonRun.Result] = []
+        var latency: [Double] = [], commitMs = 0.0, claimMs = 0.0
+        var proto = (claims: 0.0, claimRecord: 0.0)
+        var local: [DaemonRun.Result] = [], sqliteS3: [DaemonRun.Result] = [], remote: [DaemonRun.Result] = []
+        /// Why the daemon would not run on PostgreSQL, when it would not.
+        var refused: String?
         var photos = 0
-        var perPhoto = Stats(), idle = Stats(), idleSeconds = 0.0
+        var journalPerPhoto = Stats(), daemonPerPhoto: Stats?, idle = Stats(), idleSeconds = 0.0
         var s3PerPhoto: [String: Double] = [:]
         var uptime = ""
     }
@@ -32,7 +41,7 @@ enum ClusterBench {
     static func stats(_ url: String) throws -> Stats {
         let c = try PostgresConnection(url: url, applicationName: "bench-stats")
         let r = try c.queryOne("SELECT xact_commit, tup_inserted, tup_updated FROM pg_stat_database WHERE datname = current_database()")
-        return Stats(xacts: Int(r?.int(0) ?? 0), inserted: Int(r?.int(1) ?? 0), updated: Int(r?.int(2) ?? 0))
+        return Stats(xacts: Double(r?.int(0) ?? 0), inserted: Double(r?.int(1) ?? 0), updated: Double(r?.int(2) ?? 0))
     }
 
     static func run(files: [String], rounds: Int, json: Bool) throws {
@@ -52,7 +61,8 @@ enum ClusterBench {
         func database(_ name: String) throws -> String {
             try server.exec("DROP DATABASE IF EXISTS \(name)")
             try server.exec("CREATE DATABASE \(name)")
-            return admin.replacingOccurrences(of: "/postgres", with: "/\(name)", options: .backwards)
+            usleep(1_100_000)  // so the statistics of its creation are flushed before a first snapshot
+            return String(admin[..<admin.lastIndex(of: "/")!]) + "/" + name
         }
         var r = Report()
         r.uptime = uptimeLine()
@@ -65,29 +75,47 @@ enum ClusterBench {
         let shared = try Journal(path: scratch + "/claims.sqlite")
         r.sqlite = try ClaimBench.rates(jobs: 20_000, hosts: 2) { _ in shared }
         StandardStream.err("add → claim via NOTIFY…\n")
-        r.latency = try ClaimBench.notifyLatency(url: try database("pm_notify"), samples: 200)
+        (r.latency, r.commitMs, r.claimMs) = try ClaimBench.notifyLatency(url: try database("pm_notify"), samples: 200)
+        StandardStream.err("set-based claims (prototype)…\n")
+        r.proto = try ClaimPrototype.rates(url: try database("pm_proto"), jobs: 20_000)
+
+        // The journal's own writes per photo, in-process on a fresh database.
+        let flowURL = try database("pm_flow")
+        let flowBefore = try stats(flowURL)
+        do {
+            let j = try Journal(connection: PostgresDatabase(url: flowURL), path: "bench", host: "flow", leaseSeconds: 30)
+            try JournalFlow.run(j, photos: 200)
+        }
+        usleep(1_500_000)  // backends' statistics are flushed as they exit
+        r.journalPerPhoto = (try stats(flowURL)).minus(flowBefore).scaled(1.0 / 200)
 
         let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path + "/photomemo"
         var perPhoto: [Stats] = []
         var s3: [[String: Int]] = []
         for round in 0..<rounds {
-            // Interleaved, first one way then the other, so neither always runs second.
-            for remote in round % 2 == 0 ? [false, true] : [true, false] {
-                StandardStream.err("round \(round + 1): \(remote ? "PostgreSQL + S3" : "SQLite + local folder")…\n")
-                let home = scratch + "/r\(round)-\(remote ? "pg" : "sqlite")"
-                if !remote {
-                    var d = try DaemonRun(binary: binary, home: home, extra: [])
+            // Interleaved, the order turned each round, so none always runs first.
+            var configs = [Config.local, .sqliteS3, .postgresS3]
+            if round % 2 == 1 { configs.reverse() }
+            for config in configs where !(config == .postgresS3 && r.refused != nil) {
+                StandardStream.err("round \(round + 1): \(config.rawValue)…\n")
+                let home = scratch + "/r\(round)-\(config)"
+                let s3Flags = ["--store", "s3://bench/r\(round)-\(config)?endpoint=\(endpoint)"]
+                if config != .postgresS3 {
+                    var d = try DaemonRun(binary: binary, home: home, extra: config == .local ? [] : s3Flags, environment: credentials)
                     try d.start()
                     defer { d.stop() }
                     let journal = try Journal(path: home + "/photomemo.sqlite")
-                    r.local.append(try d.process(files) { let c = try journal.counts(); return (c[.done] ?? 0) + (c[.failed] ?? 0) })
+                    let result = try d.process(files) { let c = try journal.counts(); return (c[.done] ?? 0) + (c[.failed] ?? 0) }
+                    if config == .local { r.local.append(result) } else { r.sqliteS3.append(result); s3.append(result.s3) }
                     continue
                 }
                 let url = try database("pm_r\(round)")
                 let before = try stats(url)
-                var d = try DaemonRun(binary: binary, home: home, extra: ["--database", url, "--store", "s3://bench/r\(round)?endpoint=\(endpoint)"],
-                                      environment: credentials)
-                try d.start()
+                var d = try DaemonRun(binary: binary, home: home, extra: ["--database", url] + s3Flags, environment: credentials)
+                do { try d.start() } catch let e as DaemonRun.Refused {
+                    r.refused = e.reason
+                    continue
+                }
                 var polls = 0
                 do {
                     defer { d.stop() }
@@ -99,28 +127,28 @@ enum ClusterBench {
                     r.remote.append(result)
                     s3.append(result.s3)
                 }
-                usleep(1_500_000)  // the backends' statistics are flushed as they exit
-                let after = try stats(url)
-                perPhoto.append(Stats(xacts: after.xacts - before.xacts - polls, inserted: after.inserted - before.inserted,
-                                      updated: after.updated - before.updated))
+                usleep(1_500_000)
+                var delta = (try stats(url)).minus(before)
+                delta.xacts -= Double(polls)
+                perPhoto.append(delta)
             }
         }
-        // What an idle daemon adds over as long (start, heartbeats, timers, stop), taken off.
-        r.idleSeconds = r.remote.map(\.wall).min() ?? 1
-        let idleURL = try database("pm_idle")
-        let before = try stats(idleURL)
-        var d = try DaemonRun(binary: binary, home: scratch + "/idle", extra: ["--database", idleURL, "--store", "s3://bench/idle?endpoint=\(endpoint)"],
-                              environment: credentials)
-        try d.start()
-        usleep(UInt32(r.idleSeconds * 1_000_000))
-        d.stop()
-        usleep(1_500_000)
-        let after = try stats(idleURL)
-        r.idle = Stats(xacts: after.xacts - before.xacts, inserted: after.inserted - before.inserted, updated: after.updated - before.updated)
         let n = Double(files.count)
-        let best = perPhoto.min { $0.xacts < $1.xacts } ?? Stats()
-        r.perPhoto = Stats(xacts: best.xacts - r.idle.xacts, inserted: best.inserted - r.idle.inserted, updated: best.updated - r.idle.updated)
         for m in Set(s3.flatMap(\.keys)) { r.s3PerPhoto[m] = Double(s3.map { $0[m] ?? 0 }.min() ?? 0) / n }
+        if let best = perPhoto.min(by: { $0.xacts < $1.xacts }) {
+            // What an idle daemon adds over as long (start, heartbeats, timers, stop), taken off.
+            r.idleSeconds = r.remote.map(\.wall).min() ?? 1
+            let idleURL = try database("pm_idle")
+            let before = try stats(idleURL)
+            var d = try DaemonRun(binary: binary, home: scratch + "/idle", extra: ["--database", idleURL, "--store", "s3://bench/idle?endpoint=\(endpoint)"],
+                                  environment: credentials)
+            try d.start()
+            usleep(UInt32(r.idleSeconds * 1_000_000))
+            d.stop()
+            usleep(1_500_000)
+            r.idle = (try stats(idleURL)).minus(before)
+            r.daemonPerPhoto = best.minus(r.idle).scaled(1 / n)
+        }
         try ClusterReport(r).print(json: json, svg: scratch.replacingOccurrences(of: "-\(getpid())", with: "") + ".svg")
     }
 

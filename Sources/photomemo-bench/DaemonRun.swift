@@ -12,6 +12,9 @@ struct DaemonRun {
         var s3: [String: Int] = [:]
     }
 
+    /// The daemon exited at start (e.g. an engine it does not run on yet).
+    struct Refused: Error { let reason: String }
+
     let binary: String
     let home: String
     let extra: [String]
@@ -52,6 +55,12 @@ struct DaemonRun {
         guard posix_spawn(&pid, binary, &actions, nil, cargs, cenv) == 0 else { throw SideBySide.Failure("cannot start \(binary)") }
         // Ready once the control socket answers.
         for _ in 0..<300 {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                pid = 0
+                let log = (try? String(contentsOfFile: home + "/daemon.log", encoding: .utf8)) ?? ""
+                throw Refused(reason: log.split(separator: "\n").last.map(String.init) ?? "exited at start")
+            }
             if (try? client("status")) != nil { return }
             usleep(100_000)
         }
