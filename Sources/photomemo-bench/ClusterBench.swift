@@ -57,6 +57,7 @@ enum ClusterBench {
         guard let endpoint = start([scripts + "/seaweedfs", "start", scratch + "/s3", String(port), "bench", "bench-secret", "bench"],
                                    out: scratch + "/s3.url") else { throw SideBySide.Failure("SeaweedFS did not start") }
         defer { var m = Measurement(); spawn([scripts + "/seaweedfs", "stop", scratch + "/s3", "now"], into: &m) }
+        let weed = pid_t((try? String(contentsOfFile: scratch + "/s3/weed.pid", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
         let server = try PostgresConnection(url: admin, applicationName: "bench-admin")
         func database(_ name: String) throws -> String {
             try server.exec("DROP DATABASE IF EXISTS \(name)")
@@ -102,6 +103,7 @@ enum ClusterBench {
                 let s3Flags = ["--store", "s3://bench/r\(round)-\(config)?endpoint=\(endpoint)"]
                 if config != .postgresS3 {
                     var d = try DaemonRun(binary: binary, home: home, extra: config == .local ? [] : s3Flags, environment: credentials)
+                    if config == .sqliteS3 { d.serverPID = weed }
                     try d.start()
                     defer { d.stop() }
                     let journal = try Journal(path: home + "/photomemo.sqlite")
@@ -112,6 +114,7 @@ enum ClusterBench {
                 let url = try database("pm_r\(round)")
                 let before = try stats(url)
                 var d = try DaemonRun(binary: binary, home: home, extra: ["--database", url] + s3Flags, environment: credentials)
+                d.serverPID = weed
                 do { try d.start() } catch let e as DaemonRun.Refused {
                     r.refused = e.reason
                     continue

@@ -12,9 +12,9 @@ struct ClusterReport {
     }
 
     /// Best round of each (fewest seconds), as photos/s and CPU ms per photo.
-    func best(_ runs: [DaemonRun.Result]) -> (rate: Double, cpuMs: Double) {
-        guard let b = runs.min(by: { $0.wall < $1.wall }) else { return (.nan, .nan) }
-        return (Double(r.photos) / b.wall, b.cpu * 1000 / Double(r.photos))
+    func best(_ runs: [DaemonRun.Result]) -> (rate: Double, cpuMs: Double, serverMs: Double) {
+        guard let b = runs.min(by: { $0.wall < $1.wall }) else { return (.nan, .nan, .nan) }
+        return (Double(r.photos) / b.wall, b.cpu * 1000 / Double(r.photos), b.serverCPU * 1000 / Double(r.photos))
     }
 
     /// PostgreSQL + S3 against SQLite + folder; SQLite + S3 while the daemon cannot run on PostgreSQL.
@@ -43,6 +43,7 @@ struct ClusterReport {
                 "photos": .int(Int64(r.photos)), "rounds": .int(Int64(r.local.count)),
                 "photos_per_s": ["sqlite_local": .double(local.rate), "sqlite_s3": .double(s3.rate), "postgres_s3": .double(remote.rate), "ratio": .double(ratio)],
                 "cpu_ms_per_photo": ["sqlite_local": .double(local.cpuMs), "sqlite_s3": .double(s3.cpuMs), "postgres_s3": .double(remote.cpuMs)],
+                "seaweedfs_cpu_ms_per_photo": ["sqlite_s3": .double(s3.serverMs), "postgres_s3": .double(remote.serverMs)],
                 "postgres_daemon_refused": r.refused.map(JSONValue.string) ?? .null,
                 "journal_per_photo": stats(r.journalPerPhoto),
                 "daemon_per_photo": r.daemonPerPhoto.map(stats) ?? .null,
@@ -66,9 +67,9 @@ struct ClusterReport {
         Swift.print(String(format: "add → claim via NOTIFY (%d samples)          p50 %.2f ms  p99 %.2f ms  max %.2f ms   ≤ 5 ms p50: %@",
                            r.latency.count, p50, p99, max, met(p50 <= 5)))
         Swift.print(String(format: "  medians of its parts: the adder's commit %.2f ms, the idle host's claim after waking %.2f ms", r.commitMs, r.claimMs))
-        Swift.print("daemon per host                     photos/s   CPU ms/photo")
-        func daemon(_ name: String, _ b: (rate: Double, cpuMs: Double)) {
-            Swift.print(name.padding(toLength: 34, withPad: " ", startingAt: 0) + String(format: "%9.2f %14.0f", b.rate, b.cpuMs))
+        Swift.print("daemon per host                     photos/s   CPU ms/photo   SeaweedFS CPU ms/photo")
+        func daemon(_ name: String, _ b: (rate: Double, cpuMs: Double, serverMs: Double)) {
+            Swift.print(name.padding(toLength: 34, withPad: " ", startingAt: 0) + String(format: "%9.2f %14.0f %14.0f", b.rate, b.cpuMs, b.serverMs))
         }
         daemon("  SQLite + local folder", local)
         daemon("  SQLite + S3", s3)

@@ -9,6 +9,8 @@ import Postgres
 struct DaemonRun {
     struct Result {
         var wall = 0.0, cpu = 0.0
+        /// The store server's CPU over the same window (SeaweedFS shares these cores).
+        var serverCPU = 0.0
         var s3: [String: Int] = [:]
     }
 
@@ -20,6 +22,7 @@ struct DaemonRun {
     let extra: [String]
     let environment: [String: String]
     var pid: pid_t = 0
+    var serverPID: pid_t = 0
 
     static let definition = """
         { "name": "bench", "database": "sqlite:photomemo.sqlite", "store": "file:store",
@@ -87,8 +90,8 @@ struct DaemonRun {
     }
 
     /// User + system seconds of the daemon so far (/proc: the window, not its whole life).
-    func cpuSeconds() -> Double {
-        guard let s = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+    func cpuSeconds(_ of: pid_t? = nil) -> Double {
+        guard let s = try? String(contentsOfFile: "/proc/\(of ?? pid)/stat", encoding: .utf8),
               let close = s.lastIndex(of: ")") else { return 0 }
         let f = s[s.index(after: close)...].split(separator: " ")
         // Fields 14 and 15 (utime, stime), counted from the state field (3).
@@ -106,13 +109,13 @@ struct DaemonRun {
             staged.append(to)
         }
         let s3Before = try s3Requests()
-        let cpu0 = cpuSeconds(), t0 = Date()
+        let cpu0 = cpuSeconds(), server0 = cpuSeconds(serverPID), t0 = Date()
         for f in staged { rename(f, home + "/inbox/" + (f as NSString).lastPathComponent) }
         while try finished() < files.count {
             if Date().timeIntervalSince(t0) > 600 { throw SideBySide.Failure("jobs not done after 600 s on \(home)") }
             usleep(20_000)
         }
-        var r = Result(wall: Date().timeIntervalSince(t0), cpu: cpuSeconds() - cpu0)
+        var r = Result(wall: Date().timeIntervalSince(t0), cpu: cpuSeconds() - cpu0, serverCPU: cpuSeconds(serverPID) - server0)
         for (m, n) in try s3Requests() { r.s3[m] = n - (s3Before[m] ?? 0) }
         return r
     }
