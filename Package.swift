@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "Journal", dependencies: ["PhotomemoCore", "SQLite"]),
         .target(name: "HTTP", dependencies: ["PhotomemoCore", "CCurl"]),
         .target(name: "Stores", dependencies: ["PhotomemoCore", "HTTP"]),
-        .target(name: "Index", dependencies: ["PhotomemoCore", "SQLite"]),
+        .target(name: "Index", dependencies: ["PhotomemoCore", "SQL", "SQLite", "Postgres"]),
         .target(name: "Notify", dependencies: ["PhotomemoCore", "HTTP"]),
         .target(name: "Runtime", dependencies: ["PhotomemoCore", "ControlProtocol", "EventLoop", "Journal", "Index", "Stores", "Notify", "Postgres", "CPosix"]),
 
@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(name: "JournalTests", dependencies: ["Journal", "SQLite", "Postgres", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "UploadStage", "IndexStage", "NotifyStage", "Index",
                                                      "PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "IndexTests", dependencies: ["Index", "SQLite", "PhotomemoCore", "TestSupport"]),
+        .testTarget(name: "IndexTests", dependencies: ["Index", "SQLite", "Postgres", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "PhotomemoCore"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "SQL", "EventLoop", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),

@@ -1,9 +1,11 @@
-import SQLite
+import SQL
 import PhotomemoCore
 
 /// Predicates and sort keys to SQL over `records r`, always with `?` parameters — values
 /// and field names are never spliced into the SQL text. Unknown fields match nothing; a
-/// value of the wrong type for a built-in key matches nothing.
+/// value of the wrong type for a built-in key matches nothing. The SQL is the same on
+/// both engines but for full text (FullText) and substring search; constants are
+/// comparisons, as PostgreSQL's WHERE and NOT take booleans, not integers.
 ///
 /// SQLite refuses an expression tree deeper than 1000 (SQLITE_MAX_EXPR_DEPTH) and a flat
 /// `a OR b OR c ...` is as deep as it is long, so every list of terms is joined as a
@@ -11,16 +13,18 @@ import PhotomemoCore
 enum PredicateCompiler {
     static let textKeys = ["id": "r.id", "type": "r.type", "memo": "r.memo", "owner": "r.owner"]
     static let numberKeys = ["created": "r.created", "modified": "r.modified", "taken": "r.taken", "width": "r.width", "height": "r.height"]
+    static let trueSQL = "1 = 1"
+    static let falseSQL = "1 = 0"
 
-    static func compile(_ p: RecordPredicate, _ params: inout [SQLValue]) -> String {
+    static func compile(_ p: RecordPredicate, _ dialect: SQLDialect, _ params: inout [SQLValue]) -> String {
         switch p {
-        case .always: return "1"
-        case .never: return "0"
+        case .always: return trueSQL
+        case .never: return falseSQL
         // NOT NOT x is x (also for NULL); a lone NOT needs no parentheses of its own: every
         // compound term below is parenthesised and NOT binds looser than comparisons.
-        case .not(.not(let inner)): return compile(inner, &params)
-        case .not(let inner): return "NOT " + compile(inner, &params)
-        case .and: return conjunction(p, &params)
+        case .not(.not(let inner)): return compile(inner, dialect, &params)
+        case .not(let inner): return "NOT " + compile(inner, dialect, &params)
+        case .and: return conjunction(p, dialect, &params)
         case .or:
             // The parser's balanced tree, read back as one flat list of terms.
             var terms: [RecordPredicate] = []
@@ -28,7 +32,7 @@ enum PredicateCompiler {
                 if case .or(let a, let b) = q { flatten(a); flatten(b) } else { terms.append(q) }
             }
             flatten(p)
-            return joined(terms.map { compile($0, &params) }, "OR")
+            return joined(terms.map { compile($0, dialect, &params) }, "OR")
         case .compare(let key, let op, let value): return compare(key, sqlOp(op), value, &params)
         case .between(let key, let low, let high):
             return "(\(compare(key, ">=", low, &params)) AND \(compare(key, "<=", high, &params)))"
@@ -41,18 +45,18 @@ enum PredicateCompiler {
                 params += [.text(prefix), .text(upper)]
                 return "(\(col) >= ? AND \(col) < ?)"
             }
-            if numberKeys[key] != nil { return "0" }
+            if numberKeys[key] != nil { return falseSQL }
             params += [.text(key), .text(prefix), .text(upper)]
             return "r.id IN (SELECT record_id FROM record_fields WHERE name = ? AND kind IN ('s','l') AND text_value >= ? AND text_value < ?)"
         case .contains(let key, let value):
-            return contains(key, value, &params)
+            return contains(key, value, dialect, &params)
         }
     }
 
     /// An AND chain, with the comparisons on one field merged into a single index range:
     /// `n >= 100 AND n <= 500` reads only the rows between 100 and 500 of the (name,
     /// number) index instead of intersecting two half-open ranges.
-    static func conjunction(_ p: RecordPredicate, _ params: inout [SQLValue]) -> String {
+    static func conjunction(_ p: RecordPredicate, _ dialect: SQLDialect, _ params: inout [SQLValue]) -> String {
         var terms: [RecordPredicate] = []
         func flatten(_ q: RecordPredicate) {
             switch q {
@@ -88,7 +92,7 @@ enum PredicateCompiler {
             }
             parts.append("r.id IN (SELECT record_id FROM record_fields WHERE \(joined(conditions, "AND")))")
         }
-        for o in others { parts.append(compile(o, &params)) }
+        for o in others { parts.append(compile(o, dialect, &params)) }
         return joined(parts, "AND")
     }
 
@@ -102,13 +106,17 @@ enum PredicateCompiler {
         return joined(chunks, op)
     }
 
-    /// SQLite's own limits on a statement (parser stack, expression depth, variables) as
-    /// a predicate error: the input is too complex, not the daemon broken. SQLite reports
-    /// them all as SQLITE_ERROR, so the message tells them apart.
-    static func refusal(_ error: Error) -> Error {
-        guard let e = error as? PhotomemoError, e.code == .database else { return error }
-        for marker in ["parser stack overflow", "Expression tree is too large", "too many SQL variables"] where e.message.contains(marker) {
-            return PredicateSyntaxError(message: "too complex for the index (SQLite: \(marker))", column: 0)
+    /// The engine's own limits on a statement (SQLite: parser stack, expression depth,
+    /// variables; PostgreSQL: stack depth, parameters) as a predicate error: the input is
+    /// too complex, not the daemon broken. Both report them as plain errors, so the
+    /// message tells them apart.
+    static func refusal(_ error: Error, _ dialect: SQLDialect) -> Error {
+        let (engine, markers) = dialect == .sqlite
+            ? ("SQLite", ["parser stack overflow", "Expression tree is too large", "too many SQL variables"])
+            : ("PostgreSQL", ["stack depth limit exceeded", "number of parameters must be between"])
+        let message = (error as? PhotomemoError).map(\.message) ?? String(describing: error)
+        for marker in markers where message.contains(marker) {
+            return PredicateSyntaxError(message: "too complex for the index (\(engine): \(marker))", column: 0)
         }
         return error
     }
@@ -162,13 +170,13 @@ enum PredicateCompiler {
 
     static func compare(_ key: String, _ op: String, _ value: RecordPredicate.Literal, _ params: inout [SQLValue]) -> String {
         if let col = textKeys[key] {
-            guard case .string(let s) = value else { return "0" }
+            guard case .string(let s) = value else { return falseSQL }
             params.append(.text(s))
             return "\(col) \(op) ?"
         }
         if let col = numberKeys[key] {
             let v = stored(value)
-            guard v.column == "num_value", case .double = v.value, !(value == .bool(true) || value == .bool(false)) else { return "0" }
+            guard v.column == "num_value", case .double = v.value, !(value == .bool(true) || value == .bool(false)) else { return falseSQL }
             params.append(v.value)
             return "\(col) \(op) ?"
         }
@@ -177,22 +185,19 @@ enum PredicateCompiler {
         return "r.id IN (SELECT record_id FROM record_fields WHERE name = ? AND kind IN \(v.kinds) AND \(v.column) \(op) ?)"
     }
 
-    static func contains(_ key: String, _ value: RecordPredicate.Literal, _ params: inout [SQLValue]) -> String {
+    static func contains(_ key: String, _ value: RecordPredicate.Literal, _ dialect: SQLDialect,
+                         _ params: inout [SQLValue]) -> String {
         if key == "memo" {
-            guard case .string(let s) = value else { return "0" }
-            // Full-text: every token must occur. Each token is a quoted FTS5 string, so
-            // operators in user text (OR, NEAR, *, column filters) are inert.
-            let tokens = s.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
-            guard !tokens.isEmpty else { return "0" }
-            params.append(.text(tokens.joined(separator: " ")))
-            return "r.rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)"
+            // Full-text: every token must occur.
+            guard case .string(let s) = value else { return falseSQL }
+            return FullText.condition(s, dialect, &params) ?? falseSQL
         }
         if let col = textKeys[key] {
-            guard case .string(let s) = value else { return "0" }
+            guard case .string(let s) = value else { return falseSQL }
             params.append(.text(s))
-            return "instr(\(col), ?) > 0"
+            return dialect == .sqlite ? "instr(\(col), ?) > 0" : "strpos(\(col), CAST(? AS TEXT)) > 0"
         }
-        if numberKeys[key] != nil { return "0" }
+        if numberKeys[key] != nil { return falseSQL }
         // A list holding the value (or a single value equal to it).
         let v = stored(value)
         let kinds = v.column == "text_value" ? "('l','s','r')" : v.kinds

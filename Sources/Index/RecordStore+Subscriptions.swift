@@ -1,5 +1,5 @@
 import Foundation
-import SQLite
+import SQL
 import PhotomemoCore
 
 /// Subscriptions (CKSubscription-like) and their outbox. A change fans out to the
@@ -16,12 +16,12 @@ extension RecordStore {
                      sink: Subscription.Sink(rawValue: r.string(6)!) ?? .socket, target: r.string(7), secret: r.string(8))
     }
 
-    /// Stores a subscription whose predicate parses and compiles to SQL that SQLite
+    /// Stores a subscription whose predicate parses and compiles to SQL that this engine
     /// accepts (else `PredicateSyntaxError`, with its column): one that cannot be
     /// evaluated would fail at every fan-out.
     public func subscribe(_ s: Subscription, now: Double) throws -> Subscription {
         let predicate = try PredicateParser.parse(s.predicate)
-        try locked {
+        try writing {
             _ = try matches(predicate, recordID: "")
             try db.run("INSERT INTO subscriptions(\(Self.subscriptionColumns), created) VALUES (?,?,?,?,?,?,?,?,?,?)",
                        [.text(s.id), SQLValue(s.owner), .text(s.type), .text(s.predicate), .text(s.firesOn.joined(separator: ",")),
@@ -32,7 +32,7 @@ extension RecordStore {
 
     /// Removes a subscription the viewer owns (admins: any).
     public func unsubscribe(_ id: String, viewer: Viewer) throws {
-        try locked {
+        try writing {
             guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw RecordWriteError.notFound }
             if case .user(let name) = viewer, owner.string(0) != name { throw RecordWriteError.notFound }
             try db.run("DELETE FROM subscriptions WHERE id = ?", [.text(id)])
@@ -43,15 +43,25 @@ extension RecordStore {
         try locked { try db.queryOne("SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE id = ?", [.text(id)]).map(Self.subscription) }
     }
 
-    /// Whether record `recordID` matches `predicate`; SQLite refusing the compiled SQL is
-    /// a `PredicateSyntaxError`.
+    /// Whether record `recordID` matches `predicate`; the engine refusing the compiled SQL
+    /// is a `PredicateSyntaxError`. Inside a transaction on PostgreSQL, a savepoint keeps
+    /// the refusal from aborting it (fan-out parks the subscription and goes on).
     func matches(_ predicate: RecordPredicate, recordID: String) throws -> Bool {
         var params: [SQLValue] = [.text(recordID)]
-        let sql = "SELECT 1 FROM records r WHERE r.id = ? AND " + PredicateCompiler.compile(predicate, &params)
+        let sql = "SELECT 1 FROM records r WHERE r.id = ? AND " + PredicateCompiler.compile(predicate, dialect, &params)
         do {
-            return try db.queryOne(sql, params) != nil
+            guard dialect == .postgres else { return try db.queryOne(sql, params) != nil }
+            try db.exec("SAVEPOINT predicate")
+            do {
+                let found = try db.queryOne(sql, params) != nil
+                try db.exec("RELEASE SAVEPOINT predicate")
+                return found
+            } catch {
+                try db.exec("ROLLBACK TO SAVEPOINT predicate")
+                throw error
+            }
         } catch {
-            throw PredicateCompiler.refusal(error)
+            throw PredicateCompiler.refusal(error, dialect)
         }
     }
 
@@ -83,7 +93,7 @@ extension RecordStore {
     /// Idempotent: a delivery is unique per (subscription, change).
     @discardableResult
     public func fanOutPending(now: Double) throws -> Int {
-        try locked { try db.transaction { try fanOutPendingInTransaction(now: now) } }
+        try writing { try fanOutPendingInTransaction(now: now) }
     }
 
     /// Inside a write transaction: all changes not yet fanned out, oldest first (so a
@@ -111,7 +121,7 @@ extension RecordStore {
             // A subscriber only hears about records it may read.
             if let who = s.owner, who != owner, !isPublic, !readers.contains(who) { continue }
             // A predicate that cannot be evaluated (stored before subscribe checked it, or
-            // refused by SQLite) parks its subscription; everyone else's fan-out goes on.
+            // refused by the engine) parks its subscription; everyone else's fan-out goes on.
             // Other errors (I/O) still fail the transaction, to be retried whole.
             do {
                 guard try matches(PredicateParser.parse(s.predicate), recordID: recordID) else { continue }
@@ -120,7 +130,7 @@ extension RecordStore {
                            [.text("predicate: \(e.description)"), .double(now), .text(s.id)])
                 continue
             }
-            made += try db.run("INSERT OR IGNORE INTO deliveries(subscription_id, seq, state, next_at) VALUES (?, ?, 'pending', ?)",
+            made += try db.run("INSERT INTO deliveries(subscription_id, seq, state, next_at) VALUES (?, ?, 'pending', ?) ON CONFLICT DO NOTHING",
                                [.text(s.id), .int(seq), .double(now)])
         }
         try db.run("UPDATE changes SET fanned_out = 1 WHERE seq = ?", [.int(seq)])
@@ -149,7 +159,7 @@ extension RecordStore {
 
     /// Records a delivery attempt: delivered, retry at `retryAt`, or parked as failed.
     public func finishDelivery(_ id: Int64, delivered: Bool, error: String?, retryAt: Double?, now: Double) throws {
-        try locked {
+        try writing {
             if delivered {
                 try db.run("UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, delivered_at = ?, last_error = NULL WHERE id = ?",
                            [.double(now), .int(id)])
@@ -165,7 +175,7 @@ extension RecordStore {
 
     /// Puts a subscription's failed deliveries back in line; returns how many.
     public func retryFailedDeliveries(subscription id: String, viewer: Viewer, now: Double) throws -> Int {
-        try locked {
+        try writing {
             guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw RecordWriteError.notFound }
             if case .user(let name) = viewer, owner.string(0) != name { throw RecordWriteError.notFound }
             return try db.run("UPDATE deliveries SET state = 'pending', attempts = 0, next_at = ? WHERE subscription_id = ? AND state = 'failed'",

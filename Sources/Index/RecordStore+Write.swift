@@ -1,5 +1,5 @@
 import Foundation
-import SQLite
+import SQL
 import PhotomemoCore
 
 /// Creating, updating and deleting records; each in one transaction with its change.
@@ -11,70 +11,72 @@ extension RecordStore {
     /// Creates the job's record, or returns it when this job already did (idempotent).
     /// A memo for a photo that already has a record (from another job) updates that one.
     public func apply(_ input: RecordInput, now: Double) throws -> (record: Record, op: String) {
-        try locked { try db.transaction { try applyInTransaction(input, now: now) } }
+        try writing { try applyInTransaction(input, now: now) }
     }
 
     /// Many inputs in one transaction (one fsync): for bulk loads.
     public func apply(batch inputs: [RecordInput], now: Double) throws -> [(record: Record, op: String)] {
-        try locked { try db.transaction { try inputs.map { try applyInTransaction($0, now: now) } } }
+        try writing { try inputs.map { try applyInTransaction($0, now: now) } }
     }
 
     private func applyInTransaction(_ input: RecordInput, now: Double) throws -> (record: Record, op: String) {
-                // A job already applied (a re-run after a crash) changes nothing.
-                if let done = try db.queryOne("SELECT record_id FROM applied_jobs WHERE job_key = ?", [.text(input.jobKey)])?.string(0) {
-                    if let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(done)]) {
-                        return (try Self.record(row), "none")
-                    }
-                    throw RecordWriteError.notFound
-                }
-                // A line naming a record updates it — if the job's owner may write it: memo,
-                // type, the fields given, and the images when it brings a photo. A memo for an
-                // indexed photo updates that photo's record (of the same owner: the same bytes
-                // are one record per owner).
-                var target: Row?
-                let viewer = Viewer(owner: input.memo.owner)
-                if let id = input.memo.record {
-                    var vis: [SQLValue] = [.text(id)]
-                    guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) else {
-                        throw RecordWriteError.notFound
-                    }
-                    guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
-                    target = row
-                } else if let sha = input.photoSHA256 {
-                    target = try db.queryOne("""
-                        SELECT \(Self.columns) FROM records r WHERE r.photo_sha256 = ? AND r.owner IS ? ORDER BY r.created LIMIT 1
-                        """, [.text(sha), SQLValue(input.memo.owner)])
-                }
-                if let row = target {
-                    var r = try Self.record(row)
-                    r.type = input.memo.type
-                    r.memo = input.memo.memo
-                    for (k, v) in input.memo.fields { r.fields[k] = v }
-                    if input.assets != .emptyObject { r.assets = input.assets }
-                    if input.exif != .emptyObject { r.exif = input.exif }
-                    if input.memo.record != nil, let sha = input.photoSHA256 {
-                        try db.run("UPDATE records SET photo_sha256 = ?, width = ?, height = ? WHERE id = ?",
-                                   [.text(sha), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)), .text(r.id)])
-                    }
-                    try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
-                    return (try write(r, jobKey: nil, op: "update", now: now), "update")
-                }
-                let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
-                let r = Record(id: Self.recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
-                               fields: input.memo.fields, owner: input.memo.owner, acl: ACL(), assets: input.assets,
-                               exif: input.exif, created: now, modified: now, changeTag: "")
-                try db.run("""
-                    INSERT INTO records(id, job_key, photo_sha256, type, memo, owner, taken, width, height, created, modified, change_tag)
-                    VALUES (?,?,?,?,?,?,?,?,?,?,?,'')
-                    """, [.text(r.id), .text(input.jobKey), SQLValue(input.photoSHA256), .text(r.type), .text(r.memo), SQLValue(r.owner),
-                          SQLValue(taken), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
-                          .double(now), .double(now)])
-                try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
-                return (try write(r, jobKey: input.jobKey, op: "create", now: now), "create")
+        // A job already applied (a re-run after a crash) changes nothing.
+        if let done = try db.queryOne("SELECT record_id FROM applied_jobs WHERE job_key = ?", [.text(input.jobKey)])?.string(0) {
+            if let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(done)]) {
+                return (try Self.record(row), "none")
+            }
+            throw RecordWriteError.notFound
+        }
+        // A line naming a record updates it — if the job's owner may write it: memo,
+        // type, the fields given, and the images when it brings a photo. A memo for an
+        // indexed photo updates that photo's record (of the same owner: the same bytes
+        // are one record per owner).
+        var target: Row?
+        let viewer = Viewer(owner: input.memo.owner)
+        if let id = input.memo.record {
+            var vis: [SQLValue] = [.text(id)]
+            guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) else {
+                throw RecordWriteError.notFound
+            }
+            guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
+            target = row
+        } else if let sha = input.photoSHA256 {
+            target = try db.queryOne("""
+                SELECT \(Self.columns) FROM records r WHERE r.photo_sha256 = ? AND r.owner IS NOT DISTINCT FROM ?
+                ORDER BY r.created, r.ord LIMIT 1
+                """, [.text(sha), SQLValue(input.memo.owner)])
+        }
+        if let row = target {
+            var r = try Self.record(row)
+            r.type = input.memo.type
+            r.memo = input.memo.memo
+            for (k, v) in input.memo.fields { r.fields[k] = v }
+            if input.assets != .emptyObject { r.assets = input.assets }
+            if input.exif != .emptyObject { r.exif = input.exif }
+            if input.memo.record != nil, let sha = input.photoSHA256 {
+                try db.run("UPDATE records SET photo_sha256 = ?, width = ?, height = ? WHERE id = ?",
+                           [.text(sha), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)), .text(r.id)])
+            }
+            try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
+            return (try write(r, jobKey: nil, op: "update", now: now), "update")
+        }
+        let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
+        let r = Record(id: Self.recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
+                       fields: input.memo.fields, owner: input.memo.owner, acl: ACL(), assets: input.assets,
+                       exif: input.exif, created: now, modified: now, changeTag: "")
+        try db.run("""
+            INSERT INTO records(id, job_key, photo_sha256, type, memo, owner, taken, width, height, created, modified, change_tag)
+            VALUES (?,?,?,?,?,?,?,?,?,?,?,'')
+            """, [.text(r.id), .text(input.jobKey), SQLValue(input.photoSHA256), .text(r.type), .text(r.memo), SQLValue(r.owner),
+                  SQLValue(taken), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
+                  .double(now), .double(now)])
+        try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
+        return (try write(r, jobKey: input.jobKey, op: "create", now: now), "create")
     }
 
     /// Rewrites a record's row, field rows, ACL rows, asset rows, full-text entry and
-    /// appends its change; returns it with a fresh change tag.
+    /// appends its change; returns it with a fresh change tag. A new record's creation
+    /// order (`ord`) is its create change's seq.
     func write(_ record: Record, jobKey: String?, op: String, now: Double) throws -> Record {
         var r = record
         r.modified = now
@@ -82,17 +84,21 @@ extension RecordStore {
         r.changeTag = String(seq)
         // The change's snapshot carries the tag the change gave the record.
         try db.run("UPDATE changes SET record = ? WHERE seq = ?", [.text(r.json.jsonString), .int(seq)])
-        if op == "update", let old = try db.queryOne("SELECT rowid, memo FROM records WHERE id = ?", [.text(r.id)]) {
+        if dialect == .sqlite, op == "update", let old = try db.queryOne("SELECT rowid, memo FROM records WHERE id = ?", [.text(r.id)]) {
             try db.run("INSERT INTO records_fts(records_fts, rowid, memo) VALUES('delete', ?, ?)", [old.values[0], old.values[1]])
         }
+        let tsv = dialect == .postgres ? ", memo_tsv = \(FullText.lexemesSQL)" : ""
         try db.run("""
-            UPDATE records SET type = ?, memo = ?, fields = ?, acl = ?, public_read = ?, assets = ?, exif = ?, modified = ?, change_tag = ?
+            UPDATE records SET type = ?, memo = ?, fields = ?, acl = ?, public_read = ?, assets = ?, exif = ?, modified = ?, change_tag = ?,
+                ord = COALESCE(ord, ?)\(tsv)
             WHERE id = ?
             """, [.text(r.type), .text(r.memo), .text(JSONValue.object(r.fields).jsonString), .text(r.acl.json.jsonString),
                   .int(r.acl.publicRead ? 1 : 0), .text(r.assets.jsonString), .text(r.exif.jsonString), .double(now),
-                  .text(r.changeTag), .text(r.id)])
-        let rowid = try db.queryOne("SELECT rowid FROM records WHERE id = ?", [.text(r.id)])!.values[0]
-        try db.run("INSERT INTO records_fts(rowid, memo) VALUES (?, ?)", [rowid, .text(r.memo)])
+                  .text(r.changeTag), .int(seq)] + (dialect == .postgres ? [.text(FullText.lexemes(r.memo))] : []) + [.text(r.id)])
+        if dialect == .sqlite {
+            let rowid = try db.queryOne("SELECT rowid FROM records WHERE id = ?", [.text(r.id)])!.values[0]
+            try db.run("INSERT INTO records_fts(rowid, memo) VALUES (?, ?)", [rowid, .text(r.memo)])
+        }
         try db.run("DELETE FROM record_fields WHERE record_id = ?", [.text(r.id)])
         for (name, value) in r.fields {
             for (kind, text, num, del) in FieldValue(value)?.rows ?? [] {
@@ -102,7 +108,7 @@ extension RecordStore {
         }
         try db.run("DELETE FROM record_acl WHERE record_id = ?", [.text(r.id)])
         for u in Set(r.acl.readers + r.acl.writers) {
-            try db.run("INSERT INTO record_acl(record_id, user, can_write) VALUES (?,?,?)",
+            try db.run("INSERT INTO record_acl(record_id, \"user\", can_write) VALUES (?,?,?)",
                        [.text(r.id), .text(u), .int(r.acl.writers.contains(u) ? 1 : 0)])
         }
         let before = try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(r.id)]).compactMap { $0.string(0) }
@@ -120,18 +126,17 @@ extension RecordStore {
     func releaseUnused(_ keys: [String], now: Double) throws -> [String] {
         var released: [String] = []
         for key in Set(keys).sorted() where try db.queryOne("SELECT 1 FROM record_assets WHERE key = ?", [.text(key)]) == nil {
-            try db.run("INSERT OR IGNORE INTO released_assets(key, at) VALUES (?, ?)", [.text(key), .double(now)])
+            try db.run("INSERT INTO released_assets(key, at) VALUES (?, ?) ON CONFLICT DO NOTHING", [.text(key), .double(now)])
             released.append(key)
         }
         return released
     }
 
     func appendChange(_ r: Record, op: String, now: Double) throws -> Int64 {
-        try db.run("INSERT INTO changes(record_id, type, op, at, owner, readers, public_read, record) VALUES (?,?,?,?,?,?,?,?)",
-                   [.text(r.id), .text(r.type), .text(op), .double(now), SQLValue(r.owner),
-                    .text(JSONValue.array(Array(Set(r.acl.readers + r.acl.writers)).sorted().map(JSONValue.string)).jsonString),
-                    .int(r.acl.publicRead ? 1 : 0), .text(r.json.jsonString)])
-        return db.lastInsertRowID
+        try db.queryOne("INSERT INTO changes(record_id, type, op, at, owner, readers, public_read, record) VALUES (?,?,?,?,?,?,?,?) RETURNING seq",
+                        [.text(r.id), .text(r.type), .text(op), .double(now), SQLValue(r.owner),
+                         .text(JSONValue.array(Array(Set(r.acl.readers + r.acl.writers)).sorted().map(JSONValue.string)).jsonString),
+                         .int(r.acl.publicRead ? 1 : 0), .text(r.json.jsonString)])!.int(0)!
     }
 
     static func canWrite(_ r: Record, _ viewer: Viewer) -> Bool {
@@ -143,27 +148,25 @@ extension RecordStore {
     /// record still has `ifTag`.
     public func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL?, ifTag: String?, viewer: Viewer,
                        now: Double) throws -> Record {
-        try locked {
-            try db.transaction {
-                guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
-                    throw RecordWriteError.notFound
-                }
-                var r = try Self.record(row)
-                var vis: [SQLValue] = [.text(id)]
-                guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
-                    throw RecordWriteError.notFound
-                }
-                guard Self.canWrite(r, viewer) else { throw RecordWriteError.forbidden }
-                // Who may see and change a record is its owner's to say (and an admin's), not a writer's.
-                if acl != nil, case .user(let name) = viewer, r.owner != name { throw RecordWriteError.forbidden }
-                if let ifTag, ifTag != r.changeTag { throw RecordWriteError.conflict(current: r.changeTag) }
-                if let memo { r.memo = memo }
-                for (k, v) in fields { if v == .null { r.fields.removeValue(forKey: k) } else { r.fields[k] = v } }
-                if let acl { r.acl = acl }
-                let written = try write(r, jobKey: nil, op: "update", now: now)
-                _ = try fanOutPendingInTransaction(now: now)  // the outbox commits with the change
-                return written
+        try writing {
+            guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
+                throw RecordWriteError.notFound
             }
+            var r = try Self.record(row)
+            var vis: [SQLValue] = [.text(id)]
+            guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
+                throw RecordWriteError.notFound
+            }
+            guard Self.canWrite(r, viewer) else { throw RecordWriteError.forbidden }
+            // Who may see and change a record is its owner's to say (and an admin's), not a writer's.
+            if acl != nil, case .user(let name) = viewer, r.owner != name { throw RecordWriteError.forbidden }
+            if let ifTag, ifTag != r.changeTag { throw RecordWriteError.conflict(current: r.changeTag) }
+            if let memo { r.memo = memo }
+            for (k, v) in fields { if v == .null { r.fields.removeValue(forKey: k) } else { r.fields[k] = v } }
+            if let acl { r.acl = acl }
+            let written = try write(r, jobKey: nil, op: "update", now: now)
+            _ = try fanOutPendingInTransaction(now: now)  // the outbox commits with the change
+            return written
         }
     }
 
@@ -172,38 +175,39 @@ extension RecordStore {
     /// (bytes, owner) whose records are gone.
     public func delete(_ id: String, viewer: Viewer, now: Double) throws
         -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
-        try locked {
-            try db.transaction {
-                guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
-                    throw RecordWriteError.notFound
-                }
-                var vis: [SQLValue] = [.text(id)]
-                guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
-                    throw RecordWriteError.notFound
-                }
-                guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
-                var deleted: [String] = []
-                var photos: [(sha256: String, owner: String?)] = []
-                var keys = Set<String>()
-                var pending = [id]
-                while let next = pending.popLast() {
-                    guard !deleted.contains(next),
-                          let r = try db.queryOne("SELECT \(Self.columns), r.rowid FROM records r WHERE r.id = ?", [.text(next)]) else { continue }
-                    let rec = try Self.record(r)
-                    if let sha = try db.queryOne("SELECT photo_sha256 FROM records WHERE id = ?", [.text(next)])?.string(0) {
-                        photos.append((sha, rec.owner))
-                    }
-                    keys.formUnion(try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(next)]).compactMap { $0.string(0) })
-                    pending += try db.query("SELECT record_id FROM record_fields WHERE kind = 'r' AND text_value = ? AND delete_self = 1",
-                                            [.text(next)]).compactMap { $0.string(0) }
-                    _ = try appendChange(rec, op: "delete", now: now)
-                    _ = try fanOutPendingInTransaction(now: now)  // while the record's rows still exist
-                    try db.run("INSERT INTO records_fts(records_fts, rowid, memo) VALUES('delete', ?, ?)", [r.values[11], .text(rec.memo)])
-                    try db.run("DELETE FROM records WHERE id = ?", [.text(next)])
-                    deleted.append(next)
-                }
-                return (deleted, try releaseUnused(Array(keys), now: now), photos)
+        try writing {
+            guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
+                throw RecordWriteError.notFound
             }
+            var vis: [SQLValue] = [.text(id)]
+            guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
+                throw RecordWriteError.notFound
+            }
+            guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
+            var deleted: [String] = []
+            var photos: [(sha256: String, owner: String?)] = []
+            var keys = Set<String>()
+            var pending = [id]
+            while let next = pending.popLast() {
+                guard !deleted.contains(next),
+                      let r = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(next)]) else { continue }
+                let rec = try Self.record(r)
+                if let sha = try db.queryOne("SELECT photo_sha256 FROM records WHERE id = ?", [.text(next)])?.string(0) {
+                    photos.append((sha, rec.owner))
+                }
+                keys.formUnion(try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(next)]).compactMap { $0.string(0) })
+                pending += try db.query("SELECT record_id FROM record_fields WHERE kind = 'r' AND text_value = ? AND delete_self = 1",
+                                        [.text(next)]).compactMap { $0.string(0) }
+                _ = try appendChange(rec, op: "delete", now: now)
+                _ = try fanOutPendingInTransaction(now: now)  // while the record's rows still exist
+                if dialect == .sqlite {  // PostgreSQL's tsvector goes with the row
+                    try db.run("INSERT INTO records_fts(records_fts, rowid, memo) SELECT 'delete', rowid, memo FROM records WHERE id = ?",
+                               [.text(next)])
+                }
+                try db.run("DELETE FROM records WHERE id = ?", [.text(next)])
+                deleted.append(next)
+            }
+            return (deleted, try releaseUnused(Array(keys), now: now), photos)
         }
     }
 
@@ -213,7 +217,9 @@ extension RecordStore {
             var params: [SQLValue] = [.int(since)]
             var filter = ""
             if case .user(let name) = viewer {
-                filter = " AND (owner = ? OR public_read = 1 OR EXISTS (SELECT 1 FROM json_each(readers) WHERE value = ?))"
+                // The readers' JSON array, one row (`value`) per name.
+                let elements = dialect == .sqlite ? "json_each(readers)" : "jsonb_array_elements_text(readers)"
+                filter = " AND (owner = ? OR public_read = 1 OR EXISTS (SELECT 1 FROM \(elements) WHERE value = ?))"
                 params += [.text(name), .text(name)]
             }
             params.append(.int(Int64(limit)))
@@ -232,7 +238,7 @@ extension RecordStore {
 
     /// Done with a released object: deleted from the store, or used again meanwhile.
     public func forgetReleased(_ key: String) throws {
-        try locked { try db.run("DELETE FROM released_assets WHERE key = ?", [.text(key)]) }
+        try writing { try db.run("DELETE FROM released_assets WHERE key = ?", [.text(key)]) }
     }
 
     /// Whether any record refers to the object (a release may be overtaken by a new record).

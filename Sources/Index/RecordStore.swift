@@ -1,5 +1,5 @@
 import Foundation
-import SQLite
+import SQLite  // Database, for init(path:)
 import PhotomemoCore
 
 /// Who asks: the daemon's own user and root see everything; anyone else sees records
@@ -14,36 +14,60 @@ public enum Viewer: Sendable, Equatable {
     }
 }
 
-/// The record index on SQLite (WAL): records, typed field rows, ACL rows, asset keys,
-/// full-text on memo, and the change feed. One connection behind a lock; called off the
-/// loop thread.
+/// The record index on SQLite (WAL) or PostgreSQL (shared by several daemons): records,
+/// typed field rows, ACL rows, asset keys, full-text on memo, and the change feed. One
+/// connection behind a lock; called off the loop thread. The SQL is the same on both
+/// engines except the schema and full text (FullText) and one JSON function (`changes`).
 public final class RecordStore: RecordIndex, @unchecked Sendable {
     // Safe: `db` is only touched with `lock` held.
-    let db: Database
+    let db: any SQLConnection
     let lock = NSLock()
     public let path: String
 
     /// The record index a spec names: `sqlite:FILE`, relative to the home.
     static func path(spec: String, home: URL) throws -> String {
         guard spec.hasPrefix("sqlite:"), spec.count > 7 else {
-            throw PhotomemoError(.badDefinition, "database \"\(spec)\": expected sqlite:FILE (postgres:// is not built yet)")
+            throw PhotomemoError(.badDefinition, "database \"\(spec)\": expected sqlite:FILE")
         }
         let file = String(spec.dropFirst(7))
         return file.hasPrefix("/") ? file : home.appendingPathComponent(file).path
     }
 
-    public init(path: String) throws {
-        self.path = path
-        db = try Database(path: path)
+    public convenience init(path: String) throws {
+        let db = try Database(path: path)
         try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
-        try db.migrate(IndexSchema.migrations, versionTable: "index_schema_version", what: "record index")
+        try self.init(connection: db, path: path)
     }
+
+    /// The index on an open connection (its schema made or migrated here); `path` names it
+    /// in messages.
+    public init(connection db: any SQLConnection, path: String) throws {
+        self.path = path
+        try db.migrate(db.dialect == .postgres ? IndexSchema.postgresMigrations : IndexSchema.migrations,
+                       versionTable: "index_schema_version", what: "record index")
+        self.db = db
+    }
+
+    var dialect: SQLDialect { db.dialect }
 
     @discardableResult
     func locked<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body()
+    }
+
+    /// One write transaction. PostgreSQL: one writer at a time across daemons, so change
+    /// seqs commit in order (a reader after seq N never misses a later-committed lower one)
+    /// and fan-out and creation order stay as simple as on SQLite.
+    @discardableResult
+    func writing<T>(_ body: () throws -> T) throws -> T {
+        try locked {
+            try db.transaction {
+                if db.dialect == .postgres { try db.run("SELECT pg_advisory_xact_lock(hashtext('photomemo:records'))") }
+                return try body()
+            }
+        }
     }
 
     // MARK: reading
@@ -60,9 +84,9 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
 
     /// SQL that is true when the viewer may read record `r`.
     static func visible(_ viewer: Viewer, _ params: inout [SQLValue]) -> String {
-        guard case .user(let name) = viewer else { return "1" }
+        guard case .user(let name) = viewer else { return PredicateCompiler.trueSQL }
         params += [.text(name), .text(name)]
-        return "(r.owner = ? OR r.public_read = 1 OR r.id IN (SELECT record_id FROM record_acl WHERE user = ?))"
+        return "(r.owner = ? OR r.public_read = 1 OR r.id IN (SELECT record_id FROM record_acl WHERE \"user\" = ?))"
     }
 
     public func get(_ id: String, viewer: Viewer) throws -> Record? {
@@ -79,11 +103,11 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     public func query(_ predicate: RecordPredicate, type: String? = nil, sort: [SortKey] = [], limit: Int = 100,
                       cursor: String? = nil, viewer: Viewer) throws -> RecordPage {
         var params: [SQLValue] = []
-        var whereSQL = PredicateCompiler.compile(predicate, &params)
+        var whereSQL = PredicateCompiler.compile(predicate, dialect, &params)
         if let type { whereSQL += " AND r.type = ?"; params.append(.text(type)) }
         whereSQL += " AND " + Self.visible(viewer, &params)
-        // Sort expressions (each with its own parameters), then the rowid (creation order)
-        // for a total order: with no sort keys SQLite walks records in that order and stops
+        // Sort expressions (each with its own parameters), then `ord` (creation order) for
+        // a total order: with no sort keys the engine walks records in that order and stops
         // at the limit instead of sorting every match.
         var exprs: [(sql: String, params: [SQLValue], descending: Bool)] = []
         for k in sort { for e in PredicateCompiler.sortExpressions(k) { exprs.append((e.sql, e.params, k.descending)) } }
@@ -112,14 +136,14 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         let order = (orderExprs.map { e -> String in
             orderParams += e.params
             return "\(e.sql) \(e.descending ? "DESC" : "ASC")" + (e.sql == "d.num_value" ? "" : " NULLS LAST")
-        } + ["r.rowid ASC"]).joined(separator: ", ")
-        let sql = "SELECT \(Self.columns), r.rowid\(extra) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
+        } + ["r.ord ASC"]).joined(separator: ", ")
+        let sql = "SELECT \(Self.columns), r.ord\(extra) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
         params = fromParams + params
         let rows: [Row]
         do {
             rows = try locked { try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))]) }
         } catch {
-            throw PredicateCompiler.refusal(error)
+            throw PredicateCompiler.refusal(error, dialect)
         }
         let records = try rows.map { try Self.record($0) }
         var next: String?
@@ -129,13 +153,13 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         return RecordPage(records: records, cursor: next)
     }
 
-    /// Keyset condition: rows strictly after (values, rowid) in the sort order, NULLS LAST.
+    /// Keyset condition: rows strictly after (values, ord) in the sort order, NULLS LAST.
     static func after(_ exprs: [(sql: String, params: [SQLValue], descending: Bool)], _ values: [SQLValue], _ lastRow: Int64,
                       _ params: inout [SQLValue]) -> String {
         func build(_ i: Int, _ params: inout [SQLValue]) -> String {
             if i == exprs.count {
                 params.append(.int(lastRow))
-                return "r.rowid > ?"
+                return "r.ord > ?"
             }
             let e = exprs[i]
             if values[i] == .null {

@@ -1,5 +1,5 @@
-/// The record index's schema (in the home's SQLite file, beside the journal), versioned
-/// separately from the journal's.
+/// The record index's schema (in the home's SQLite file beside the journal, or the shared
+/// PostgreSQL database), versioned separately from the journal's.
 enum IndexSchema {
     static let migrations: [String] = [
         """
@@ -101,6 +101,14 @@ enum IndexSchema {
         """
         ALTER TABLE subscriptions ADD COLUMN parked_error TEXT;
         ALTER TABLE subscriptions ADD COLUMN parked_at REAL;
+        """,
+        // 5: creation order as a column both engines have (keyset cursors and ties were on
+        // SQLite's rowid): the seq of the record's create change, never reused. Existing
+        // records keep their rowid, which no later seq can reach.
+        """
+        ALTER TABLE records ADD COLUMN ord INTEGER;
+        UPDATE records SET ord = rowid;
+        CREATE UNIQUE INDEX records_ord ON records(ord);
         """,
     ]
 }

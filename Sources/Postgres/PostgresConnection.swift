@@ -103,3 +103,12 @@ public final class PostgresConnection: @unchecked Sendable {
         "\"" + name.replacing("\"", with: "\"\"") + "\""
     }
 }
+
+extension PostgresConnection {
+    /// A URL for logs and messages: `postgres://user:secret@host/db` → `postgres://user@host/db`.
+    public static func withoutPassword(_ url: String) -> String {
+        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
+              let colon = url[scheme.upperBound..<at].firstIndex(of: ":") else { return url }
+        return String(url[..<colon]) + String(url[at...])
+    }
+}

@@ -10,6 +10,9 @@ public final class PostgresDatabase: SQLConnection, @unchecked Sendable {
     public let connection: PostgresConnection
     public var dialect: SQLDialect { .postgres }
     private var numbered: [String: String] = [:]
+    /// Inside `transaction {}`: a lost connection then fails the rest of the body instead
+    /// of reconnecting (its statements would run outside the transaction).
+    private var transactions = 0
 
     public init(url: String) throws { connection = try PostgresConnection(url: url) }
 
@@ -38,16 +41,22 @@ public final class PostgresDatabase: SQLConnection, @unchecked Sendable {
 
     public func transaction<T>(_ body: () throws -> T) throws -> T {
         try reconnectIfLost()
+        transactions += 1
+        defer { transactions -= 1 }
         return try connection.transaction(body)
     }
 
+    /// Whether a transaction is open is known here: on a lost connection libpq's status is
+    /// UNKNOWN, which `inTransaction` reads as open, and the session never came back.
     private func reconnectIfLost() throws {
-        if !connection.isConnected && !connection.inTransaction { try connection.reconnect() }
+        if !connection.isConnected && transactions == 0 { try connection.reconnect() }
     }
 
-    /// `?` → `$n`, outside string literals, quoted identifiers and comments.
+    /// `?` → `$n`, outside string literals, quoted identifiers and comments. Cached: the
+    /// journal's statements are few; predicates make new ones, so the cache is bounded.
     func number(_ sql: String) -> String {
         if let done = numbered[sql] { return done }
+        if numbered.count >= 512 { numbered.removeAll(keepingCapacity: true) }
         var out = "", n = 0
         var quote: Character?  // ' or " while inside one
         var comment = false

@@ -30,11 +30,10 @@ struct Backend {
             return
         }
         let host = try hostID.map(Self.checked) ?? Self.defaultHost(home: environment.home.path)
-        let shown = Self.redacted(spec)
-        journal = try Self.waitingForTheServer(shown) {
-            try Journal(connection: PostgresDatabase(url: spec), path: shown, host: host, leaseSeconds: leaseSeconds)
-        }
+        let shown = PostgresConnection.withoutPassword(spec)
+        // The record index first: the stages opened it already, with the definition.
         records = try environment.recordIndex()
+        journal = try Journal(connection: PostgresDatabase(url: spec), path: shown, host: host, leaseSeconds: leaseSeconds)
         engine = "postgres"
         sharedURL = spec
         Log.notice("database \(shown): host \(host), leases of \(Int(leaseSeconds)) s")
@@ -46,7 +45,7 @@ struct Backend {
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, name.count - 1)
         let machine = String(cString: name).filter { $0.isLetter || $0.isNumber || "-._".contains($0) }
-        let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: home)) ?? URL(fileURLWithPath: home).standardized.path
+        let path = URL(fileURLWithPath: home).resolvingSymlinksInPath().path
         return (machine.isEmpty ? "host" : machine) + "-" + String(SHA256.hex(Data(path.utf8)).prefix(6))
     }
 
@@ -55,25 +54,5 @@ struct Backend {
             throw PhotomemoError(.badUsage, "--host-id \"\(host)\": use 1–64 letters, digits, '-', '.' or '_'")
         }
         return host
-    }
-
-    /// The URL without its password, for logs and messages.
-    static func redacted(_ url: String) -> String {
-        guard let at = url.firstIndex(of: "@"), let scheme = url.range(of: "://"),
-              let colon = url[scheme.upperBound..<at].firstIndex(of: ":") else { return url }
-        return String(url[..<colon]) + String(url[at...])
-    }
-
-    /// Opening at start while the server is down waits for it (an outage, not a failed
-    /// start); a refused login or a bad schema fails at once.
-    static func waitingForTheServer<T>(_ shown: String, _ open: () throws -> T) throws -> T {
-        var waited = 0
-        while true {
-            do { return try open() } catch let e as PostgresError where e.isUnavailable {
-                if waited % 10 == 0 { Log.warning("database \(shown) is unavailable (\(e.message)); waiting for it") }
-                waited += 1
-                Thread.sleep(forTimeInterval: 1)
-            }
-        }
     }
 }

@@ -150,9 +150,12 @@ import Testing
         }
     }
 
-    @Test func sqlAgreesWithAnIndependentEvaluationAcrossThousandsOfCases() throws {
+    @Test(arguments: Engine.allCases) func sqlAgreesWithAnIndependentEvaluationAcrossThousandsOfCases(_ engine: Engine) throws {
+        try withStore(engine) { try check($0) }
+    }
+
+    func check(_ store: RecordStore) throws {
         var g = Rng(state: 20261129)
-        let store = try tempStore()
         var models: [Model] = []
         for i in 0..<80 {
             var m = randomModel(&g)

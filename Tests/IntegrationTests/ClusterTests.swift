@@ -26,7 +26,8 @@ import Testing
         }
 
         func start(_ h: DaemonHarness, _ name: String) throws {
-            try h.start(env: s3.environment, args: ["--store", s3.storeURL, "--host-id", name, "--lease", "2"])
+            h.s3 = s3
+            try h.start(args: ["--host-id", name, "--lease", "2"])
         }
 
         func records(_ h: DaemonHarness) throws -> [JSONValue] {

@@ -16,6 +16,12 @@ final class DaemonHarness {
     var process: Process?
     /// A `postgres://` URL the daemon is started on (`--database`); nil: the home's SQLite file.
     var database: String?
+    /// An S3 server the daemon stores assets in (`--store`); nil: the home's folder.
+    var s3: SeaweedFS?
+    /// `PHOTOMEMO_TEST_BACKEND=postgres+s3` runs every harness on a fresh PostgreSQL
+    /// database and its own S3 bucket: the switch that runs the seed scenarios on the
+    /// engines several hosts share (`scripts/test` runs them once more with it).
+    static let sharedEngines = ProcessInfo.processInfo.environment["PHOTOMEMO_TEST_BACKEND"] == "postgres+s3"
     var logPath: String { root + "/daemon-\(starts).log" }
     private(set) var starts = 0
 
@@ -33,6 +39,10 @@ final class DaemonHarness {
              "retry": {"max_attempts": 4, "base_ms": 50, "max_ms": 200}}
             """
         try definition.write(toFile: jobFile, atomically: true, encoding: .utf8)
+        if Self.sharedEngines {
+            database = try PostgresServer.freshDatabase()
+            s3 = try SeaweedFS()
+        }
     }
 
     deinit {
@@ -72,9 +82,10 @@ final class DaemonHarness {
         p.executableURL = URL(fileURLWithPath: Self.binary)
         p.arguments = ["serve", "--home", home, "--job", jobFile, "--log-level", "info", "--settle", "0.3",
                        "--rescan-interval", "2"] + (args.contains("--grace") ? [] : ["--grace", "10"])
-                      + (database.map { ["--database", $0] } ?? []) + args
+                      + (database.map { ["--database", $0] } ?? []) + (s3.map { ["--store", $0.storeURL] } ?? []) + args
         var env = ProcessInfo.processInfo.environment
         env["EFFECTS"] = effects
+        for (k, v) in s3?.environment ?? [:] { env[k] = v }
         env.removeValue(forKey: "PHOTOMEMO_FAILPOINTS")
         for (k, v) in extra { env[k] = v }
         p.environment = env

@@ -6,6 +6,20 @@ import TestSupport
 
 /// A server of its own: stopping it must not disturb the other suites.
 @Suite(.serialized) struct OutageTests {
+    /// What the journal and the index hold: after the server is back, the next call (a
+    /// transaction included) runs on a new session, and a transaction the outage cut fails.
+    @Test func aPostgresDatabaseComesBackAfterARestart() throws {
+        let server = try PostgresServer()
+        defer { server.shutdown() }
+        let db = try PostgresDatabase(url: server.url)
+        try db.exec("CREATE TABLE k(id integer)")
+        server.stop(now: true)
+        #expect(throws: PostgresError.self) { try db.transaction { try db.run("INSERT INTO k VALUES (1)") } }
+        try server.start()
+        #expect(try db.transaction { try db.run("INSERT INTO k VALUES (2)") } == 1)
+        #expect(try db.queryOne("SELECT count(*) FROM k")?.int(0) == 1)
+    }
+
     @Test func aStoppedServerIsAnOutageAndReconnectWorksAfterRestart() throws {
         let server = try PostgresServer()
         defer { server.shutdown() }

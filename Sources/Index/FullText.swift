@@ -1,0 +1,51 @@
+import Foundation
+import SQL
+
+/// `memo CONTAINS "x"`: every token of x is a token of the memo. SQLite keeps the memo in
+/// an FTS5 table (unicode61: letters and digits, case-folded, diacritics removed); on
+/// PostgreSQL the store cuts the tokens itself by the same rule and keeps them as a
+/// tsvector, so neither the `simple` parser's own ideas (e-mail addresses, hyphenated
+/// words, `1.5` as one token) nor stemming change what matches.
+enum FullText {
+    /// PostgreSQL's limit on one lexeme (2 KB), less a margin.
+    static let maxTokenBytes = 2000
+
+    /// The tokens of `text` by unicode61's rule: runs of letters and digits, lowercased,
+    /// diacritics removed (`Café` and `cafe` are one token).
+    static func tokens(_ text: String) -> [String] {
+        text.split(whereSeparator: { !$0.isLetter && !$0.isNumber })
+            .map { $0.lowercased().folding(options: .diacriticInsensitive, locale: nil) }
+            .filter { !$0.isEmpty }
+    }
+
+    /// The memo's lexemes, space-separated (tokens hold no spaces), for `lexemesSQL`.
+    static func lexemes(_ memo: String) -> String {
+        var seen = Set<String>()
+        return tokens(memo).filter { $0.utf8.count <= maxTokenBytes && seen.insert($0).inserted }.joined(separator: " ")
+    }
+
+    /// PostgreSQL: the tsvector of a `lexemes` parameter (each lexeme verbatim, no parsing).
+    static let lexemesSQL = "array_to_tsvector(string_to_array(CAST(? AS TEXT), ' '))"
+
+    /// The condition for `memo CONTAINS text` on `dialect`, or nil when no token could match.
+    static func condition(_ text: String, _ dialect: SQLDialect, _ params: inout [SQLValue]) -> String? {
+        switch dialect {
+        case .sqlite:
+            // Each token a quoted FTS5 string: operators in user text (OR, NEAR, *, column
+            // filters) are inert; FTS5 folds them as it folded the memo.
+            let words = text.split(whereSeparator: { !$0.isLetter && !$0.isNumber })
+                .map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+            guard !words.isEmpty else { return nil }
+            params.append(.text(words.joined(separator: " ")))
+            return "r.rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)"
+        case .postgres:
+            let words = tokens(text)
+            guard !words.isEmpty, words.allSatisfy({ $0.utf8.count <= maxTokenBytes }) else { return nil }
+            // A tsquery of quoted lexemes joined by AND (tokens hold only letters and digits;
+            // quotes and backslashes are escaped all the same).
+            let query = words.map { "'" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "''") + "'" }
+            params.append(.text(query.joined(separator: " & ")))
+            return "r.memo_tsv @@ CAST(? AS tsquery)"
+        }
+    }
+}
