@@ -58,6 +58,9 @@ enum ClusterBench {
                                    out: scratch + "/s3.url") else { throw SideBySide.Failure("SeaweedFS did not start") }
         defer { var m = Measurement(); spawn([scripts + "/seaweedfs", "stop", scratch + "/s3", "now"], into: &m) }
         let weed = pid_t((try? String(contentsOfFile: scratch + "/s3/weed.pid", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        // The first line of postmaster.pid is its process id.
+        let postmaster = pid_t((try? String(contentsOfFile: scratch + "/pg/data/postmaster.pid", encoding: .utf8))?
+            .split(separator: "\n").first.map(String.init) ?? "") ?? 0
         let server = try PostgresConnection(url: admin, applicationName: "bench-admin")
         func database(_ name: String) throws -> String {
             try server.exec("DROP DATABASE IF EXISTS \(name)")
@@ -115,6 +118,7 @@ enum ClusterBench {
                 let before = try stats(url)
                 var d = try DaemonRun(binary: binary, home: home, extra: ["--database", url] + s3Flags, environment: credentials)
                 d.serverPID = weed
+                d.postmasterPID = postmaster
                 do { try d.start() } catch let e as DaemonRun.Refused {
                     r.refused = e.reason
                     continue

@@ -12,9 +12,10 @@ struct ClusterReport {
     }
 
     /// Best round of each (fewest seconds), as photos/s and CPU ms per photo.
-    func best(_ runs: [DaemonRun.Result]) -> (rate: Double, cpuMs: Double, serverMs: Double) {
-        guard let b = runs.min(by: { $0.wall < $1.wall }) else { return (.nan, .nan, .nan) }
-        return (Double(r.photos) / b.wall, b.cpu * 1000 / Double(r.photos), b.serverCPU * 1000 / Double(r.photos))
+    func best(_ runs: [DaemonRun.Result]) -> (rate: Double, cpuMs: Double, serverMs: Double, databaseMs: Double) {
+        guard let b = runs.min(by: { $0.wall < $1.wall }) else { return (.nan, .nan, .nan, .nan) }
+        let n = Double(r.photos)
+        return (n / b.wall, b.cpu * 1000 / n, b.serverCPU * 1000 / n, b.databaseCPU * 1000 / n)
     }
 
     /// PostgreSQL + S3 against SQLite + folder; SQLite + S3 while the daemon cannot run on PostgreSQL.
@@ -44,6 +45,10 @@ struct ClusterReport {
                 "photos_per_s": ["sqlite_local": .double(local.rate), "sqlite_s3": .double(s3.rate), "postgres_s3": .double(remote.rate), "ratio": .double(ratio)],
                 "cpu_ms_per_photo": ["sqlite_local": .double(local.cpuMs), "sqlite_s3": .double(s3.cpuMs), "postgres_s3": .double(remote.cpuMs)],
                 "seaweedfs_cpu_ms_per_photo": ["sqlite_s3": .double(s3.serverMs), "postgres_s3": .double(remote.serverMs)],
+                "postgres_cpu_ms_per_photo": .double(remote.databaseMs),
+                "photos_per_s_each_round": ["sqlite_local": .array(r.local.map { .double(Double(r.photos) / $0.wall) }),
+                                            "sqlite_s3": .array(r.sqliteS3.map { .double(Double(r.photos) / $0.wall) }),
+                                            "postgres_s3": .array(r.remote.map { .double(Double(r.photos) / $0.wall) })],
                 "postgres_daemon_refused": r.refused.map(JSONValue.string) ?? .null,
                 "journal_per_photo": stats(r.journalPerPhoto),
                 "daemon_per_photo": r.daemonPerPhoto.map(stats) ?? .null,
@@ -67,15 +72,21 @@ struct ClusterReport {
         Swift.print(String(format: "add → claim via NOTIFY (%d samples)          p50 %.2f ms  p99 %.2f ms  max %.2f ms   ≤ 5 ms p50: %@",
                            r.latency.count, p50, p99, max, met(p50 <= 5)))
         Swift.print(String(format: "  medians of its parts: the adder's commit %.2f ms, the idle host's claim after waking %.2f ms", r.commitMs, r.claimMs))
-        Swift.print("daemon per host                     photos/s   CPU ms/photo   SeaweedFS CPU ms/photo")
-        func daemon(_ name: String, _ b: (rate: Double, cpuMs: Double, serverMs: Double)) {
-            Swift.print(name.padding(toLength: 34, withPad: " ", startingAt: 0) + String(format: "%9.2f %14.0f %14.0f", b.rate, b.cpuMs, b.serverMs))
+        Swift.print("daemon per host                   photos/s (best; each round)   CPU ms/photo: daemon  SeaweedFS  PostgreSQL")
+        func daemon(_ name: String, _ b: (rate: Double, cpuMs: Double, serverMs: Double, databaseMs: Double), _ runs: [DaemonRun.Result]) {
+            let each = runs.map { String(format: "%.1f", Double(r.photos) / $0.wall) }.joined(separator: " ")
+            Swift.print(name.padding(toLength: 30, withPad: " ", startingAt: 0) + String(format: "%8.2f; ", b.rate)
+                + each.padding(toLength: 20, withPad: " ", startingAt: 0) + String(format: "%19.0f %10.0f %11.0f", b.cpuMs, b.serverMs, b.databaseMs))
         }
-        daemon("  SQLite + local folder", local)
-        daemon("  SQLite + S3", s3)
-        if let why = r.refused { Swift.print("  PostgreSQL + S3                 not runnable yet: \(why)") } else { daemon("  PostgreSQL + S3", remote) }
+        daemon("  SQLite + local folder", local, r.local)
+        daemon("  SQLite + S3", s3, r.sqliteS3)
+        if let why = r.refused { Swift.print("  PostgreSQL + S3                 not runnable yet: \(why)") } else { daemon("  PostgreSQL + S3", remote, r.remote) }
         Swift.print(String(format: "  ratio %@ / SQLite + folder: %.2fx   ≥ 0.95x: %@", r.remote.isEmpty ? "SQLite + S3" : "PostgreSQL + S3", ratio,
                            r.remote.isEmpty ? "not measurable (PostgreSQL daemon)" : met(ratio >= 0.95)))
+        if !r.remote.isEmpty {
+            Swift.print(String(format: "  the database's share: PostgreSQL + S3 / SQLite + S3: %.2fx; the store's: SQLite + S3 / SQLite + folder: %.2fx",
+                               remote.rate / s3.rate, s3.rate / local.rate))
+        }
         let j = r.journalPerPhoto
         Swift.print(String(format: "journal per photo on PostgreSQL (4 stages, 1 job a claim): %.1f transactions, %.1f rows inserted, %.1f updated",
                            j.xacts, j.inserted, j.updated))

@@ -11,6 +11,8 @@ struct DaemonRun {
         var wall = 0.0, cpu = 0.0
         /// The store server's CPU over the same window (SeaweedFS shares these cores).
         var serverCPU = 0.0
+        /// PostgreSQL's (the postmaster and its backends), when the daemon runs on it.
+        var databaseCPU = 0.0
         var s3: [String: Int] = [:]
     }
 
@@ -23,6 +25,7 @@ struct DaemonRun {
     let environment: [String: String]
     var pid: pid_t = 0
     var serverPID: pid_t = 0
+    var postmasterPID: pid_t = 0
 
     static let definition = """
         { "name": "bench", "database": "sqlite:photomemo.sqlite", "store": "file:store",
@@ -99,6 +102,13 @@ struct DaemonRun {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// A process and its children (PostgreSQL's backends are the postmaster's).
+    func treeCPUSeconds(_ root: pid_t) -> Double {
+        guard root > 0 else { return 0 }
+        let children = (try? String(contentsOfFile: "/proc/\(root)/task/\(root)/children", encoding: .utf8)) ?? ""
+        return cpuSeconds(root) + children.split(separator: " ").compactMap { pid_t($0) }.map { cpuSeconds($0) }.reduce(0, +)
+    }
+
     /// Drops `files` (staged on the same file system, then renamed in) and waits until
     /// `finished()` reaches their count.
     func process(_ files: [String], finished: () throws -> Int) throws -> Result {
@@ -109,13 +119,14 @@ struct DaemonRun {
             staged.append(to)
         }
         let s3Before = try s3Requests()
-        let cpu0 = cpuSeconds(), server0 = cpuSeconds(serverPID), t0 = Date()
+        let cpu0 = cpuSeconds(), server0 = cpuSeconds(serverPID), db0 = treeCPUSeconds(postmasterPID), t0 = Date()
         for f in staged { rename(f, home + "/inbox/" + (f as NSString).lastPathComponent) }
         while try finished() < files.count {
             if Date().timeIntervalSince(t0) > 600 { throw SideBySide.Failure("jobs not done after 600 s on \(home)") }
             usleep(20_000)
         }
-        var r = Result(wall: Date().timeIntervalSince(t0), cpu: cpuSeconds() - cpu0, serverCPU: cpuSeconds(serverPID) - server0)
+        var r = Result(wall: Date().timeIntervalSince(t0), cpu: cpuSeconds() - cpu0, serverCPU: cpuSeconds(serverPID) - server0,
+                       databaseCPU: treeCPUSeconds(postmasterPID) - db0)
         for (m, n) in try s3Requests() { r.s3[m] = n - (s3Before[m] ?? 0) }
         return r
     }
