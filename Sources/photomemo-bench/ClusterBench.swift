@@ -24,6 +24,8 @@ enum ClusterBench {
         var photos = 0
         var journalPerPhoto = Stats(), daemonPerPhoto: Stats?, idle = Stats(), idleSeconds = 0.0
         var s3PerPhoto: [String: Double] = [:]
+        /// Advisory-lock acquisitions by lock and journal claims, per photo (LockCount).
+        var locks: [String: Double] = [:]
         var uptime = ""
     }
 
@@ -138,6 +140,16 @@ enum ClusterBench {
                 var delta = (try stats(url)).minus(before)
                 delta.xacts -= Double(polls)
                 perPhoto.append(delta)
+            }
+        }
+        if !r.remote.isEmpty {
+            StandardStream.err("one more PostgreSQL + S3 run, counting its statements…\n")
+            let url = try database("pm_locks")
+            var d = try DaemonRun(binary: binary, home: scratch + "/locks", extra: ["--database", url, "--store", "s3://bench/locks?endpoint=\(endpoint)"],
+                                  environment: credentials)
+            let c = try PostgresConnection(url: url, applicationName: "bench-poll")
+            r.locks = try LockCount.run(&d, files: files, server: server, database: "pm_locks", log: scratch + "/pg/postgres.log") {
+                Int(try c.queryOne("SELECT count(*) FROM jobs WHERE state IN ('done', 'failed')")?.int(0) ?? 0)
             }
         }
         let n = Double(files.count)

@@ -53,6 +53,7 @@ struct ClusterReport {
                 "journal_per_photo": stats(r.journalPerPhoto),
                 "daemon_per_photo": r.daemonPerPhoto.map(stats) ?? .null,
                 "s3_requests_per_photo": .object(r.s3PerPhoto.mapValues { .double($0) }),
+                "statements_per_photo": .object(r.locks.mapValues { .double($0) }),
                 "svg": .string(svg),
             ]).jsonString)
             return
@@ -93,6 +94,10 @@ struct ClusterReport {
         if let d = r.daemonPerPhoto {
             Swift.print(String(format: "daemon per photo on PostgreSQL (net of an idle daemon, %.1f s): %.1f transactions, %.1f inserted, %.1f updated",
                                r.idleSeconds, d.xacts, d.inserted, d.updated))
+        }
+        if !r.locks.isEmpty {
+            Swift.print("per photo, counted in a logged run: " + r.locks.sorted { $0.key < $1.key }.map { String(format: "%.1f %@", $0.value, $0.key) }
+                .joined(separator: ", ") + " (each lock, one locked transaction)")
         }
         Swift.print("S3 requests per photo (daemon metrics): " + r.s3PerPhoto.sorted { $0.key < $1.key }.map { String(format: "%.1f %@", $0.value, $0.key) }.joined(separator: ", "))
         Swift.print("```")
