@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: [
-            "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore",
+            "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "Postgres",
         ]),
         .executableTarget(name: "photomemo", dependencies: [
             "PhotomemoCore", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",

@@ -1,6 +1,7 @@
 import Foundation
 import Journal
 import PhotomemoCore
+import Stores
 
 /// The Prometheus text exposition format (version 0.0.4) of the daemon's counters:
 /// stage outcomes, stage latency histograms, job gauges by state, backlog, build info.
@@ -62,6 +63,10 @@ enum Metrics {
         sample("photomemo_dependency_up", [("dependency", "journal")], 1)
         for (d, up) in snapshot.dependencies.sorted(by: { $0.key < $1.key }) {
             sample("photomemo_dependency_up", [("dependency", d)], up ? 1 : 0)
+        }
+        family("photomemo_store_requests_total", "counter", "Requests this daemon sent to S3 stores, by method.")
+        for (method, n) in S3Store.processRequests.byMethod.sorted(by: { $0.key < $1.key }) {
+            sample("photomemo_store_requests_total", [("method", method)], Double(n))
         }
         family("photomemo_control_clients", "gauge", "Connected control-socket clients.")
         sample("photomemo_control_clients", [], Double(snapshot.clients))

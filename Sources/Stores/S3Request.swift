@@ -15,10 +15,27 @@ extension S3Store {
         // No "Expect:" header: curl would sign it and then drop it (PLATFORM.md).
         r.headers = headers + payloadHash + (sessionToken.map { ["x-amz-security-token: \($0)"] } ?? [])
         if let body { r.body = .file(path: body, size: bodySize) }
+        requests.count(method)
         do {
             return try r.perform()
         } catch let e as HTTPRequest.Failure {
             throw StoreFailure(e.unreachable ? .unavailable : .transient, "\(name): \(method) \(url): \(e.description)")
         }
+    }
+}
+
+/// Requests sent by method (attempts, answered or not): per store instance for tests, and
+/// for the whole process in `S3Store.processRequests`, which `metrics` reports, so S3
+/// requests per photo are measured rather than estimated.
+public final class S3RequestCounter: Sendable {
+    private let counts = LockedValue<[String: Int]>([:])
+
+    public init() {}
+
+    public var byMethod: [String: Int] { counts.value }
+
+    func count(_ method: String) {
+        counts.withLock { $0[method, default: 0] += 1 }
+        if self !== S3Store.processRequests { S3Store.processRequests.count(method) }
     }
 }

@@ -14,6 +14,9 @@ public struct S3Store: AssetStore {
     let accessKey: String
     let secretKey: String
     let sessionToken: String?
+    /// Shared by copies of this store.
+    public let requests = S3RequestCounter()
+    public static let processRequests = S3RequestCounter()
 
     public var name: String { "s3://\(bucket)" + (prefix.isEmpty ? "" : "/" + prefix) }
 

@@ -17,6 +17,7 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --index N [--json]       # record index: insert rate, query p50/p99 over N records
        photomemo-bench --e2e N [--soak M] [--rounds R] [--chart FILE.svg] [--before PHOTOMEMO] [--json]
                                                 # N photos through a real daemon beside djpeg and Pillow
+       photomemo-bench --cluster [--count N] [--rounds R] [--json]  # PostgreSQL + S3: claims, NOTIFY, daemon (ClusterBench)
 """
 
 /// Flags taken out of the argument list one by one; what is left are file names.
@@ -75,6 +76,7 @@ let uploadPhotos = args.value("--upload").flatMap(Int.init)
 let e2e = args.value("--e2e").flatMap(Int.init)
 let chart = args.value("--chart") ?? NSTemporaryDirectory() + "photomemo-e2e-cpu-by-stage.svg"
 let before = args.value("--before")
+let cluster = args.flag("--cluster")
 if let n = args.value("--index").flatMap(Int.init) {
     try IndexBench.run(records: n, json: json)
     exit(0)
@@ -111,6 +113,10 @@ if let uploadPhotos {
 
 if e2e != nil {
     try E2E.run(files: files, rounds: Int(rounds), soak: soak, chart: chart, before: before, json: json)
+    exit(0)
+}
+if cluster {
+    try ClusterBench.run(files: files, rounds: rounds, json: json)
     exit(0)
 }
 if let soak {

@@ -88,6 +88,12 @@ import Testing
             let bytes = try #require(s3.fetchWithCurl("pm/" + key), "\(name) not readable with curl")
             #expect(SHA256.hex(bytes) == asset["sha256"]?.stringValue, "\(name)")
         }
+        // The daemon counts its store requests: a HEAD and a PUT per new object.
+        let assets = first["upload"]?["assets"]?.objectValue?.count ?? 0
+        let (_, metrics, _) = try DaemonHarness.run(["metrics", "--home", d.home])
+        #expect(assets == 3)
+        #expect(metrics.contains("photomemo_store_requests_total{method=\"PUT\"} \(assets)\n"), "\(metrics)")
+        #expect(metrics.contains("photomemo_store_requests_total{method=\"HEAD\"} \(assets)\n"))
         // The server goes away: jobs wait without spending attempts, the store shows down.
         s3.stop()
         for p in ["orientation_landscape_2.jpg", "orientation_landscape_3.jpg", "Nikon_D70.jpg"] { try d.drop(p) }

@@ -89,6 +89,23 @@ func chunkedDigest(_ store: any AssetStore, _ key: String, size: Int64, chunk: I
     }
 }
 
+/// The request counter behind `photomemo_store_requests_total`.
+@Suite struct S3RequestCounterTests {
+    @Test func countsEveryAttemptByMethodPerStoreAndForTheProcess() throws {
+        // Nothing listens on port 1: each request is refused, and still counted (it was sent).
+        let store = try S3Store(url: "s3://b?endpoint=http://127.0.0.1:1", environment: ["AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"])
+        let before = S3Store.processRequests.byMethod["DELETE", default: 0]
+        #expect(throws: (any Error).self) { try store.head(key: "x") }
+        #expect(throws: (any Error).self) { try store.delete(key: "x") }
+        #expect(throws: (any Error).self) { try store.delete(key: "y") }
+        #expect(store.requests.byMethod == ["HEAD": 1, "DELETE": 2])
+        // Copies share the counter; other tests may add to the process total, never take from it.
+        let copy = store
+        #expect(copy.requests.byMethod["DELETE"] == 2)
+        #expect(S3Store.processRequests.byMethod["DELETE", default: 0] >= before + 2)
+    }
+}
+
 /// Against a real SeaweedFS on loopback, started by scripts/seaweedfs.
 @Suite(.serialized) struct S3StoreTests {
     @Test func putHeadGetListDeleteAgainstARealServer() throws {
@@ -98,6 +115,8 @@ func chunkedDigest(_ store: any AssetStore, _ key: String, size: Int64, chunk: I
         let key = S3Store.key(sha256: sha)
         #expect(try store.head(key: key) == nil)
         #expect(try store.put(file: path, key: key, sha256: sha, contentType: "image/jpeg", metadata: ["job": "1", "rendition": "original"]))
+        // A new object: a HEAD to look, then one PUT.
+        #expect(store.requests.byMethod == ["HEAD": 2, "PUT": 1])
         // HEAD first: the same bytes again are not sent again.
         #expect(try !store.put(file: path, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:]))
         #expect(try store.head(key: key) == Int64(try Data(contentsOf: URL(fileURLWithPath: path)).count))
