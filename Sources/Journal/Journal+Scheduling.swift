@@ -112,38 +112,68 @@ extension Journal {
     }
 
     /// Claims up to `limit` runnable jobs at stage `stageIndex` (queued, or waiting whose
-    /// back-off is over), marks them `running` and returns their contexts.
-    /// `crashSuspects` claims only jobs that crashed the daemon once (to run alone), else only the others.
+    /// back-off is over), marks them `running` (leased to this host) and returns their
+    /// contexts, oldest first. `crashSuspects` claims only jobs that crashed the daemon once
+    /// (to run alone), else only the others. A photo stage takes only this host's photos.
     public func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool = false,
                       now: Double = unixNow()) throws -> [ClaimedJob] {
         guard limit > 0 else { return [] }
-        return try write { db in
-            let rows = try db.query("""
-                SELECT id, key, photo_path, memo, results, attempts, photo_sha256, outages FROM jobs
-                WHERE stage_index = ? AND ready_at IS NOT NULL AND ready_at <= ? AND state IN ('queued', 'waiting')
-                AND (host = ? OR photo_path IS NULL OR stage_index >= ?)
-                AND crashes \(crashSuspects ? ">" : "=") 0
-                AND (after_job IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM jobs p WHERE p.id = jobs.after_job AND p.state IN ('queued', 'running', 'waiting')))
-                ORDER BY ready_at, id LIMIT ?
-                """, [.int(Int64(stageIndex)), .double(now), .text(host), .int(Int64(min(memoStageIndex.value, Int(Int32.max)))),
-                      .int(Int64(limit))])
-            var out: [ClaimedJob] = []
-            for r in rows {
-                let id = r.int(0)!
-                let attempt = Int(r.int(5)!) + 1
-                try db.run("""
-                    UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
-                           lease_host = ?, lease_until = ? WHERE id = ?
-                    """, [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 }), .int(id)])
-                try event(db, job: id, stage: stageName, attempt: attempt, "started", at: now)
-                let results = try JSONValue.parse(r.string(4)!).objectValue ?? [:]
-                let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2), photoSHA256: r.string(6),
-                                     memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: attempt)
-                out.append(ClaimedJob(context: ctx, stageIndex: stageIndex, outages: Int(r.int(7) ?? 0)))
-            }
-            return out
+        let runnable = """
+            stage_index = ? AND ready_at IS NOT NULL AND ready_at <= ? AND state IN ('queued', 'waiting')
+            AND (host = ? OR photo_path IS NULL OR stage_index >= ?)
+            AND crashes \(crashSuspects ? ">" : "=") 0
+            AND (after_job IS NULL OR NOT EXISTS (
+                SELECT 1 FROM jobs p WHERE p.id = jobs.after_job AND p.state IN ('queued', 'running', 'waiting')))
+            """
+        let params: [SQLValue] = [.int(Int64(stageIndex)), .double(now), .text(host), .int(Int64(min(memoStageIndex.value, Int(Int32.max)))),
+                                  .int(Int64(limit))]
+        let lease: [SQLValue] = [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 })]
+        let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages"
+        // PostgreSQL: one statement per batch under row locks, no journal lock: hosts
+        // claiming together skip each other's rows instead of waiting (and an empty claim
+        // costs one statement). SQLite: the one writer selects, then marks.
+        let rows: [Row] = try write(exclusive: dialect != .postgres) { db in
+            let rows = try claimRows(db, runnable: runnable, params: params, lease: lease, columns: columns)
+            guard !rows.isEmpty else { return rows }
+            // Their "started" history entries, in one statement.
+            try db.run("INSERT INTO job_events(job_id, at, stage, attempt, event, host) VALUES "
+                       + Array(repeating: "(?, ?, ?, ?, 'started', ?)", count: rows.count).joined(separator: ", "),
+                       rows.flatMap { r -> [SQLValue] in [.int(r.int(0)!), .double(now), .text(stageName), .int(r.int(5)! + 1), .text(host)] })
+            return rows
         }
+        guard !rows.isEmpty else { return [] }
+        var out: [ClaimedJob] = []
+        for r in rows {
+            let id = r.int(0)!
+            let results = try JSONValue.parse(r.string(4)!).objectValue ?? [:]
+            let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2), photoSHA256: r.string(6),
+                                 memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: Int(r.int(5)!) + 1)
+            out.append(ClaimedJob(context: ctx, stageIndex: stageIndex, outages: Int(r.int(7) ?? 0)))
+        }
+        return out
+    }
+
+    /// Marks the runnable jobs running and returns them (with their old `ready_at` last on PostgreSQL).
+    private func claimRows(_ db: any SQLConnection, runnable: String, params: [SQLValue], lease: [SQLValue], columns: String) throws -> [Row] {
+        if db.dialect == .postgres {
+            return try db.query("""
+                WITH picked AS (
+                    SELECT id, ready_at AS was_ready FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ? FOR UPDATE SKIP LOCKED)
+                UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
+                       lease_host = ?, lease_until = ?
+                FROM picked WHERE jobs.id = picked.id
+                RETURNING \(columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
+                          picked.was_ready
+                """, params + lease).sorted { ($0.double(8)!, $0.int(0)!) < ($1.double(8)!, $1.int(0)!) }
+        }
+        let rows = try db.query("SELECT \(columns) FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ?", params)
+        for r in rows {
+            try db.run("""
+                UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
+                       lease_host = ?, lease_until = ? WHERE id = ?
+                """, lease + [.int(r.int(0)!)])
+        }
+        return rows
     }
 
     /// Memo jobs whose photo did not arrive in time fail; returns their ids.
