@@ -129,17 +129,40 @@ extension Journal {
                                   .int(Int64(limit))]
         let lease: [SQLValue] = [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 })]
         let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages"
-        // PostgreSQL: one statement per batch under row locks, no journal lock: hosts
-        // claiming together skip each other's rows instead of waiting (and an empty claim
-        // costs one statement). SQLite: the one writer selects, then marks.
-        let rows: [Row] = try write(exclusive: dialect != .postgres) { db in
-            let rows = try claimRows(db, runnable: runnable, params: params, lease: lease, columns: columns)
-            guard !rows.isEmpty else { return rows }
-            // Their "started" history entries, in one statement.
-            try db.run("INSERT INTO job_events(job_id, at, stage, attempt, event, host) VALUES "
-                       + Array(repeating: "(?, ?, ?, ?, 'started', ?)", count: rows.count).joined(separator: ", "),
-                       rows.flatMap { r -> [SQLValue] in [.int(r.int(0)!), .double(now), .text(stageName), .int(r.int(5)! + 1), .text(host)] })
-            return rows
+        // PostgreSQL: one statement per batch, atomic by itself, under row locks and not
+        // the journal lock: hosts claiming together skip each other's rows instead of
+        // waiting, and an empty claim is one round trip. SQLite: the one writer selects,
+        // then marks.
+        let rows: [Row]
+        if dialect == .postgres {
+            rows = try statement { db in
+                try db.query("""
+                    WITH picked AS (
+                        SELECT id, ready_at AS was_ready FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
+                    claimed AS (
+                        UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
+                               lease_host = ?, lease_until = ?
+                        FROM picked WHERE jobs.id = picked.id
+                        RETURNING \(columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
+                                  picked.was_ready),
+                    started AS (
+                        INSERT INTO job_events(job_id, at, stage, attempt, event, host)
+                        SELECT id, ?, ?, attempts + 1, 'started', ? FROM claimed)
+                    SELECT \(columns), was_ready FROM claimed
+                    """, params + lease + [.double(now), .text(stageName), .text(host)])
+            }.sorted { ($0.double(8)!, $0.int(0)!) < ($1.double(8)!, $1.int(0)!) }
+        } else {
+            rows = try write { db in
+                let rows = try db.query("SELECT \(columns) FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ?", params)
+                for r in rows {
+                    try db.run("""
+                        UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
+                               lease_host = ?, lease_until = ? WHERE id = ?
+                        """, lease + [.int(r.int(0)!)])
+                    try event(db, job: r.int(0)!, stage: stageName, attempt: Int(r.int(5)!) + 1, "started", at: now)
+                }
+                return rows
+            }
         }
         guard !rows.isEmpty else { return [] }
         var out: [ClaimedJob] = []
@@ -151,29 +174,6 @@ extension Journal {
             out.append(ClaimedJob(context: ctx, stageIndex: stageIndex, outages: Int(r.int(7) ?? 0)))
         }
         return out
-    }
-
-    /// Marks the runnable jobs running and returns them (with their old `ready_at` last on PostgreSQL).
-    private func claimRows(_ db: any SQLConnection, runnable: String, params: [SQLValue], lease: [SQLValue], columns: String) throws -> [Row] {
-        if db.dialect == .postgres {
-            return try db.query("""
-                WITH picked AS (
-                    SELECT id, ready_at AS was_ready FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ? FOR UPDATE SKIP LOCKED)
-                UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
-                       lease_host = ?, lease_until = ?
-                FROM picked WHERE jobs.id = picked.id
-                RETURNING \(columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
-                          picked.was_ready
-                """, params + lease).sorted { ($0.double(8)!, $0.int(0)!) < ($1.double(8)!, $1.int(0)!) }
-        }
-        let rows = try db.query("SELECT \(columns) FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ?", params)
-        for r in rows {
-            try db.run("""
-                UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
-                       lease_host = ?, lease_until = ? WHERE id = ?
-                """, lease + [.int(r.int(0)!)])
-        }
-        return rows
     }
 
     /// Memo jobs whose photo did not arrive in time fail; returns their ids.

@@ -44,17 +44,19 @@ public final class Journal: @unchecked Sendable {
 
     /// One write transaction. PostgreSQL: several daemons write one journal; one writer at
     /// a time keeps intake, joins and outcomes as simple as on SQLite (BEGIN IMMEDIATE).
-    /// `exclusive: false` is for a body whose row locks are enough (a claim with
-    /// `FOR UPDATE SKIP LOCKED`), so hosts claiming at once do not queue on the lock.
     @discardableResult
-    func write<T>(exclusive: Bool = true, _ body: (any SQLConnection) throws -> T) throws -> T {
+    func write<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
         return try db.transaction {
-            if exclusive && db.dialect == .postgres { try db.run("SELECT pg_advisory_xact_lock(hashtext('photomemo:journal'))") }
+            if db.dialect == .postgres { try db.run("SELECT pg_advisory_xact_lock(hashtext('photomemo:journal'))") }
             return try body(db)
         }
     }
+
+    /// One statement that is atomic by itself (a PostgreSQL claim whose row locks are
+    /// enough), outside the journal lock.
+    func statement<T>(_ body: (any SQLConnection) throws -> T) throws -> T { try read(body) }
 
     var dialect: SQLDialect { db.dialect }
 
