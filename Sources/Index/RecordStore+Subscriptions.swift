@@ -141,7 +141,16 @@ extension RecordStore {
     /// number not yet delivered: per-subscription order), at most `limit`, for `claimant`
     /// until `until`: no one else sends it meanwhile, nor a later one of its subscription.
     public func claimDueDeliveries(limit: Int, claimant: String, until: Double, now: Double) throws -> [OutboxDelivery] {
-        try writing {
+        // Nothing due (the common case, at every tick): a read, not a locked write.
+        let anyDue = try locked {
+            try db.queryOne("""
+                SELECT 1 FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id
+                WHERE d.state = 'pending' AND s.sink IN ('webhook', 'exec') AND d.next_at <= ?
+                  AND (d.claimed_until IS NULL OR d.claimed_until < ?) LIMIT 1
+                """, [.double(now), .double(now)]) != nil
+        }
+        guard anyDue else { return [] }
+        return try writing {
             let due = try db.query("""
                 SELECT d.id, d.seq, d.attempts, s.\(Self.subscriptionColumns.replacingOccurrences(of: ", ", with: ", s.")),
                        c.op, c.type, c.at, c.record
