@@ -113,7 +113,7 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         for k in sort { for e in PredicateCompiler.sortExpressions(k) { exprs.append((e.sql, e.params, k.descending)) } }
         if let cursor {
             let (values, lastRow) = try Self.decode(cursor, count: exprs.count)
-            whereSQL += " AND " + Self.after(exprs, values, lastRow, &params)
+            whereSQL += " AND " + Self.after(exprs, values, lastRow, order: creationOrder, &params)
         }
         var selectParams: [SQLValue] = []
         let extra = exprs.map { e -> String in selectParams += e.params; return ", " + e.sql }.joined()
@@ -136,8 +136,8 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         let order = (orderExprs.map { e -> String in
             orderParams += e.params
             return "\(e.sql) \(e.descending ? "DESC" : "ASC")" + (e.sql == "d.num_value" ? "" : " NULLS LAST")
-        } + ["r.ord ASC"]).joined(separator: ", ")
-        let sql = "SELECT \(Self.columns), r.ord\(extra) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
+        } + ["\(creationOrder) ASC"]).joined(separator: ", ")
+        let sql = "SELECT \(Self.columns), \(creationOrder)\(extra) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
         params = fromParams + params
         let rows: [Row]
         do {
@@ -153,13 +153,17 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         return RecordPage(records: records, cursor: next)
     }
 
-    /// Keyset condition: rows strictly after (values, ord) in the sort order, NULLS LAST.
+    /// Creation order: SQLite's rowid (the table's own order, so a full-text match in
+    /// rowid order needs no sort and stops at the limit), `ord` on PostgreSQL.
+    var creationOrder: String { db.dialect == .sqlite ? "r.rowid" : "r.ord" }
+
+    /// Keyset condition: rows strictly after (values, creation order) in the sort order, NULLS LAST.
     static func after(_ exprs: [(sql: String, params: [SQLValue], descending: Bool)], _ values: [SQLValue], _ lastRow: Int64,
-                      _ params: inout [SQLValue]) -> String {
+                      order: String, _ params: inout [SQLValue]) -> String {
         func build(_ i: Int, _ params: inout [SQLValue]) -> String {
             if i == exprs.count {
                 params.append(.int(lastRow))
-                return "r.ord > ?"
+                return "\(order) > ?"
             }
             let e = exprs[i]
             if values[i] == .null {
