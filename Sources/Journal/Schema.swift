@@ -126,7 +126,6 @@ enum Schema {
         DROP TABLE inbox_taken;
         ALTER TABLE inbox_taken_by_host RENAME TO inbox_taken;
         CREATE INDEX inbox_taken_name ON inbox_taken(name);
-        CREATE INDEX jobs_leases ON jobs(lease_until) WHERE state = 'running';
         ALTER TABLE job_events ADD COLUMN host TEXT NOT NULL DEFAULT '';
         CREATE TABLE hosts(host TEXT PRIMARY KEY, started REAL NOT NULL, seen REAL NOT NULL, pid INTEGER NOT NULL);
         """,
