@@ -178,7 +178,12 @@ extension Journal {
 
     /// Memo jobs whose photo did not arrive in time fail; returns their ids.
     public func expireJoins(now: Double = unixNow()) throws -> [Int64] {
-        try write { db in
+        // Every pump asks; nearly always nothing is due: a read, not a locked write.
+        guard try read({ db in
+            try db.queryOne("SELECT 1 FROM jobs WHERE deadline IS NOT NULL AND deadline <= ? AND state = 'waiting' LIMIT 1",
+                            [.double(now)]) != nil
+        }) else { return [] }
+        return try write { db in
             let rows = try db.query("SELECT id, photo FROM jobs WHERE deadline IS NOT NULL AND deadline <= ? AND state = 'waiting'",
                                     [.double(now)])
             for r in rows {
