@@ -9,7 +9,7 @@ import PackageDescription
 //   Sources/SQL                     what the journal and index need of a SQL engine: SQLConnection, values, rows, one migration runner
 //   Sources/SQLite                  the SQLite connection and statements
 //   Sources/Postgres                the libpq connection (blocking, for worker threads), LISTEN/NOTIFY; PostgresDatabase is its SQLConnection
-//   Sources/Journal                 the durable job journal (on SQLite)
+//   Sources/Journal                 the job store's protocols and the durable journal (SQLite or PostgreSQL)
 //   Sources/Index                   records: typed fields, predicate language, ACL, change feed
 //   Sources/HTTP                    one libcurl request type (webhooks, S3)
 //   Sources/Notify                  delivering events: signed webhook POSTs, exec sinks

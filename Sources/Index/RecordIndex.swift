@@ -2,9 +2,8 @@ import PhotomemoCore
 
 /// The record index as the rest of the daemon sees it, whatever engine holds it: writes,
 /// queries, the change feed, subscriptions and their outbox, and the asset references
-/// the collector needs. `RecordStore` (SQLite) is one; the PostgreSQL index shared by
-/// several daemons (issue #15) is meant to be the next. Every call blocks: run them off
-/// the loop thread.
+/// the collector needs. `RecordStore` is it, on SQLite or on PostgreSQL shared by several
+/// daemons. Every call blocks: run them off the loop thread.
 public protocol RecordIndex: AnyObject, Sendable {
     // MARK: writing (each call one transaction, with its change and outbox rows)
 

@@ -56,7 +56,7 @@ public protocol JobControl: AnyObject, Sendable {
 }
 
 /// The whole job store the runtime holds: the scheduler's queue, intake and control.
-/// `Journal` (SQLite, in the home) is one.
+/// `Journal` is it (SQLite in the home, or PostgreSQL).
 public protocol JobJournal: JobQueue, JobIntake, JobControl {}
 
 extension Journal: JobJournal {}

@@ -1,9 +1,8 @@
 import PhotomemoCore
 
 /// What the scheduler needs of the job store: claiming runnable jobs, persisting what it
-/// decided for them, and the few settings it keeps. `Journal` (SQLite) is one; the
-/// PostgreSQL queue shared by several daemons is meant to be the next (issue #15), behind
-/// the same calls. Every call blocks: run them off the loop.
+/// decided for them, leases, and the few settings it keeps. `Journal` is it, on SQLite or
+/// on PostgreSQL shared by several daemons. Every call blocks: run them off the loop.
 public protocol JobQueue: AnyObject, Sendable {
     /// Claims up to `limit` runnable jobs at a stage and marks them running;
     /// `crashSuspects` claims only jobs that crashed the daemon once (to run alone).

@@ -2,9 +2,10 @@ import Foundation
 import PhotomemoCore
 import SQLite
 
-/// The durable record of every job: SQLite in WAL mode with `synchronous=FULL`, so a
-/// committed job survives a crash or power loss. One connection behind a lock; every
-/// method is one transaction and is called off the loop thread.
+/// The durable record of every job, on SQLite (WAL, `synchronous=FULL`: a committed job
+/// survives a crash or power loss) or on PostgreSQL shared by several daemons (each with
+/// its `host` and leases). One connection behind a lock; every method is one transaction
+/// (or one statement) and is called off the loop thread.
 ///
 /// Intake commits the queue read position in the same transaction as the jobs it
 /// produced, and marks inbox files as taken with their job, so a crash at any instant
