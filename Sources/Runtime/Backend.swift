@@ -16,6 +16,7 @@ struct Backend {
     /// The database URL when it is shared (the cluster listener connects to it).
     let sharedURL: String?
 
+    /// `hostID`: already `checked`.
     init(environment: StageEnvironment, hostID: String?, leaseSeconds: Double) throws {
         let spec = environment.database
         guard spec.hasPrefix("postgres://") || spec.hasPrefix("postgresql://") else {
@@ -29,7 +30,7 @@ struct Backend {
             sharedURL = nil
             return
         }
-        let host = try hostID.map(Self.checked) ?? Self.defaultHost(home: environment.home.path)
+        let host = hostID ?? Self.defaultHost(home: environment.home.path)
         let shown = PostgresConnection.withoutPassword(spec)
         // The record index first: the stages opened it already, with the definition.
         records = try environment.recordIndex()

@@ -66,6 +66,7 @@ public final class Daemon {
 
     /// Runs until SIGTERM/SIGINT; returns the process exit code.
     public func run() throws -> Int32 {
+        let hostID = try options.hostID.map(Backend.checked)  // before anything opens
         umask(0o027)  // journal, quarantine and store files: owner rw, group r, others nothing
         limitMallocArenas(2)  // before any worker thread starts (PLATFORM.md: flat RSS)
         try home.prepare()
@@ -81,7 +82,7 @@ public final class Daemon {
         EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)))
         let environment = StageEnvironment(home: URL(fileURLWithPath: home.root), database: definition.database,
                                            store: definition.store, resources: resources)
-        let backend = try Backend(environment: environment, hostID: options.hostID, leaseSeconds: options.leaseSeconds)
+        let backend = try Backend(environment: environment, hostID: hostID, leaseSeconds: options.leaseSeconds)
         let (journal, records) = (backend.journal, backend.records)
         let assets = try environment.assetStore()
 

@@ -27,6 +27,15 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    @Test func aHostNameThatCannotBePartOfAJobKeyIsRefusedBeforeAnythingOpens() throws {
+        let d = try DaemonHarness()
+        // The database does not answer: the name is refused first, with its own message.
+        let (status, _, err) = try DaemonHarness.run(["serve", "--home", d.home, "--job", d.jobFile, "--host-id", "a/b",
+                                                      "--database", "postgres://postgres@127.0.0.1:1/none"])
+        #expect(status != 0)
+        #expect(err.contains(#"--host-id "a/b": use 1–64 letters, digits, '-', '.' or '_'"#), "\(err)")
+    }
+
     @Test func aHomeOthersCanWriteIsRefused() throws {
         let d = try DaemonHarness()
         try FileManager.default.createDirectory(atPath: d.home, withIntermediateDirectories: true)
