@@ -96,6 +96,13 @@ extension Journal {
         }
     }
 
+    /// A job that waits for another (`after_job`) is runnable once that one has ended. A
+    /// scalar subquery, one primary-key lookup per candidate: PostgreSQL runs a NOT EXISTS
+    /// under OR as a hashed subplan, built from every unfinished job on each claim.
+    static let afterJobEnded = """
+        (after_job IS NULL OR (SELECT p.state FROM jobs p WHERE p.id = jobs.after_job) NOT IN ('queued', 'running', 'waiting'))
+        """
+
     /// Whether a job that crashed the daemon once is runnable at one of `stageIndexes`:
     /// the scheduler then lets running stages drain and runs it alone.
     public func crashSuspectReady(stageIndexes: [Int], now: Double = unixNow()) throws -> Bool {
@@ -104,8 +111,7 @@ extension Journal {
             try db.queryOne("""
                 SELECT 1 FROM jobs WHERE crashes > 0 AND state IN ('queued', 'waiting') AND ready_at IS NOT NULL AND ready_at <= ?
                 AND stage_index IN (\(stageIndexes.map(String.init).joined(separator: ",")))
-                AND (after_job IS NULL OR NOT EXISTS (
-                    SELECT 1 FROM jobs p WHERE p.id = jobs.after_job AND p.state IN ('queued', 'running', 'waiting')))
+                AND \(Self.afterJobEnded)
                 LIMIT 1
                 """, [.double(now)]) != nil
         }
@@ -121,9 +127,7 @@ extension Journal {
         let runnable = """
             stage_index = ? AND ready_at IS NOT NULL AND ready_at <= ? AND state IN ('queued', 'waiting')
             AND (host = ? OR photo_path IS NULL OR stage_index >= ?)
-            AND crashes \(crashSuspects ? ">" : "=") 0
-            AND (after_job IS NULL OR NOT EXISTS (
-                SELECT 1 FROM jobs p WHERE p.id = jobs.after_job AND p.state IN ('queued', 'running', 'waiting')))
+            AND crashes \(crashSuspects ? ">" : "=") 0 AND \(Self.afterJobEnded)
             """
         let params: [SQLValue] = [.int(Int64(stageIndex)), .double(now), .text(host), .int(Int64(min(memoStageIndex.value, Int(Int32.max)))),
                                   .int(Int64(limit))]
@@ -207,70 +211,6 @@ extension Journal {
                   UNION ALL SELECT min(deadline) FROM jobs WHERE deadline IS NOT NULL) AS wake
                 """)
             return r?.double(0)
-        }
-    }
-
-    /// A stage run's steps, one per job (one, or a batch), as the scheduler decided them
-    /// (`JobStateMachine`), in one transaction (one fsync for the batch); says what
-    /// happened to each job. A job done in a batch says so in its event (`photomemo job
-    /// ID` shows it; the duration is the batch's).
-    public func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double,
-                            now: Double = unixNow()) throws -> [Transition] {
-        try write { db in
-            let done = try runs.map { try self.persist($0.step, of: $0.job, db: db, stageName: stageName, durationMs: durationMs, now: now) }
-            if done.contains(where: { if case .advanced = $0.kind { true } else { false } }) { try announceWork(db) }
-            return done
-        }
-    }
-
-    /// One job's step, inside the caller's transaction; only what was decided is written.
-    private func persist(_ step: JobStep, of job: ClaimedJob, db: any SQLConnection, stageName: String, durationMs: Double,
-                         now: Double) throws -> Transition {
-        let id = job.context.id
-        guard let row = try db.queryOne("SELECT state, photo_path, results, lease_host FROM jobs WHERE id = ?", [.int(id)]),
-              row.string(0) == "running", row.string(3) == host else {
-            // Cancelled (or otherwise moved on, or reclaimed by another host after this
-            // one's lease ran out) while the stage ran: keep what is there.
-            return Transition(kind: .abandoned, quarantinePhoto: nil)
-        }
-        try event(db, job: id, stage: stageName, attempt: job.context.attempt, step.event, durationMs: durationMs,
-                  message: step.message, at: now)
-        switch step.next {
-        case .advance, .finish:
-            var results = try JSONValue.parse(row.string(2)!).objectValue ?? [:]
-            if let r = step.result { results[stageName] = r }
-            let json = JSONValue.object(results).jsonString
-            if case .advance(let next) = step.next {
-                try db.run("""
-                    UPDATE jobs SET state = 'queued', stage_index = ?, stage = NULL, attempts = 0, outages = 0, crashes = 0, ready_at = ?,
-                           results = ?, error = NULL, updated = ? WHERE id = ?
-                    """, [.int(Int64(next)), .double(now), .text(json), .double(now), .int(id)])
-                return Transition(kind: .advanced(toStage: next), quarantinePhoto: nil)
-            }
-            try db.run("""
-                UPDATE jobs SET state = 'done', stage = NULL, stage_index = stage_index + 1, results = ?, error = NULL, updated = ?,
-                       finished = ? WHERE id = ?
-                """, [.text(json), .double(now), .double(now), .int(id)])
-            try event(db, job: id, stage: nil, attempt: nil, "finished", at: now)
-            return Transition(kind: .finished, quarantinePhoto: nil)
-        case .retry(let delay, let attempts, let error):
-            try db.run("""
-                UPDATE jobs SET state = 'waiting', wait_reason = 'backoff', attempts = ?, ready_at = ?, error = ?, updated = ?
-                WHERE id = ?
-                """, [.int(Int64(attempts)), .double(now + Double(delay) / 1000), .text(error), .double(now), .int(id)])
-            return Transition(kind: .retrying(afterMs: delay), quarantinePhoto: nil)
-        case .waitForDependency(let delay, let outages, let error):
-            try db.run("""
-                UPDATE jobs SET state = 'waiting', wait_reason = 'dependency', outages = ?, ready_at = ?, error = ?, updated = ?
-                WHERE id = ?
-                """, [.int(Int64(outages)), .double(now + Double(delay) / 1000), .text(error), .double(now), .int(id)])
-            return Transition(kind: .waitingForDependency(afterMs: delay), quarantinePhoto: nil)
-        case .fail(let reason, let attempts):
-            try db.run("""
-                UPDATE jobs SET state = 'failed', error = ?, quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END,
-                       attempts = ?, updated = ?, finished = ? WHERE id = ?
-                """, [.text(reason), .int(Int64(attempts)), .double(now), .double(now), .int(id)])
-            return Transition(kind: .failed(reason: reason), quarantinePhoto: row.string(1))
         }
     }
 

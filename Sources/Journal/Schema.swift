@@ -129,6 +129,14 @@ enum Schema {
         ALTER TABLE job_events ADD COLUMN host TEXT NOT NULL DEFAULT '';
         CREATE TABLE hosts(host TEXT PRIMARY KEY, started REAL NOT NULL, seen REAL NOT NULL, pid INTEGER NOT NULL);
         """,
+        // 5: a claim walks the runnable jobs of a stage in claiming order (ready_at, id)
+        // and stops at its limit. The index it replaced had no id and no state, so a
+        // backlog with one ready_at (a queue file's batch) was read and sorted whole on
+        // every claim: PostgreSQL, 20,000 queued jobs, 20-300 ms per claim against 0.2 ms.
+        """
+        CREATE INDEX jobs_runnable ON jobs(stage_index, ready_at, id) WHERE ready_at IS NOT NULL AND state IN ('queued', 'waiting');
+        DROP INDEX jobs_ready;
+        """,
     ]
 
     /// The same schema on PostgreSQL, where it starts at what SQLite's migrations reach.
@@ -210,6 +218,14 @@ enum Schema {
         CREATE INDEX inbox_taken_name ON inbox_taken(name);
         CREATE TABLE hosts(host TEXT PRIMARY KEY, started DOUBLE PRECISION NOT NULL, seen DOUBLE PRECISION NOT NULL,
                            pid INTEGER NOT NULL);
+        """,
+        // 2: a claim walks the runnable jobs of a stage in claiming order (ready_at, id)
+        // and stops at its limit. The index it replaced had no id and no state, so a
+        // backlog with one ready_at (a queue file's batch) was read and sorted whole on
+        // every claim: PostgreSQL, 20,000 queued jobs, 20-300 ms per claim against 0.2 ms.
+        """
+        CREATE INDEX jobs_runnable ON jobs(stage_index, ready_at, id) WHERE ready_at IS NOT NULL AND state IN ('queued', 'waiting');
+        DROP INDEX jobs_ready;
         """,
     ]
 }

@@ -46,6 +46,37 @@ enum ClusterBench {
         return Stats(xacts: Double(r?.int(0) ?? 0), inserted: Double(r?.int(1) ?? 0), updated: Double(r?.int(2) ?? 0))
     }
 
+    /// `--cluster --claims-only`: the queue's numbers alone (claims, claim + record, the
+    /// writer), PostgreSQL beside SQLite, without the daemons: a minute, not fifteen.
+    static func claimsOnly(json: Bool) throws {
+        let scratch = "/tmp/photomemo-bench-claims-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let port = Int.random(in: 20_000...40_000)
+        guard let admin = start([scripts + "/postgres", "start", scratch + "/pg", String(port)], out: scratch + ".url") else {
+            throw SideBySide.Failure("PostgreSQL did not start (apt-get install postgresql); see \(scratch)/pg")
+        }
+        defer { var m = Measurement(); spawn([scripts + "/postgres", "stop", scratch + "/pg", "now"], into: &m); unlink(scratch + ".url") }
+        StandardStream.err("claims on PostgreSQL and SQLite…\n")
+        let pg = try ClaimBench.rates(jobs: 20_000, hosts: 2) { host in
+            try Journal(connection: PostgresDatabase(url: admin), path: "bench", host: host, leaseSeconds: 30)
+        }
+        let shared = try Journal(path: scratch + "/claims.sqlite")
+        let sqlite = try ClaimBench.rates(jobs: 20_000, hosts: 2) { _ in shared }
+        if json {
+            Swift.print(JSONValue.object([
+                "claims_per_s": ["postgres": .double(pg.claims), "sqlite": .double(sqlite.claims)],
+                "claim_record_per_s": ["postgres": .double(pg.claimRecord), "sqlite": .double(sqlite.claimRecord)],
+                "writer_txns_per_s": ["postgres": .double(pg.writerTxns), "sqlite": .double(sqlite.writerTxns)],
+            ]).jsonString)
+            return
+        }
+        Swift.print("claims: \(isoTimestamp(unixNow())), \(uptimeLine())")
+        Swift.print(String(format: "claims/s, batches of 64, 2 hosts:        PostgreSQL %7.0f  SQLite %7.0f   ≥ 10,000: %@", pg.claims, sqlite.claims,
+                           pg.claims >= 10_000 ? "met" : "NOT met"))
+        Swift.print(String(format: "claim + record (advance)/s, batches of 64: PostgreSQL %7.0f  SQLite %7.0f", pg.claimRecord, sqlite.claimRecord))
+        Swift.print(String(format: "write transactions/s, 1 job each:         PostgreSQL %7.0f  SQLite %7.0f", pg.writerTxns, sqlite.writerTxns))
+    }
+
     static func run(files: [String], rounds: Int, json: Bool) throws {
         let scratch = "/tmp/photomemo-bench-cluster-\(getpid())"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)

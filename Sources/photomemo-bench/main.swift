@@ -18,6 +18,7 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --e2e N [--soak M] [--rounds R] [--chart FILE.svg] [--before PHOTOMEMO] [--json]
                                                 # N photos through a real daemon beside djpeg and Pillow
        photomemo-bench --cluster [--count N] [--rounds R] [--json]  # PostgreSQL + S3: claims, NOTIFY, daemon (ClusterBench)
+       photomemo-bench --cluster --claims-only [--json]             # the queue alone: claims/s on PostgreSQL and SQLite
 """
 
 /// Flags taken out of the argument list one by one; what is left are file names.
@@ -77,6 +78,10 @@ let e2e = args.value("--e2e").flatMap(Int.init)
 let chart = args.value("--chart") ?? NSTemporaryDirectory() + "photomemo-e2e-cpu-by-stage.svg"
 let before = args.value("--before")
 let cluster = args.flag("--cluster")
+if cluster && args.flag("--claims-only") {
+    try ClusterBench.claimsOnly(json: json)
+    exit(0)
+}
 if let n = args.value("--index").flatMap(Int.init) {
     try IndexBench.run(records: n, json: json)
     exit(0)

@@ -188,6 +188,44 @@ struct JournalFixture {
         #expect(done?.durationMs == 4)
     }
 
+    /// Every kind of step in one batch, with text a PostgreSQL array literal must escape:
+    /// on PostgreSQL the batch is one statement per kind over arrays (`RowSource`).
+    @Test(arguments: Engine.allCases) func aMixedBatchKeepsEachJobsTextExactlyAndItsEventsInOrder(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let hostile = "a \"quoted\" \\back\\slash, {braces}, NULL, é\n2nd line"
+        _ = try f.journal.commitMemos((1...6).map { f.memo("m\($0)") }, position: nil, joinTimeoutSeconds: 60)
+        let jobs = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 10)
+        #expect(jobs.count == 6)
+        try f.journal.cancel(job: jobs[5].context.id)  // moved on while the stage ran
+        let t = try f.journal.recordSteps(JobStateMachine.steps([
+            (jobs[0], .continue(result: ["note": .string(hostile)])),
+            (jobs[1], .fail(reason: hostile)),
+            (jobs[2], .retry(reason: hostile)),
+            (jobs[3], .unavailable(dependency: "store", reason: hostile)),
+            (jobs[4], .continue(result: ["n": 1])),
+            (jobs[5], .continue(result: ["n": 2])),
+        ], stageCount: 2, retry: .default), stageName: "one", durationMs: 2)
+        #expect(t[0].kind == .advanced(toStage: 1))
+        #expect(t[1].kind == .failed(reason: hostile))
+        #expect(t[5].kind == .abandoned)
+        #expect(try f.summary(jobs[0].context.id).results["one"]?["note"]?.stringValue == hostile)
+        #expect(try f.summary(jobs[1].context.id).error == hostile)
+        #expect(try f.summary(jobs[2].context.id).error == hostile)
+        #expect(try f.summary(jobs[3].context.id).error == "store unavailable: \(hostile)")
+        #expect(try f.summary(jobs[3].context.id).state == .waiting)
+        #expect(try f.summary(jobs[5].context.id).state == .cancelled)
+        #expect(try f.journal.history(jobs[1].context.id).map(\.event) == ["accepted", "started", "failed"])
+        #expect(try f.journal.history(jobs[1].context.id).last?.message == hostile)
+        // The last stage: done, then finished, in that order.
+        let last = try f.journal.claim(stageIndex: 1, stageName: "two", limit: 10)
+        #expect(Set(last.map(\.context.id)) == [jobs[0].context.id, jobs[4].context.id])
+        _ = try f.journal.recordSteps(JobStateMachine.steps(last.map { ($0, .continue()) }, stageCount: 2, retry: .default),
+                                      stageName: "two", durationMs: 1)
+        #expect(try f.summary(jobs[4].context.id).state == .done)
+        #expect(try f.summary(jobs[4].context.id).results["one"] == ["n": 1])
+        #expect(try f.journal.history(jobs[4].context.id).map(\.event) == ["accepted", "started", "done", "started", "done", "finished"])
+    }
+
     @Test(arguments: Engine.allCases) func permanentFailureSkipsRetriesAndMemoOnlyJobsFinish(_ engine: Engine) throws {
         let f = try JournalFixture(engine)
         _ = try f.journal.commitMemos([f.memo("n")], position: nil, joinTimeoutSeconds: 60)

@@ -41,6 +41,31 @@ import Testing
         #expect(rows[1].values.allSatisfy { $0 == .null })
     }
 
+    /// Statements are prepared once per session: they answer like unprepared ones, after
+    /// another session changes a table under them (a daemon migrating), after a failed
+    /// statement inside a transaction, and after a reconnect (a new session has none).
+    @Test func preparedStatementsSurviveASchemaChangeAnAbortedTransactionAndAReconnect() throws {
+        let url = try Shared.database()
+        let db = try PostgresConnection(url: url), other = try PostgresConnection(url: url)
+        try db.exec("CREATE TABLE p(a integer); INSERT INTO p VALUES (1)")
+        for _ in 0..<6 { #expect(try db.query("SELECT * FROM p WHERE a = $1", [1]).first?.values == [.int(1)]) }
+        #expect(try db.queryOne("SELECT count(*) FROM pg_prepared_statements")?.int(0) == 2)  // this one and the count
+        try other.exec("ALTER TABLE p ADD COLUMN b text DEFAULT 'x'")
+        #expect(try db.query("SELECT * FROM p WHERE a = $1", [1]).first?.values == [.int(1), .text("x")])
+        #expect(try db.query("SELECT * FROM p WHERE a = $1", [1]).first?.values == [.int(1), .text("x")])
+        #expect(throws: PostgresError.self) {
+            try db.transaction {
+                _ = try db.run("INSERT INTO p(a) VALUES ($1)", [.text("not a number")])
+            }
+        }
+        #expect(try db.query("SELECT a FROM p WHERE a = $1", [1]).count == 1)
+        #expect(try db.queryOne("SHOW jit")?.string(0) == "off")
+        try other.exec("SELECT pg_terminate_backend(\(db.backendPID))")
+        #expect(throws: PostgresError.self) { try db.query("SELECT * FROM p WHERE a = $1", [1]) }
+        try db.reconnect()
+        #expect(try db.query("SELECT * FROM p WHERE a = $1", [1]).first?.values == [.int(1), .text("x")])
+    }
+
     @Test func textWithNULIsRefusedBeforeSending() throws {
         let db = try PostgresConnection(url: Shared.database())
         #expect { try db.query("SELECT $1", [.text("a\u{0}b")]) } throws: { ($0 as? PostgresError)?.kind == .query }
