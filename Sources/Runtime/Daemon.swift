@@ -110,7 +110,8 @@ public final class Daemon {
                                       wakeup: wakeup.sender)
         // Stopped after the scheduler: leases are renewed while running stages finish.
         let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler)
-        let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds)
+        let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds,
+                                maxPhotoBytes: definition.maxPhotoBytes)
         let makeReader = { (path: String, name: String) in
             QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
         }
@@ -123,7 +124,7 @@ public final class Daemon {
             try QueueTailer(loop: loop, lane: lane, folder: folder, events: events, pollSeconds: options.queuePollSeconds) { scheduler.pump() }
         }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
-                                   settleSeconds: options.settleSeconds)
+                                   settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes)
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
             scheduler.pump()
         }
@@ -137,6 +138,7 @@ public final class Daemon {
                     throw PhotomemoError(.badDefinition, "\(next.source): the database and the store are opened once, at start; restart photomemo to change them")
                 }
                 intake.joinTimeoutSeconds.value = next.joinTimeoutSeconds
+                intake.maxPhotoBytes.value = next.maxPhotoBytes
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)
