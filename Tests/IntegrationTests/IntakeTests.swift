@@ -68,7 +68,7 @@ import Testing
 
     /// A queue file that is refused (writable by others) is not backlog — it will not be
     /// read as it is — so `queue_unread_bytes` does not count it and the daemon can be idle;
-    /// `queue_files` still shows its unread bytes and why. Fixed, it is read and counted.
+    /// `queue_files` still shows its unread bytes and why. Fixed, it is read.
     @Test func aRefusedQueueFileIsNotCountedAsUnreadBacklog() throws {
         let d = try DaemonHarness()
         try d.start()

@@ -60,7 +60,6 @@ public final class HTTPListener: @unchecked Sendable {  // fd is set once; the r
 
     public var url: String { "http://127.0.0.1:\(port)/hook" }
 
-
     /// Once: a second close could close a descriptor number another test has opened since.
     public func close() {
         guard !closed.withLock({ c in defer { c = true }; return c }) else { return }
