@@ -72,7 +72,7 @@ let package = Package(
             "PhotomemoCore", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
         ]),
 
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["PhotomemoCore"], path: "Tests/TestSupport"),
         .testTarget(name: "PhotomemoCoreTests", dependencies: ["PhotomemoCore", "TestSupport"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV", "PhotomemoCore"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "SQLite", "Postgres", "PhotomemoCore", "TestSupport"]),
@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "SQL", "EventLoop", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
-        .testTarget(name: "NotifyTests", dependencies: ["Notify", "PhotomemoCore"]),
+        .testTarget(name: "NotifyTests", dependencies: ["Notify", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "EventLoop", "Journal", "Index", "Stores"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Journal", "SQLite", "Postgres", "PhotomemoCore", "TestSupport", "CompressStage", "photomemo"],
                     exclude: ["Fixtures"]),

@@ -35,6 +35,7 @@ public struct CompressStage: Stage {
     let keepMetadata: Bool
     let maxPixels: Int64
     let maxBytes: Int64
+    public var maxPhotoBytes: Int64? { maxBytes }
     let outputRoot: String
 
     public init(options: StageOptions, environment: StageEnvironment) throws {

@@ -19,6 +19,7 @@ public struct ValidateStage: Stage {
 
     let formats: Set<ImageProbe.Format>
     let maxBytes: Int64
+    public var maxPhotoBytes: Int64? { maxBytes }
     let maxPixels: Int64
 
     public init(options: StageOptions, environment: StageEnvironment) throws {

@@ -35,8 +35,8 @@ public struct HTTPRequest {
     public var connectTimeoutMs = 5000
     /// SigV4 signing by curl: ("aws:amz:REGION:s3", "ACCESS:SECRET").
     public var awsSigV4: (provider: String, credentials: String)?
-    /// Keep the response body (off: it is read and dropped).
-    public var keepBody = true
+    /// Keep at most this many bytes of the response body; the rest is read and dropped.
+    public var keepBodyBytes = Int.max
 
     public init(_ method: String, _ url: String) {
         self.method = method
@@ -47,8 +47,8 @@ public struct HTTPRequest {
     private final class Transfer {
         var response = Response()
         var upload: FileHandle?
-        let keepBody: Bool
-        init(keepBody: Bool) { self.keepBody = keepBody }
+        let keepBodyBytes: Int
+        init(keepBodyBytes: Int) { self.keepBodyBytes = keepBodyBytes }
     }
 
     /// libcurl's process-wide setup, once, before the first handle (it is not thread-safe).
@@ -58,7 +58,7 @@ public struct HTTPRequest {
         _ = Self.globalInit
         guard let curl = curl_easy_init() else { throw Failure(unreachable: false, description: "curl_easy_init failed") }
         defer { curl_easy_cleanup(curl) }
-        let transfer = Transfer(keepBody: keepBody)
+        let transfer = Transfer(keepBodyBytes: keepBodyBytes)
         pm_curl_set_string(curl, CURLOPT_URL, url)
         pm_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
         if ProcessInfo.processInfo.environment["PM_CURL_VERBOSE"] != nil { pm_curl_set_long(curl, CURLOPT_VERBOSE, 1) }
@@ -78,7 +78,8 @@ public struct HTTPRequest {
         let box = Unmanaged.passUnretained(transfer).toOpaque()
         pm_curl_set_write(curl, { ptr, size, n, data in
             let t = Unmanaged<Transfer>.fromOpaque(data!).takeUnretainedValue()
-            if t.keepBody { t.response.body.append(UnsafeRawPointer(ptr!).assumingMemoryBound(to: UInt8.self), count: size * n) }
+            let kept = min(size * n, t.keepBodyBytes - t.response.body.count)
+            if kept > 0 { t.response.body.append(UnsafeRawPointer(ptr!).assumingMemoryBound(to: UInt8.self), count: kept) }
             return size * n
         }, box)
         pm_curl_set_header_fn(curl, { ptr, size, n, data in

@@ -8,8 +8,40 @@ import PhotomemoCore
 public enum Sink {
     public enum Result: Sendable, Equatable {
         case delivered
-        case failed(String)
+        case failed(Failure)
     }
+
+    /// Why a delivery did not arrive, and whether trying again can help.
+    public struct Failure: Sendable, Equatable, CustomStringConvertible {
+        public enum Code: String, Sendable {
+            /// An outage or a passing refusal (5xx, 408, 429, no connection, a timeout, an
+            /// exec sink's failure): tried again with back-off.
+            case retryable
+            /// The receiver refused this delivery for good (any other 4xx): retrying only
+            /// hammers it, so it is marked failed at once.
+            case permanent
+        }
+
+        public let code: Code
+        public let reason: String
+        public var description: String { reason }
+
+        public init(_ code: Code, _ reason: String) {
+            self.code = code
+            self.reason = reason
+        }
+
+        public static func retryable(_ reason: String) -> Failure { Failure(.retryable, reason) }
+    }
+
+    /// A 4xx other than 408 (request timeout) and 429 (too many requests) refuses the
+    /// delivery itself; everything else that is not 2xx may pass.
+    public static func isPermanent(status: Int) -> Bool {
+        (400..<500).contains(status) && status != 408 && status != 429
+    }
+
+    /// How much of a refusing receiver's answer goes into the reason.
+    static let bodyExcerptBytes = 200
 
     public static func post(url: String, body: Data, secret: String?, eventID: String, timeoutMs: Int = 10_000) -> Result {
         var r = HTTPRequest("POST", url)
@@ -17,12 +49,16 @@ public enum Sink {
             + (secret.map { ["X-Photomemo-Signature: sha256=\(HMACSHA256.hex(key: $0, data: body))"] } ?? [])
         r.body = .bytes(body)
         r.timeoutMs = timeoutMs
-        r.keepBody = false  // the response body is not needed
+        r.keepBodyBytes = bodyExcerptBytes  // only for the reason of a failure
         do {
-            let status = try r.perform().status
-            return (200..<300).contains(status) ? .delivered : .failed("\(url) answered HTTP \(status)")
+            let response = try r.perform()
+            let status = response.status
+            if (200..<300).contains(status) { return .delivered }
+            let excerpt = String(decoding: response.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let reason = "\(url) answered HTTP \(status)" + (excerpt.isEmpty ? "" : ": \(excerpt)")
+            return .failed(Failure(isPermanent(status: status) ? .permanent : .retryable, reason))
         } catch {
-            return .failed("\(url): \(error)")
+            return .failed(.retryable("\(url): \(error)"))
         }
     }
 
@@ -31,19 +67,19 @@ public enum Sink {
 
     /// Runs `command` with the event on stdin, in a clean environment (`PATH`, `HOME`,
     /// `LANG` and `variables`, e.g. `PHOTOMEMO_SUBSCRIPTION`), ended with its process group
-    /// after `timeoutMs`.
+    /// after `timeoutMs`. Every failure is retryable: an exit status has no agreed meaning.
     public static func exec(command: [String], body: Data, variables: [String: String] = [:],
                             timeoutMs: Int = defaultExecTimeoutMs) -> Result {
-        guard !command.isEmpty else { return .failed("empty command") }
+        guard !command.isEmpty else { return .failed(.retryable("empty command")) }
         do {
             let r = try Subprocess.run(command, stdin: [UInt8](body) + [0x0A],
                                        environment: SubprocessEnvironment.clean(documented: variables), timeoutMs: timeoutMs)
-            if r.timedOut { return .failed("\(command[0]) timed out after \(timeoutMs) ms") }
-            if r.stopped { return .failed("\(command[0]) was stopped: the daemon is shutting down") }
+            if r.timedOut { return .failed(.retryable("\(command[0]) timed out after \(timeoutMs) ms")) }
+            if r.stopped { return .failed(.retryable("\(command[0]) was stopped: the daemon is shutting down")) }
             if r.status == 0 { return .delivered }
-            return .failed("\(command[0]) exited with \(r.status.map(String.init) ?? "signal \(r.signal ?? 0)"): \(r.stderrTail.suffix(200))")
+            return .failed(.retryable("\(command[0]) exited with \(r.status.map(String.init) ?? "signal \(r.signal ?? 0)"): \(r.stderrTail.suffix(200))"))
         } catch {
-            return .failed("cannot start \(command[0]): \(error)")
+            return .failed(.retryable("cannot start \(command[0]): \(error)"))
         }
     }
 }

@@ -27,6 +27,10 @@ public struct JobDefinition: Sendable {
 
     public func index(ofStage name: String) -> Int? { stages.firstIndex { $0.name == name } }
 
+    /// The smallest `max_bytes` of its stages (validate's, compress's): a bigger photo can
+    /// never get through, so intake refuses it unread.
+    public var maxPhotoBytes: Int64? { stages.compactMap(\.stage.maxPhotoBytes).min() }
+
     public static func load(file path: String, registry: StageRegistry, environment: StageEnvironment,
                             database: String? = nil, store: String? = nil) throws -> JobDefinition {
         guard let data = FileManager.default.contents(atPath: path) else {

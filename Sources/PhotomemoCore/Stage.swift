@@ -19,6 +19,10 @@ public protocol Stage: Sendable {
     init(options: StageOptions, environment: StageEnvironment) throws
 
     func run(_ job: JobContext) -> StageOutcome
+
+    /// The largest photo file this stage accepts (its `max_bytes`), if it has a limit:
+    /// intake refuses a bigger file before reading a byte of it.
+    var maxPhotoBytes: Int64? { get }
 }
 
 /// A stage that takes several jobs in one call, to share a cost between them (the index
@@ -38,6 +42,8 @@ extension BatchStage {
 }
 
 extension Stage {
+    public var maxPhotoBytes: Int64? { nil }
+
     /// How many jobs the scheduler may hand this stage at once (1 unless it is a `BatchStage`).
     public static var jobsPerRun: Int { (Self.self as? any BatchStage.Type)?.batchLimit ?? 1 }
 

@@ -15,7 +15,7 @@ import Stores
 ///            lets running stages finish within the grace) ─▶ close ─▶ exit 0;
 ///            subprocesses still running then (exec sinks, or stages past the grace) get
 ///            SIGTERM, SIGKILL 2 s later, and the daemon exits at most 3 s after that
-///     SIGHUP: re-read the job definition; swap only if it is valid
+///     SIGHUP: re-read the job definition off the loop; swap only if it is valid
 public final class Daemon {
     public struct Options: Sendable {
         public var home: String
@@ -110,7 +110,8 @@ public final class Daemon {
                                       wakeup: wakeup.sender)
         // Stopped after the scheduler: leases are renewed while running stages finish.
         let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler)
-        let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds)
+        let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds,
+                                maxPhotoBytes: definition.maxPhotoBytes)
         let makeReader = { (path: String, name: String) in
             QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
         }
@@ -123,20 +124,24 @@ public final class Daemon {
             try QueueTailer(loop: loop, lane: lane, folder: folder, events: events, pollSeconds: options.queuePollSeconds) { scheduler.pump() }
         }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
-                                   settleSeconds: options.settleSeconds)
+                                   settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes)
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
             scheduler.pump()
         }
 
         let notify = SystemdNotify()
-        func reload() -> Result<JobDefinition, PhotomemoError> {
+        // The file is read and its stages built on the work pool; checked and swapped in here.
+        let (jobFile, registry, home, database, store) = (options.jobFile, registry, home, options.database, options.store)
+        let reloader = DefinitionReloader(loop: loop, load: {
+            try Self.loadDefinition(file: jobFile, registry: registry, home: home, database: database, store: store, resources: resources)
+        }) { loaded in
             do {
-                let next = try Self.loadDefinition(file: self.options.jobFile, registry: self.registry, home: self.home,
-                                                   database: self.options.database, store: self.options.store, resources: resources)
+                let next = try loaded.get()
                 guard next.database == definition.database, next.store == definition.store else {
                     throw PhotomemoError(.badDefinition, "\(next.source): the database and the store are opened once, at start; restart photomemo to change them")
                 }
                 intake.joinTimeoutSeconds.value = next.joinTimeoutSeconds
+                intake.maxPhotoBytes.value = next.maxPhotoBytes
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)
@@ -164,7 +169,7 @@ public final class Daemon {
         }
         // The control plane: handlers per concern with their dependencies, behind the router.
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
-                               reload: reload)
+                               reload: { reloader.reload($0) })
         var clients: () -> Int = { 0 }  // the server is made after the router it serves
         let router = ControlRouter([
             jobs,
@@ -226,7 +231,7 @@ public final class Daemon {
         }
         signals.append(try SignalWatcher(loop: loop, signal: SIGTERM, shutdown))
         signals.append(try SignalWatcher(loop: loop, signal: SIGINT, shutdown))
-        signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in _ = reload() })
+        signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in reloader.reload() })
 
         services.start()
         Log.notice("photomemo serving \(home.root) with job \(definition.name) (\(definition.stages.map(\.name).joined(separator: " → ")))")

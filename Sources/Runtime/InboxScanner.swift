@@ -6,7 +6,8 @@ import PhotomemoCore
 
 /// The blocking half of inbox intake, run on the intake lane: looks at inbox entries,
 /// hashes complete photos and commits them as jobs in batches; rejects what can never be
-/// a photo (FIFO, device, directory, symlink out of the inbox) into quarantine.
+/// a photo (FIFO, device, directory, symlink out of the inbox, a file over `max_bytes`)
+/// into quarantine, unread.
 final class InboxScanner: @unchecked Sendable {
     // Safe: used only from the serial intake lane.
     let inbox: String
@@ -14,6 +15,8 @@ final class InboxScanner: @unchecked Sendable {
     let quarantine: Quarantine
     /// A file found by a rescan (not by a close event) is taken once untouched this long.
     let settleSeconds: Double
+    /// A bigger file is quarantined unread (`MemoIntake.maxPhotoBytes`, set on reload).
+    let maxPhotoBytes: LockedValue<Int64?>
 
     static let batchSize = 64
 
@@ -27,7 +30,9 @@ final class InboxScanner: @unchecked Sendable {
         var errors: [String] = []
     }
 
-    init(inbox: String, journal: any JobIntake, quarantine: Quarantine, settleSeconds: Double) {
+    init(inbox: String, journal: any JobIntake, quarantine: Quarantine, settleSeconds: Double,
+         maxPhotoBytes: LockedValue<Int64?> = LockedValue(nil)) {
+        self.maxPhotoBytes = maxPhotoBytes
         self.inbox = inbox
         self.journal = journal
         self.quarantine = quarantine
@@ -137,6 +142,7 @@ final class InboxScanner: @unchecked Sendable {
             default:
                 return reject(name, identity, owner, "a \(Files.kind(st)) is not a photo", &report)
             }
+            if let why = MemoIntake.overLimit(size: Int64(st.st_size), maxPhotoBytes) { return reject(name, identity, owner, why, &report) }
             // The very file lstat saw: a FIFO or a link renamed over it meanwhile is not read.
             let sha: String
             do {

@@ -9,10 +9,20 @@ struct MemoIntake: Sendable {
     let photos: PhotoPolicy
     /// Set from the loop thread on reload, read on the lane.
     let joinTimeoutSeconds: LockedValue<Int>
+    /// The definition's `max_bytes` (shared with the inbox scanner; set on reload): a
+    /// bigger photo is refused unread, not hashed in full to be refused by validate.
+    let maxPhotoBytes: LockedValue<Int64?>
 
-    init(photos: PhotoPolicy, joinTimeoutSeconds: Int) {
+    init(photos: PhotoPolicy, joinTimeoutSeconds: Int, maxPhotoBytes: Int64? = nil) {
         self.photos = photos
         self.joinTimeoutSeconds = LockedValue(joinTimeoutSeconds)
+        self.maxPhotoBytes = LockedValue(maxPhotoBytes)
+    }
+
+    /// Why a file of `size` bytes can never get through, if it cannot (the words validate uses).
+    static func overLimit(size: Int64, _ limit: LockedValue<Int64?>) -> String? {
+        guard let max = limit.value, size > max else { return nil }
+        return "file is \(size) bytes, over max_bytes (\(max))"
     }
 
     /// What a job line's `photo` names: an inbox file to join or wait for, or a checked,
@@ -44,6 +54,7 @@ struct MemoIntake: Sendable {
             guard st.st_mode & S_IFMT == S_IFREG else {
                 return .unusable(path: path, reason: "photo \(path) is a \(Files.kind(st)), not a regular file")
             }
+            if let why = Self.overLimit(size: Int64(st.st_size), maxPhotoBytes) { return .unusable(path: path, reason: "photo \(path): \(why)") }
             return .file(path: resolved, sha256: try SHA256.hexOfRegularFile(atPath: resolved, expected: (UInt64(st.st_dev), UInt64(st.st_ino))).hex)
         }
     }

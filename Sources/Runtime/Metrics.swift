@@ -31,7 +31,7 @@ enum Metrics {
         }
         family("photomemo_backlog_inbox_files", "gauge", "Inbox files seen but not yet jobs.")
         sample("photomemo_backlog_inbox_files", [], Double(snapshot.backlog.inboxFiles))
-        family("photomemo_backlog_queue_unread_bytes", "gauge", "Bytes of queue.jsonl not yet read.")
+        family("photomemo_backlog_queue_unread_bytes", "gauge", "Bytes of queue files not yet read (not a refused file's).")
         sample("photomemo_backlog_queue_unread_bytes", [], Double(snapshot.backlog.queueUnreadBytes))
 
         let stats = try journal.stageStats(window: 0)

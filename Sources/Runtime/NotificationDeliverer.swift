@@ -8,7 +8,8 @@ import PhotomemoCore
 /// outbox: at most one in flight per subscription (change order), `maxPerOwner` per
 /// subscriber (so one user's tarpit webhooks cannot hold every slot), a few overall, each
 /// off the loop. A failure is retried with the job definition's back-off and jitter and,
-/// after its attempts, parked as `failed` (retryable with `subscriptions --retry-failed`).
+/// after its attempts, parked as `failed` (retryable with `subscriptions --retry-failed`);
+/// a permanent one (a webhook's 4xx) is parked at once.
 /// A delivery is claimed (for this host, until its sink's deadline has surely passed)
 /// before it is sent, so daemons sharing a database never send one twice at once.
 final class NotificationDeliverer {
@@ -110,7 +111,7 @@ final class NotificationDeliverer {
                                               eventID: d.event["event_id"]?.stringValue ?? "")
             case .exec where !UnixUser.isAdmin(name: d.subscription.owner):
                 // Made before exec sinks were admins' only: never run a user's command as the daemon.
-                result = .failed("exec sinks are for admins; \(d.subscription.owner ?? "?")'s subscription cannot run a command")
+                result = .failed(Sink.Failure(.permanent, "exec sinks are for admins; \(d.subscription.owner ?? "?")'s subscription cannot run a command"))
             case .exec:
                 let argv = (try? JSONValue.parse(d.subscription.target ?? "[]"))?.arrayValue?.compactMap(\.stringValue) ?? []
                 result = Sink.exec(command: argv, body: body, variables: [
@@ -124,9 +125,10 @@ final class NotificationDeliverer {
                 switch result {
                 case .delivered: try store.finishDelivery(d.id, delivered: true, error: nil, retryAt: nil)
                 case .failed(let why):
-                    parked = attempt >= policy.maxAttempts
+                    // A permanent refusal (a 4xx) is not tried again: it would only hammer the receiver.
+                    parked = why.code == .permanent || attempt >= policy.maxAttempts
                     let retryAt = parked ? nil : unixNow() + Double(policy.delayMs(afterFailures: attempt)) / 1000
-                    try store.finishDelivery(d.id, delivered: false, error: why, retryAt: retryAt)
+                    try store.finishDelivery(d.id, delivered: false, error: why.reason, retryAt: retryAt)
                 }
             } catch {
                 Log.error("notifications: cannot record delivery \(d.id): \(error)")
@@ -145,9 +147,10 @@ final class NotificationDeliverer {
             switch result {
             case .delivered: self.events.publish("notification_delivered", job: nil, fields, to: .owner(d.subscription.owner))
             case .failed(let why):
-                Log.warning("notification \(d.subscription.id)-\(d.seq): \(why)\(parked ? "; parked as failed" : "; will retry")")
+                let end = why.code == .permanent ? "; refused for good, marked failed" : parked ? "; parked as failed" : "; will retry"
+                Log.warning("notification \(d.subscription.id)-\(d.seq): \(why)\(end)")
                 self.events.publish(parked ? "notification_failed" : "notification_retry", job: nil,
-                                    fields.merging(["reason": .string(why)]) { a, _ in a }, to: .owner(d.subscription.owner))
+                                    fields.merging(["reason": .string(why.reason)]) { a, _ in a }, to: .owner(d.subscription.owner))
             }
         }
     }

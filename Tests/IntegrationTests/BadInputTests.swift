@@ -50,4 +50,32 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: "/etc/passwd"))
         #expect(d.stop().status == 0)
     }
+
+    /// A multi-GB drop over validate's max_bytes is refused at intake from its size alone:
+    /// quarantined by the inbox (no stage ran, nothing was read or hashed), and the photo
+    /// dropped after it goes through.
+    @Test func aFileOverMaxBytesIsQuarantinedUnreadAndTheQueueMovesOn() throws {
+        let d = try DaemonHarness()
+        try d.start()
+        let size: Int64 = 3 << 30
+        let tmp = d.home + "/inbox/.huge.jpg.part"
+        let fd = open(tmp, O_WRONLY | O_CREAT, 0o644)
+        #expect(fd >= 0 && ftruncate(fd, off_t(size)) == 0)  // sparse: instant, no disk
+        close(fd)
+        let started = Date()
+        rename(tmp, d.home + "/inbox/huge.jpg")
+        try d.drop("Nikon_D70.jpg")
+        try d.waitIdle(jobs: 2, timeout: 20)
+        // Hashing 3 GB takes seconds here; a size check, milliseconds.
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(d.quarantined() == ["huge.jpg"])
+        let reason = try String(contentsOfFile: d.home + "/quarantine/huge.jpg.reason.json", encoding: .utf8)
+        #expect(reason.contains("file is \(size) bytes, over max_bytes (52428800)"))
+        #expect(reason.contains(#""source":"inbox""#) && !reason.contains(#""stage""#), "\(reason)")
+        let failed = try d.jobs("state = 'failed'")
+        #expect(failed.map(\.photo) == ["huge.jpg"])
+        #expect(failed.first?.error == "file is \(size) bytes, over max_bytes (52428800)")
+        #expect(try d.stateCounts()["done"] == 1)
+        #expect(d.stop().status == 0)
+    }
 }

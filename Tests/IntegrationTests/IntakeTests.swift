@@ -66,6 +66,30 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A queue file that is refused (writable by others) is not backlog — it will not be
+    /// read as it is — so `queue_unread_bytes` does not count it and the daemon can be idle;
+    /// `queue_files` still shows its unread bytes and why. Fixed, it is read.
+    @Test func aRefusedQueueFileIsNotCountedAsUnreadBacklog() throws {
+        let d = try DaemonHarness()
+        try d.start()
+        let line = #"{"memo":"from an open file"}"# + "\n"
+        let tmp = d.home + "/.queue.jsonl.tmp"
+        FileManager.default.createFile(atPath: tmp, contents: Data(line.utf8))
+        chmod(tmp, 0o666)
+        rename(tmp, d.home + "/queue.jsonl")
+        try d.waitUntil("status names the refused file") {
+            try json(d, ["status"])["queue_files"]?.arrayValue?.first?["error"]?.stringValue?.contains("chmod go-w") == true
+        }
+        let status = try json(d, ["status"])
+        #expect(status["queue_files"]?.arrayValue?.first?["unread_bytes"] == .int(Int64(line.utf8.count)))
+        #expect(status["backlog"]?["queue_unread_bytes"] == 0)
+        #expect(try DaemonHarness.run(["metrics", "--home", d.home]).1.contains("photomemo_backlog_queue_unread_bytes 0"))
+        chmod(d.home + "/queue.jsonl", 0o644)
+        try d.waitIdle(jobs: 1)
+        #expect(try json(d, ["status"])["backlog"]?["queue_unread_bytes"] == 0)
+        #expect(d.stop().status == 0)
+    }
+
     @Test func filesPresentAtStartUpAreTaken() throws {
         let d = try DaemonHarness()
         try FileManager.default.createDirectory(atPath: d.home + "/inbox", withIntermediateDirectories: true)

@@ -74,6 +74,30 @@ final class Receiver {
         #expect(d.stop().status == 0)
     }
 
+    /// A 4xx (but 408, 429) refuses the delivery for good: one attempt, failed with the
+    /// status and the start of the answer. A 503 is an outage: tried until out of attempts.
+    @Test func aWebhookAnswering410GetsOneAttemptAndOneAnswering503IsRetried() throws {
+        let gone = try HTTPListener(status: 410, body: "no such hook")
+        let down = try HTTPListener(status: 503)
+        defer { gone.close(); down.close() }
+        let d = try DaemonHarness(stages: Self.definition)
+        try d.start()
+        _ = try json(d, ["subscribe", "--type", "Memo", "--webhook", gone.url, "--secret", "k"])
+        _ = try json(d, ["subscribe", "--type", "Memo", "--webhook", down.url, "--secret", "k"])
+        try d.append(#"{"memo":"hello"}"# + "\n")
+        func subscription(_ url: String) throws -> JSONValue? {
+            try json(d, ["subscriptions"])["subscriptions"]?.arrayValue?.first { $0["target"]?.stringValue == url }
+        }
+        // Out of attempts at 503 (6 of them, 50-300 ms apart): the 410 had all that time to be retried.
+        try d.waitUntil("the 503 delivery runs out of attempts") { try subscription(down.url)?["failed"] == 1 }
+        #expect(down.requests.value.count == 6)
+        #expect(gone.requests.value.count == 1)
+        let refused = try #require(try subscription(gone.url))
+        #expect(refused["failed"] == 1 && refused["pending"] == 0)
+        #expect(refused["last_error"]?.stringValue == "\(gone.url) answered HTTP 410: no such hook")
+        #expect(d.stop().status == 0)
+    }
+
     @Test func killedBetweenTheCommitAndThePostItIsDeliveredAfterRestart() throws {
         let d = try DaemonHarness(stages: Self.definition)
         try d.start(env: ["PHOTOMEMO_FAILPOINTS": "notify.before_send=1"])

@@ -39,4 +39,26 @@ import Testing
         #expect(try d.stateCounts()["done"] == 3)
         #expect(d.stop().status == 0)
     }
+
+    /// Reading the definition and building its stages run off the loop: while a reload's
+    /// index stage waits (up to SQLite's 5 s busy timeout) to open a database another
+    /// process holds locked, the socket still answers; the reload applies once it opens.
+    @Test func theSocketAnswersWhileAReloadWaitsToOpenALockedIndex() throws {
+        let d = try DaemonHarness(stages: #"{"name": "one", "stages": [{"use": "index", "with": {}}]}"#)
+        try d.start()
+        let holder = try Database(path: d.home + "/other.sqlite")
+        try holder.exec("CREATE TABLE held(x); BEGIN EXCLUSIVE; INSERT INTO held VALUES (1)")
+        try #"{"name": "two", "stages": [{"use": "index", "with": {"index": "sqlite:other.sqlite"}}]}"#
+            .write(toFile: d.jobFile, atomically: true, encoding: .utf8)
+        kill(try #require(d.process).processIdentifier, SIGHUP)
+        Thread.sleep(forTimeInterval: 0.5)  // the reload is waiting for the lock
+        let client = try SocketClient(path: d.home + "/photomemo.sock")
+        let asked = Date()
+        #expect(client.call("status")?["ok"] == true)
+        #expect(Date().timeIntervalSince(asked) < 2)
+        #expect(!d.log.contains("reloaded job definition two"))
+        try holder.exec("COMMIT")
+        try d.waitUntil("the reload applies") { d.log.contains("reloaded job definition two") }
+        #expect(d.stop().status == 0)
+    }
 }

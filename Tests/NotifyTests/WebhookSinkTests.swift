@@ -1,10 +1,12 @@
 import Foundation
 import Notify
 import PhotomemoCore
+import TestSupport
 import Testing
 
 /// `Sink.post` against a real HTTP listener on loopback: what arrives, and what a failed
-/// delivery says (the deliverer retries every `.failed` with back-off).
+/// delivery says and whether it may be retried (the deliverer retries a retryable one with
+/// back-off and marks a permanent one failed at once).
 @Suite struct WebhookSinkTests {
     static let body = Data(#"{"event_id":"s1-7","op":"create"}"#.utf8)
     /// `printf '%s' BODY | openssl dgst -sha256 -hmac s3cret`: an independent HMAC.
@@ -35,8 +37,28 @@ import Testing
         let listener = try HTTPListener(status: 503)
         defer { listener.close() }
         let r = Sink.post(url: listener.url, body: Self.body, secret: "s3cret", eventID: "s1-7")
-        #expect(r == .failed("\(listener.url) answered HTTP 503"))
+        #expect(r == .failed(.retryable("\(listener.url) answered HTTP 503")))
         #expect(listener.requests.value.count == 1)  // it did arrive: the failure is the receiver's answer
+    }
+
+    @Test(arguments: [400, 401, 403, 404, 410, 413, 422])
+    func a4xxIsAPermanentFailureWithTheStartOfTheAnswer(status: Int) throws {
+        let answer = "gone: " + String(repeating: "x", count: 500)
+        let listener = try HTTPListener(status: status, body: answer)
+        defer { listener.close() }
+        let r = Sink.post(url: listener.url, body: Self.body, secret: nil, eventID: "e")
+        #expect(r == .failed(Sink.Failure(.permanent, "\(listener.url) answered HTTP \(status): " + answer.prefix(200))))
+    }
+
+    @Test(arguments: [408, 429, 500, 502, 503])
+    func timeoutsThrottlingAnd5xxStayRetryable(status: Int) throws {
+        let listener = try HTTPListener(status: status)
+        defer { listener.close() }
+        guard case .failed(let why) = Sink.post(url: listener.url, body: Self.body, secret: nil, eventID: "e") else {
+            Issue.record("HTTP \(status) delivered")
+            return
+        }
+        #expect(why.code == .retryable)
     }
 
     @Test func aRefusedConnectionIsAFailureNamingTheURL() throws {
@@ -45,8 +67,9 @@ import Testing
             Issue.record("delivered to a closed port")
             return
         }
-        #expect(why.hasPrefix(url + ": "))
-        #expect(why.lowercased().contains("connect"))
+        #expect(why.code == .retryable)
+        #expect(why.reason.hasPrefix(url + ": "))
+        #expect(why.reason.lowercased().contains("connect"))
     }
 
     @Test func aReceiverThatNeverAnswersTimesOut() throws {
@@ -59,7 +82,8 @@ import Testing
             Issue.record("delivered without an answer")
             return
         }
-        #expect(why.lowercased().contains("timeout") || why.lowercased().contains("timed out"), "\(why)")
+        #expect(why.code == .retryable)
+        #expect(why.reason.lowercased().contains("timeout") || why.reason.lowercased().contains("timed out"), "\(why)")
         #expect(took >= 0.25 && took < 5, "took \(took) s")  // curl's timer may end a hair early
     }
 }

@@ -111,6 +111,26 @@ import Testing
         #expect(jobs[2].error == "photo \(allowed)/missing.jpg not found")
     }
 
+    /// A photo path over max_bytes fails its job from its size alone (a sparse 3 GB file:
+    /// hashing it would take seconds), and stays where it is: it is not the daemon's file.
+    @Test func anAbsolutePhotoOverMaxBytesFailsUnread() throws {
+        let allowed = NSTemporaryDirectory() + "pm-allowed-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: allowed, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: allowed) }
+        let huge = allowed + "/huge.jpg"
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil) && truncate(huge, 3 << 30) == 0)
+        let t = try TestHome(allowRoots: [allowed])
+        try t.append(#"{"photo":"\#(huge)","memo":"too big"}"# + "\n")
+        let started = Date()
+        _ = try QueueReader(path: t.home.queueFile, name: "queue.jsonl", journal: t.journal, quarantine: t.quarantine,
+                            intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 60, maxPhotoBytes: 52_428_800)).catchUp()
+        #expect(Date().timeIntervalSince(started) < 1)
+        let jobs = try t.jobs()
+        #expect(jobs.map(\.state) == [.failed])
+        #expect(jobs.first?.error == "photo \(huge): file is \(3 << 30) bytes, over max_bytes (52428800)")
+        #expect(FileManager.default.fileExists(atPath: huge))
+    }
+
     /// Truncated and regrown, to a shorter or a longer line, or rewritten to the same size:
     /// each new line is read from the start of the file, as a new job with a key of its own.
     @Test func aTruncatedOrRewrittenFileIsReadAgainAndNoNewLineIsTakenForAnOldOne() throws {

@@ -15,13 +15,14 @@ final class JobHandlers: ControlHandler {
     private let events: EventBus
     private let lane: SerialLane
     private let intake: MemoIntake
-    private let reload: () -> Result<JobDefinition, PhotomemoError>
+    /// Re-reads the job definition (off the loop) and answers when it is applied or refused.
+    private let reload: (@escaping DefinitionReloader.Reply) -> Void
     /// Connections following `watch`.
     private var watchers: [ObjectIdentifier: ControlConnection] = [:]
     var watching: Int { watchers.count }
 
     init(loop: EventLoop, journal: any JobJournal, scheduler: Scheduler, events: EventBus, lane: SerialLane, intake: MemoIntake,
-         reload: @escaping () -> Result<JobDefinition, PhotomemoError>) {
+         reload: @escaping (@escaping DefinitionReloader.Reply) -> Void) {
         self.loop = loop
         self.journal = journal
         self.scheduler = scheduler
@@ -42,10 +43,12 @@ final class JobHandlers: ControlHandler {
         case .cancel: try cancel(req, caller, reply)
         case .pause, .resume: try pause(command == .pause, req, reply)
         default:
-            switch reload() {
-            case .success(let d): reply(.success(["name": .string(d.name), "source": .string(d.source),
-                                                  "stages": .array(d.stages.map { .string($0.name) })]))
-            case .failure(let e): reply(.failure(e))
+            reload { result in
+                switch result {
+                case .success(let d): reply(.success(["name": .string(d.name), "source": .string(d.source),
+                                                      "stages": .array(d.stages.map { .string($0.name) })]))
+                case .failure(let e): reply(.failure(e))
+                }
             }
         }
     }

@@ -3,22 +3,22 @@ import Glibc
 import PhotomemoCore
 
 /// A real HTTP/1.1 listener on 127.0.0.1 (a random port), on a thread of its own: it
-/// records each request (request line, headers, body) and answers `status`, or with
-/// `answer` false reads the request and never answers (for timeouts).
-final class HTTPListener: @unchecked Sendable {  // fd is set once; the rest is behind locks
-    struct Request: Sendable {
-        let line: String
-        let headers: [String: String]  // names lower-cased
-        let body: Data
+/// records each request (request line, headers, body) and answers `status` with `body`,
+/// or with `answer` false reads the request and never answers (for timeouts).
+public final class HTTPListener: @unchecked Sendable {  // fd is set once; the rest is behind locks
+    public struct Request: Sendable {
+        public let line: String
+        public let headers: [String: String]  // names lower-cased
+        public let body: Data
     }
 
-    let port: Int
-    let requests = LockedValue<[Request]>([])
+    public let port: Int
+    public let requests = LockedValue<[Request]>([])
     private let fd: Int32
     private let open = LockedValue<[Int32]>([])
     private let closed = LockedValue(false)
 
-    init(status: Int = 200, answer: Bool = true) throws {
+    public init(status: Int = 200, body: String = "", answer: Bool = true) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         var one: Int32 = 1
@@ -50,7 +50,7 @@ final class HTTPListener: @unchecked Sendable {  // fd is set once; the rest is 
                     if closed.value { shutdown(c, Int32(SHUT_RDWR)) }
                     continue
                 }
-                let reply = "HTTP/1.1 \(status) X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                let reply = "HTTP/1.1 \(status) X\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
                 _ = reply.withCString { send(c, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
                 shutdown(c, Int32(SHUT_RDWR))
                 Glibc.close(c)
@@ -58,11 +58,10 @@ final class HTTPListener: @unchecked Sendable {  // fd is set once; the rest is 
         }
     }
 
-    var url: String { "http://127.0.0.1:\(port)/hook" }
-
+    public var url: String { "http://127.0.0.1:\(port)/hook" }
 
     /// Once: a second close could close a descriptor number another test has opened since.
-    func close() {
+    public func close() {
         guard !closed.withLock({ c in defer { c = true }; return c }) else { return }
         shutdown(fd, Int32(SHUT_RDWR))  // wakes the blocked accept, which then closes everything
         for c in open.value { shutdown(c, Int32(SHUT_RDWR)) }
@@ -100,7 +99,7 @@ final class HTTPListener: @unchecked Sendable {  // fd is set once; the rest is 
     }
 
     /// A port nothing listens on: bound, then closed.
-    static func closedPort() throws -> Int {
+    public static func closedPort() throws -> Int {
         let l = try HTTPListener()
         let p = l.port
         l.close()
