@@ -27,6 +27,8 @@ enum ClusterBench {
         /// Advisory-lock acquisitions by lock and journal claims, per photo (LockCount).
         var locks: [String: Double] = [:]
         var uptime = ""
+        /// `--servers-elsewhere`: the daemon on CPU 0, the servers and the bench on CPU 1.
+        var elsewhere = false
     }
 
     static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -77,7 +79,10 @@ enum ClusterBench {
         Swift.print(String(format: "write transactions/s, 1 job each:         PostgreSQL %7.0f  SQLite %7.0f", pg.writerTxns, sqlite.writerTxns))
     }
 
-    static func run(files: [String], rounds: Int, json: Bool) throws {
+    /// `elsewhere`: each daemon gets CPU 0 to itself and PostgreSQL, SeaweedFS and this
+    /// process share CPU 1, as if the servers were other machines (a host's throughput is
+    /// then its own CPU's); the queue measurements are skipped (they measure the servers).
+    static func run(files: [String], rounds: Int, json: Bool, elsewhere: Bool = false) throws {
         let scratch = "/tmp/photomemo-bench-cluster-\(getpid())"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { if ProcessInfo.processInfo.environment["PM_KEEP"] == nil { try? FileManager.default.removeItem(atPath: scratch) } }
@@ -104,6 +109,16 @@ enum ClusterBench {
         var r = Report()
         r.uptime = uptimeLine()
         r.photos = files.count
+        r.elsewhere = elsewhere
+        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path + "/photomemo"
+        if elsewhere {
+            // Backends forked later inherit the postmaster's CPU; new threads their creator's.
+            for p in [weed, postmaster, getpid()] + CPUAffinity.children(of: postmaster) { try CPUAffinity.pin(p, cpu: 1) }
+            try daemons(files: files, rounds: rounds, binary: binary, scratch: scratch, endpoint: endpoint, credentials: credentials,
+                        weed: weed, postmaster: postmaster, server: server, database: database, into: &r)
+            try ClusterReport(r).print(json: json, svg: scratch.replacingOccurrences(of: "-\(getpid())", with: "") + "-elsewhere.svg")
+            return
+        }
         StandardStream.err("claims on PostgreSQL and SQLite…\n")
         let claimsURL = try database("pm_claims")
         r.pg = try ClaimBench.rates(jobs: 20_000, hosts: 2) { host in
@@ -126,7 +141,6 @@ enum ClusterBench {
         usleep(1_500_000)  // backends' statistics are flushed as they exit
         r.journalPerPhoto = (try stats(flowURL)).minus(flowBefore).scaled(1.0 / 200)
 
-        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path + "/photomemo"
         try daemons(files: files, rounds: rounds, binary: binary, scratch: scratch, endpoint: endpoint, credentials: credentials,
                     weed: weed, postmaster: postmaster, server: server, database: database, into: &r)
         try ClusterReport(r).print(json: json, svg: scratch.replacingOccurrences(of: "-\(getpid())", with: "") + ".svg")

@@ -22,6 +22,7 @@ extension ClusterBench {
                 let s3Flags = ["--store", "s3://bench/r\(round)-\(config)?endpoint=\(endpoint)"]
                 if config != .postgresS3 {
                     var d = try DaemonRun(binary: binary, home: home, extra: config == .local ? [] : s3Flags, environment: credentials)
+                    d.cpu = r.elsewhere ? 0 : nil
                     if config == .sqliteS3 { d.serverPID = weed }
                     try d.start()
                     defer { d.stop() }
@@ -33,6 +34,7 @@ extension ClusterBench {
                 let url = try database("pm_r\(round)")
                 let before = try stats(url)
                 var d = try DaemonRun(binary: binary, home: home, extra: ["--database", url] + s3Flags, environment: credentials)
+                d.cpu = r.elsewhere ? 0 : nil
                 d.serverPID = weed
                 d.postmasterPID = postmaster
                 do { try d.start() } catch let e as DaemonRun.Refused {
@@ -56,7 +58,7 @@ extension ClusterBench {
                 perPhoto.append(delta)
             }
         }
-        if !r.remote.isEmpty {
+        if !r.remote.isEmpty && !r.elsewhere {
             StandardStream.err("one more PostgreSQL + S3 run, counting its statements…\n")
             let url = try database("pm_locks")
             var d = try DaemonRun(binary: binary, home: scratch + "/locks", extra: ["--database", url, "--store", "s3://bench/locks?endpoint=\(endpoint)"],
@@ -68,7 +70,7 @@ extension ClusterBench {
         }
         let n = Double(files.count)
         for m in Set(s3.flatMap(\.keys)) { r.s3PerPhoto[m] = Double(s3.map { $0[m] ?? 0 }.min() ?? 0) / n }
-        if let best = perPhoto.min(by: { $0.xacts < $1.xacts }) {
+        if let best = perPhoto.min(by: { $0.xacts < $1.xacts }), !r.elsewhere {
             // What an idle daemon adds over as long (start, heartbeats, timers, stop), taken off.
             r.idleSeconds = r.remote.map(\.wall).min() ?? 1
             let idleURL = try database("pm_idle")

@@ -60,7 +60,17 @@ struct ClusterReport {
         }
         Swift.print("cluster: \(isoTimestamp(unixNow())), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(r.uptime)")
         Swift.print("PostgreSQL 15 and SeaweedFS on loopback; daemon: \(r.photos) photos of 12 MP, best of \(r.local.count) interleaved rounds")
+        if r.elsewhere {
+            Swift.print("servers elsewhere: each daemon pinned to CPU 0; PostgreSQL, SeaweedFS and the bench to CPU 1 (queue measurements skipped)")
+        }
         Swift.print("```")
+        if !r.elsewhere { printQueue(p50: p50, p99: p99, max: max) }
+        printDaemons(local: local, s3: s3, remote: remote)
+        Swift.print("```")
+        Swift.print("chart: \(svg)")
+    }
+
+    func printQueue(p50: Double, p99: Double, max: Double) {
         Swift.print("measure                                      PostgreSQL     SQLite   target")
         func row(_ name: String, _ pg: Double, _ sq: Double, _ target: String) {
             Swift.print(name.padding(toLength: 42, withPad: " ", startingAt: 0) + String(format: "%12.0f %10.0f   ", pg, sq) + target)
@@ -73,6 +83,11 @@ struct ClusterReport {
         Swift.print(String(format: "add → claim via NOTIFY (%d samples)          p50 %.2f ms  p99 %.2f ms  max %.2f ms   ≤ 5 ms p50: %@",
                            r.latency.count, p50, p99, max, met(p50 <= 5)))
         Swift.print(String(format: "  medians of its parts: the adder's commit %.2f ms, the idle host's claim after waking %.2f ms", r.commitMs, r.claimMs))
+    }
+
+    func printDaemons(local: (rate: Double, cpuMs: Double, serverMs: Double, databaseMs: Double),
+                      s3: (rate: Double, cpuMs: Double, serverMs: Double, databaseMs: Double),
+                      remote: (rate: Double, cpuMs: Double, serverMs: Double, databaseMs: Double)) {
         Swift.print("daemon per host                   photos/s (best; each round)   CPU ms/photo: daemon  SeaweedFS  PostgreSQL")
         func daemon(_ name: String, _ b: (rate: Double, cpuMs: Double, serverMs: Double, databaseMs: Double), _ runs: [DaemonRun.Result]) {
             let each = runs.map { String(format: "%.1f", Double(r.photos) / $0.wall) }.joined(separator: " ")
@@ -88,6 +103,8 @@ struct ClusterReport {
             Swift.print(String(format: "  the database's share: PostgreSQL + S3 / SQLite + S3: %.2fx; the store's: SQLite + S3 / SQLite + folder: %.2fx",
                                remote.rate / s3.rate, s3.rate / local.rate))
         }
+        Swift.print("S3 requests per photo (daemon metrics): " + r.s3PerPhoto.sorted { $0.key < $1.key }.map { String(format: "%.1f %@", $0.value, $0.key) }.joined(separator: ", "))
+        guard !r.elsewhere else { return }
         let j = r.journalPerPhoto
         Swift.print(String(format: "journal per photo on PostgreSQL (4 stages, 1 job a claim): %.1f transactions, %.1f rows inserted, %.1f updated",
                            j.xacts, j.inserted, j.updated))
@@ -99,8 +116,5 @@ struct ClusterReport {
             Swift.print("per photo, counted in a logged run: " + r.locks.sorted { $0.key < $1.key }.map { String(format: "%.1f %@", $0.value, $0.key) }
                 .joined(separator: ", ") + " (each lock, one locked transaction)")
         }
-        Swift.print("S3 requests per photo (daemon metrics): " + r.s3PerPhoto.sorted { $0.key < $1.key }.map { String(format: "%.1f %@", $0.value, $0.key) }.joined(separator: ", "))
-        Swift.print("```")
-        Swift.print("chart: \(svg)")
     }
 }

@@ -26,6 +26,8 @@ struct DaemonRun {
     var pid: pid_t = 0
     var serverPID: pid_t = 0
     var postmasterPID: pid_t = 0
+    /// The one CPU the daemon may use (taskset), or any.
+    var cpu: Int?
 
     static let definition = """
         { "name": "bench", "database": "sqlite:photomemo.sqlite", "store": "file:store",
@@ -49,7 +51,7 @@ struct DaemonRun {
     }
 
     mutating func start() throws {
-        let argv = [binary, "serve", "--home", home, "--job", home + "/job.json"] + extra
+        let argv = (cpu.map { ["/usr/bin/taskset", "-c", String($0)] } ?? []) + [binary, "serve", "--home", home, "--job", home + "/job.json"] + extra
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -58,7 +60,7 @@ struct DaemonRun {
         let env = ProcessInfo.processInfo.environment.merging(environment) { _, b in b }.map { "\($0.key)=\($0.value)" }
         let cargs = argv.map { strdup($0) } + [nil], cenv = env.map { strdup($0) } + [nil]
         defer { (cargs + cenv).forEach { free($0) } }
-        guard posix_spawn(&pid, binary, &actions, nil, cargs, cenv) == 0 else { throw SideBySide.Failure("cannot start \(binary)") }
+        guard posix_spawn(&pid, argv[0], &actions, nil, cargs, cenv) == 0 else { throw SideBySide.Failure("cannot start \(binary)") }
         // Ready once the control socket answers.
         for _ in 0..<300 {
             var status: Int32 = 0

@@ -19,6 +19,7 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
                                                 # N photos through a real daemon beside djpeg and Pillow
        photomemo-bench --cluster [--count N] [--rounds R] [--json]  # PostgreSQL + S3: claims, NOTIFY, daemon (ClusterBench)
        photomemo-bench --cluster --claims-only [--json]             # the queue alone: claims/s on PostgreSQL and SQLite
+       photomemo-bench --cluster --servers-elsewhere [--count N] [--rounds R]  # daemons on CPU 0, servers on CPU 1
 """
 
 /// Flags taken out of the argument list one by one; what is left are file names.
@@ -78,6 +79,7 @@ let e2e = args.value("--e2e").flatMap(Int.init)
 let chart = args.value("--chart") ?? NSTemporaryDirectory() + "photomemo-e2e-cpu-by-stage.svg"
 let before = args.value("--before")
 let cluster = args.flag("--cluster")
+let elsewhere = args.flag("--servers-elsewhere")
 if cluster && args.flag("--claims-only") {
     try ClusterBench.claimsOnly(json: json)
     exit(0)
@@ -121,7 +123,7 @@ if e2e != nil {
     exit(0)
 }
 if cluster {
-    try ClusterBench.run(files: files, rounds: rounds, json: json)
+    try ClusterBench.run(files: files, rounds: rounds, json: json, elsewhere: elsewhere)
     exit(0)
 }
 if let soak {
