@@ -96,10 +96,13 @@ public struct UploadStage: Stage {
         var st = stat()
         if lstat(path, &st) == 0 {
             let metadata = ["job": String(job.id), "rendition": rendition]
+            // A first attempt's bytes are new (intake found no job with the same photo); a
+            // re-run may find what an earlier attempt stored.
+            let fresh = job.attempt == 1
             if releasing {
-                try store.put(releasing: path, key: key, sha256: sha, contentType: type, metadata: metadata)
+                try store.put(releasing: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh)
             } else {
-                try store.put(file: path, key: key, sha256: sha, contentType: type, metadata: metadata)
+                try store.put(file: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh)
             }
             size = Int64(st.st_size)
         } else if let stored = try store.head(key: key) {

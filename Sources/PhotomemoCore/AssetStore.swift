@@ -5,13 +5,16 @@ public protocol AssetStore: Sendable {
     /// The store as the job definition names it (`file:store`, `s3://bucket/prefix`).
     var name: String { get }
     /// Stores the file under `key` unless an object of that size is already there.
-    /// Returns true when it uploaded, false when the object existed.
+    /// Returns true when it uploaded, false when the object existed. `fresh`: the bytes
+    /// are new to the store as far as the caller knows (a job's first attempt), so a
+    /// remote store sends them without asking first; storing the same bytes again is
+    /// harmless, since the key is their hash.
     @discardableResult
-    func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool
+    func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool
     /// The same, for a file the caller removes once stored: a store on its filesystem may
     /// take it by a hard link instead of a copy (the bytes are never copied).
     @discardableResult
-    func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool
+    func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool
     func get(key: String, to file: String) throws
     /// Up to `count` bytes of the object from `offset` (fewer only at its end), so a
     /// reader streams an object without holding all of it.
@@ -24,8 +27,20 @@ public protocol AssetStore: Sendable {
 
 extension AssetStore {
     @discardableResult
+    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
+                    fresh: Bool) throws -> Bool {
+        try put(file: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: fresh)
+    }
+
+    /// Asks first (HEAD) whether the object is there.
+    @discardableResult
+    public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
+        try put(file: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: false)
+    }
+
+    @discardableResult
     public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
-        try put(file: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata)
+        try put(releasing: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: false)
     }
 
     /// `sha256/ab/cd/<hex>`: spreads objects over folders (local) and prefixes (S3).

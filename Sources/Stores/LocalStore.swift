@@ -25,13 +25,15 @@ public struct LocalStore: AssetStore {
         return stat(path(key), &st) == 0 ? Int64(st.st_size) : nil
     }
 
+    /// `fresh` changes nothing here: asking is a stat.
     @discardableResult
-    public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
+    public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool {
         try put(file, key: key, sha256: sha256, link: false)
     }
 
     @discardableResult
-    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
+    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
+                    fresh: Bool) throws -> Bool {
         try put(file, key: key, sha256: sha256, link: true)
     }
 

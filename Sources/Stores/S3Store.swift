@@ -5,7 +5,8 @@ import PhotomemoCore
 /// SigV4 itself (`CURLOPT_AWS_SIGV4`). Path-style URLs: `ENDPOINT/BUCKET/PREFIX/KEY`.
 /// Every PUT carries `x-amz-content-sha256` (AWS requires it; curl 7.88 does not add it)
 /// and `x-amz-checksum-sha256`, so the server verifies the bytes; a HEAD first skips
-/// objects already there. Requests block: the upload stage runs them on pool threads.
+/// objects already there, except for bytes the caller calls fresh (a job's first attempt:
+/// one request an object, not two). Requests block: the upload stage runs them on pool threads.
 public struct S3Store: AssetStore {
     public let bucket: String
     public let prefix: String
@@ -69,11 +70,11 @@ public struct S3Store: AssetStore {
     }
 
     @discardableResult
-    public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
+    public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool {
         guard let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int64 else {
             throw StoreFailure(.permanent, "cannot read \(file)")
         }
-        if let existing = try head(key: key), existing == size { return false }
+        if !fresh, let existing = try head(key: key), existing == size { return false }
         var headers = ["x-amz-content-sha256: \(sha256)", "x-amz-checksum-sha256: \(Self.base64(hex: sha256))",
                        "Content-Type: \(contentType)"]
         for (k, v) in metadata.sorted(by: { $0.key < $1.key }) { headers.append("x-amz-meta-\(k): \(v)") }
