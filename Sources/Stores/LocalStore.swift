@@ -53,7 +53,10 @@ public struct LocalStore: AssetStore {
             try FileManager.default.createDirectory(atPath: (final as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             let temp = tmp + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
             let sealed = PhotoSeal.holds(st, taken: identity)
-            let linked = mayLink && PhotoSeal.onlyAdminsCanWrite(st) && Glibc.link(file, temp) == 0
+            // Links the inode behind `source` (the one fstat and the hash saw), not whatever
+            // the name points to by now: a file renamed over it meanwhile is never stored.
+            let linked = mayLink && PhotoSeal.onlyAdminsCanWrite(st)
+                && linkat(AT_FDCWD, "/proc/self/fd/\(source)", AT_FDCWD, temp, AT_SYMLINK_FOLLOW) == 0
             let actual: String
             do {
                 actual = try linked ? Self.sync(source, path: file, hash: !sealed) ?? sha256 : Self.copy(source, to: temp)
