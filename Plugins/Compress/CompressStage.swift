@@ -60,7 +60,7 @@ public struct CompressStage: Stage {
         let made: (PhotoMetadata, [(Rendition, Data, Int, Int)])
         do {
             // Decoded from the bytes intake hashed, read once: never reopened by name.
-            let photo = try PhotoBytes.read(path, sha256: job.photoSHA256, maxBytes: maxBytes)
+            let photo = try PhotoBytes.read(path, sha256: job.photoSHA256, identity: job.photoIdentity, maxBytes: maxBytes)
             made = try make(photo)
             job.progress(0.9, "encoded")
         } catch let f as Vips.Failure {
@@ -81,9 +81,12 @@ public struct CompressStage: Stage {
             for (r, data, w, h) in outputs {
                 let file = folder + "/" + r.name + "." + (r.format == .jpeg ? "jpg" : "webp")
                 try DurableFile.write(data, to: file)
+                // The file as written, so upload can store it without hashing it again (`PhotoSeal`).
+                var st = stat()
+                try syscall("lstat \(file)", blocking: { lstat(file, &st) })
                 results[r.name] = [
                     "path": .string(file), "bytes": .int(Int64(data.count)), "width": .int(Int64(w)), "height": .int(Int64(h)),
-                    "format": .string(r.format.rawValue), "sha256": .string(SHA256.hex(data)),
+                    "format": .string(r.format.rawValue), "sha256": .string(SHA256.hex(data)), "identity": .string(PhotoSeal.identity(st)),
                 ]
             }
         } catch {

@@ -50,7 +50,7 @@ public struct UploadStage: Stage {
                 // A photo that leaves the inbox once stored may become the store's object itself.
                 let released = photo.hasPrefix(inbox + "/") && keepOriginals == "delete"
                 var asset = try send(photo, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: "original", releasing: released)
+                                     job: job, rendition: "original", releasing: released, sealedAs: job.photoIdentity)
                 asset["format"] = .string(format)
                 asset["width"] = original["width"] ?? .null
                 asset["height"] = original["height"] ?? .null
@@ -61,7 +61,8 @@ public struct UploadStage: Stage {
                 guard let path = r["path"]?.stringValue, let sha = r["sha256"]?.stringValue else { continue }
                 let format = r["format"]?.stringValue ?? "jpeg"
                 var asset = try send(path, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: name, releasing: path.hasPrefix(renditionsRoot + "/"))
+                                     job: job, rendition: name, releasing: path.hasPrefix(renditionsRoot + "/"),
+                                     sealedAs: r["identity"]?.stringValue)
                 for k in ["width", "height", "format"] { asset[k] = r[k] ?? .null }
                 assets[name] = .object(asset)
                 job.progress(Double(assets.count) / total, name)
@@ -89,8 +90,10 @@ public struct UploadStage: Stage {
     }
 
     /// Puts one file, or confirms it is already stored when the local file is gone.
-    /// `releasing`: the local file is removed once stored (the store may link it in).
-    func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String, releasing: Bool) throws -> [String: JSONValue] {
+    /// `releasing`: the local file is removed once stored (the store may link it in);
+    /// `sealedAs`: the identity intake hashed it at (`PhotoSeal`), if any.
+    func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String, releasing: Bool,
+              sealedAs identity: String?) throws -> [String: JSONValue] {
         let key = LocalStore.key(sha256: sha)
         let size: Int64
         var st = stat()
@@ -100,7 +103,7 @@ public struct UploadStage: Stage {
             // re-run may find what an earlier attempt stored.
             let fresh = job.attempt == 1
             if releasing {
-                try store.put(releasing: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh)
+                try store.put(releasing: path, key: key, sha256: sha, sealedAs: identity, contentType: type, metadata: metadata, fresh: fresh)
             } else {
                 try store.put(file: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh)
             }

@@ -1,5 +1,6 @@
 import CCrypto
 import Foundation
+import Synchronization
 
 /// SHA-256 through OpenSSL's EVP interface; streaming so a 50 MB photo is never read whole.
 public struct SHA256: ~Copyable {
@@ -15,8 +16,15 @@ public struct SHA256: ~Copyable {
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         if let base = bytes.baseAddress, bytes.count > 0 {
             EVP_DigestUpdate(ctx, base, bytes.count)
+            Self.hashed.wrappingAdd(Int64(bytes.count), ordering: .relaxed)
         }
     }
+
+    private static let hashed = Atomic<Int64>(0)
+
+    /// Bytes this process has hashed so far (`photomemo_sha256_bytes_total`): shows how
+    /// many times each photo is read for a hash without a benchmark.
+    public static var processBytes: Int64 { hashed.load(ordering: .relaxed) }
 
     public mutating func update(_ data: Data) {
         data.withUnsafeBytes { update($0) }

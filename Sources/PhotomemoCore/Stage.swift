@@ -89,6 +89,9 @@ public struct JobContext: Sendable {
     /// SHA-256 (hex) of the photo's bytes as taken, so a stage can find it in a store after
     /// the inbox file is gone.
     public let photoSHA256: String?
+    /// The inbox file's identity when intake hashed it (`PhotoSeal.identity`); nil for
+    /// other photos. A stage that finds the file sealed against it skips its re-hash.
+    public let photoIdentity: String?
     /// The memo line's content, or a plain photo job's defaults.
     public let memo: MemoJob
     /// Results of the stages before this one, by stage name.
@@ -99,12 +102,13 @@ public struct JobContext: Sendable {
     /// `stage_progress`. Callable from the stage's thread; cheap, rate-limited by the daemon.
     public var progress: @Sendable (_ fraction: Double, _ note: String?) -> Void = { _, _ in }
 
-    public init(id: Int64, key: String, photoPath: String?, photoSHA256: String? = nil, memo: MemoJob,
-                results: [String: JSONValue], attempt: Int) {
+    public init(id: Int64, key: String, photoPath: String?, photoSHA256: String? = nil, photoIdentity: String? = nil,
+                memo: MemoJob, results: [String: JSONValue], attempt: Int) {
         self.id = id
         self.key = key
         self.photoPath = photoPath
         self.photoSHA256 = photoSHA256
+        self.photoIdentity = photoIdentity
         self.memo = memo
         self.results = results
         self.attempt = attempt

@@ -3,7 +3,7 @@ import PhotomemoCore
 import Foundation
 import Glibc
 
-/// File facts intake needs (lstat, identity, kind), through the one errno wrapper
+/// File facts intake needs (lstat, kind; identity is `PhotoSeal.identity`), through the one errno wrapper
 /// (`syscall(blocking:)`); crash-safe writes are `DurableFile`.
 enum Files {
     /// lstat: the entry itself, not what a symlink points at.
@@ -16,11 +16,6 @@ enum Files {
     static func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0
-    }
-
-    /// "dev:ino:size:mtime_ns": changes when a file is replaced or rewritten.
-    static func identity(_ st: stat) -> String {
-        "\(st.st_dev):\(st.st_ino):\(st.st_size):\(Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))"
     }
 
     static func kind(_ st: stat) -> String {

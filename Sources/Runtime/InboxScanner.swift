@@ -91,7 +91,7 @@ final class InboxScanner: @unchecked Sendable {
             for (name, identity) in try journal.finishedDuplicates() {
                 let path = inbox + "/" + name
                 // Only the very file that was taken: not one written under the same name since.
-                if let st = try? Files.lstatEntry(path), Files.identity(st) != identity { continue }
+                if let st = try? Files.lstatEntry(path), PhotoSeal.identity(st) != identity { continue }
                 if unlink(path) == 0 || errno == ENOENT {
                     try journal.forgetTaken(name: name)
                     report.removedDuplicates.append(name)
@@ -121,7 +121,7 @@ final class InboxScanner: @unchecked Sendable {
         guard !PhotoPolicy.isIgnoredInboxName(name), !name.contains("/") else { return nil }
         let path = inbox + "/" + name
         guard let st = try? Files.lstatEntry(path) else { return nil }  // gone again
-        let identity = Files.identity(st)
+        let identity = PhotoSeal.identity(st)
         do {
             if try journal.isTaken(name: name, identity: identity) { return nil }
             if requireSettled {
@@ -151,7 +151,7 @@ final class InboxScanner: @unchecked Sendable {
                 return nil  // replaced under us: what is there now comes back with its own event or the rescan
             }
             // Still being written (a rescan raced a writer): its close event brings it back.
-            guard let after = try? Files.lstatEntry(path), Files.identity(after) == identity else { return nil }
+            guard let after = try? Files.lstatEntry(path), PhotoSeal.identity(after) == identity else { return nil }
             return TakenPhoto(name: name, path: path, identity: identity, sha256: sha, owner: owner)
         } catch {
             report.errors.append("\(name): \(error)")
@@ -177,7 +177,7 @@ final class InboxScanner: @unchecked Sendable {
                 try syscall("rename \(shown)", blocking: { rename(UnsafeRawPointer(p.baseAddress!).assumingMemoryBound(to: CChar.self), target) })
             }
             try DurableFile.fsyncFolder(inbox)
-            _ = try journal.recordRejectedEntry(name: shown, identity: Files.identity(st), owner: UnixUser.nameOrNumber(st.st_uid),
+            _ = try journal.recordRejectedEntry(name: shown, identity: PhotoSeal.identity(st), owner: UnixUser.nameOrNumber(st.st_uid),
                                                 reason: reason, quarantinePath: target, now: unixNow())
             report.rejected.append("\(shown): \(reason)")
         } catch {

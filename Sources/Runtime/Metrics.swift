@@ -59,6 +59,8 @@ enum Metrics {
         let cpu = StageCPU.snapshot
         family("photomemo_stage_cpu_seconds_total", "counter", "CPU time spent inside stage runs.")
         for name in snapshot.stageNames { sample("photomemo_stage_cpu_seconds_total", [("stage", name)], cpu[name] ?? 0) }
+        family("photomemo_sha256_bytes_total", "counter", "Bytes this daemon hashed with SHA-256 (photos, renditions, keys).")
+        sample("photomemo_sha256_bytes_total", [], Double(SHA256.processBytes))
         family("photomemo_dependency_up", "gauge", "1 when a dependency answers, 0 when a stage found it down.")
         sample("photomemo_dependency_up", [("dependency", "journal")], 1)
         for (d, up) in snapshot.dependencies.sorted(by: { $0.key < $1.key }) {

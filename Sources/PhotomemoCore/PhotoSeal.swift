@@ -1,0 +1,36 @@
+import Glibc
+
+/// When a photo's bytes need no second SHA-256: intake hashed them, and since then nobody
+/// outside the admins (root and the daemon's own uid, DESIGN "Who may do what") can have
+/// changed them. A stage that finds its photo sealed trusts intake's hash; one that does
+/// not re-hashes what it reads, as before, and refuses bytes that differ.
+///
+/// Sealed: a regular file owned by the daemon's euid, with one name, writable by neither
+/// group nor other — so only the daemon's user (or root) may open it for writing, and they
+/// can rewrite the journal and the store as well: trusting them adds no power — AND its
+/// identity (device, inode, size, mtime) is still the one intake recorded, so a file
+/// renamed over it, or rewritten in the ordinary way, is re-hashed and caught.
+/// A photo of another uid (a group-writable or sticky inbox), a second hard link, or a
+/// mode that lets others write keeps every re-check: such a writer may hold a descriptor
+/// opened before any chmod, and may restore the mtime after writing.
+/// Not covered: the daemon's own user rewriting a file in place within one mtime tick at
+/// the same size, or after letting another uid open it for writing — an admin's choice.
+public enum PhotoSeal {
+    /// "dev:ino:size:mtime_ns": changes when a file is replaced or rewritten.
+    public static func identity(_ st: stat) -> String {
+        "\(st.st_dev):\(st.st_ino):\(st.st_size):\(Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))"
+    }
+
+    /// Only the daemon's user (and root) can write it: the daemon's euid owns the regular
+    /// file, it has no other name, and neither group nor other may write it.
+    public static func onlyAdminsCanWrite(_ st: stat) -> Bool {
+        st.st_mode & S_IFMT == S_IFREG && st.st_uid == geteuid() && st.st_nlink == 1 && st.st_mode & 0o022 == 0
+    }
+
+    /// Whether the file `st` describes (an fstat of the descriptor about to be read) is
+    /// sealed against `taken`, the identity intake recorded (nil: none recorded, never sealed).
+    public static func holds(_ st: stat, taken: String?) -> Bool {
+        guard let taken else { return false }
+        return onlyAdminsCanWrite(st) && identity(st) == taken
+    }
+}

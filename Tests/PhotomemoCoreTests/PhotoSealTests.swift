@@ -1,0 +1,74 @@
+import Foundation
+import Glibc
+import Testing
+@testable import PhotomemoCore
+
+/// Which photos a stage trusts intake's hash for (`PhotoSeal`). Each file is read against
+/// a recorded hash that is wrong on purpose: a sealed file is read without hashing (so
+/// the wrong hash goes unnoticed); every other file is hashed and refused.
+@Suite struct PhotoSealTests {
+    let dir = NSTemporaryDirectory() + "pm-seal-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    let wrongHash = String(repeating: "0", count: 64)
+
+    /// A fresh daemon-owned 0644 photo and the identity intake would record for it.
+    func photo(_ name: String) throws -> (path: String, identity: String) {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let path = dir + "/" + name
+        try Data("photo bytes".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(chmod(path, 0o644) == 0)
+        var st = stat()
+        #expect(lstat(path, &st) == 0)
+        return (path, PhotoSeal.identity(st))
+    }
+
+    func isHashed(_ path: String, _ identity: String?) -> Bool {
+        do {
+            _ = try PhotoBytes.read(path, sha256: wrongHash, identity: identity, maxBytes: 1 << 20)
+            return false
+        } catch let e as PhotomemoError {
+            #expect(e.message.hasPrefix("photo changed after it was taken"), "\(e.message)")
+            return true
+        } catch {
+            Issue.record("\(error)")
+            return true
+        }
+    }
+
+    @Test func theDaemonsOwnUnchangedFileIsTrusted() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let p = try photo("sealed.jpg")
+        #expect(!isHashed(p.path, p.identity))
+        #expect(isHashed(p.path, nil), "no identity recorded: not sealed")
+    }
+
+    @Test func aFileReplacedOrRewrittenSinceIntakeIsHashed() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let renamed = try photo("renamed.jpg")
+        try Data("other bytes".utf8).write(to: URL(fileURLWithPath: dir + "/new"))
+        #expect(rename(dir + "/new", renamed.path) == 0)
+        #expect(isHashed(renamed.path, renamed.identity))
+        let rewritten = try photo("rewritten.jpg")
+        try Data("longer photo bytes".utf8).write(to: URL(fileURLWithPath: rewritten.path))
+        #expect(isHashed(rewritten.path, rewritten.identity))
+    }
+
+    @Test func aFileOthersCouldWriteIsHashed() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // Group- or other-writable: another uid may hold a descriptor open for writing.
+        for mode: mode_t in [0o664, 0o646] {
+            let p = try photo("mode-\(String(mode, radix: 8)).jpg")
+            #expect(chmod(p.path, mode) == 0)
+            #expect(isHashed(p.path, p.identity), "mode \(String(mode, radix: 8))")
+        }
+        // A second name: writable through a folder the daemon does not control.
+        let linked = try photo("linked.jpg")
+        #expect(link(linked.path, dir + "/second-name") == 0)
+        #expect(isHashed(linked.path, linked.identity))
+        // Another uid's file (tests run as root, who may give it away).
+        if geteuid() == 0 {
+            let theirs = try photo("theirs.jpg")
+            #expect(chown(theirs.path, 65534, 65534) == 0)
+            #expect(isHashed(theirs.path, theirs.identity))
+        }
+    }
+}
