@@ -81,12 +81,9 @@ public struct CompressStage: Stage {
             for (r, data, w, h) in outputs {
                 let file = folder + "/" + r.name + "." + (r.format == .jpeg ? "jpg" : "webp")
                 try DurableFile.write(data, to: file)
-                // The file as written, so upload can store it without hashing it again (`PhotoSeal`).
-                var st = stat()
-                try syscall("lstat \(file)", blocking: { lstat(file, &st) })
                 results[r.name] = [
                     "path": .string(file), "bytes": .int(Int64(data.count)), "width": .int(Int64(w)), "height": .int(Int64(h)),
-                    "format": .string(r.format.rawValue), "sha256": .string(SHA256.hex(data)), "identity": .string(PhotoSeal.identity(st)),
+                    "format": .string(r.format.rawValue), "sha256": .string(SHA256.hex(data)),
                 ]
             }
         } catch {

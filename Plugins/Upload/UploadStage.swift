@@ -50,7 +50,7 @@ public struct UploadStage: Stage {
                 // A photo that leaves the inbox once stored may become the store's object itself.
                 let released = photo.hasPrefix(inbox + "/") && keepOriginals == "delete"
                 var asset = try send(photo, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: "original", releasing: released, sealedAs: job.photoIdentity)
+                                     job: job, rendition: "original", releasing: released)
                 asset["format"] = .string(format)
                 asset["width"] = original["width"] ?? .null
                 asset["height"] = original["height"] ?? .null
@@ -61,8 +61,7 @@ public struct UploadStage: Stage {
                 guard let path = r["path"]?.stringValue, let sha = r["sha256"]?.stringValue else { continue }
                 let format = r["format"]?.stringValue ?? "jpeg"
                 var asset = try send(path, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: name, releasing: path.hasPrefix(renditionsRoot + "/"),
-                                     sealedAs: r["identity"]?.stringValue)
+                                     job: job, rendition: name, releasing: path.hasPrefix(renditionsRoot + "/"))
                 for k in ["width", "height", "format"] { asset[k] = r[k] ?? .null }
                 assets[name] = .object(asset)
                 job.progress(Double(assets.count) / total, name)
@@ -90,20 +89,18 @@ public struct UploadStage: Stage {
     }
 
     /// Puts one file, or confirms it is already stored when the local file is gone.
-    /// `releasing`: the local file is removed once stored (the store may link it in);
-    /// `sealedAs`: the identity intake hashed it at (`PhotoSeal`), if any.
-    func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String, releasing: Bool,
-              sealedAs identity: String?) throws -> [String: JSONValue] {
+    /// `releasing`: the local file is removed once stored (the store may link it in).
+    func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String, releasing: Bool) throws -> [String: JSONValue] {
         let key = LocalStore.key(sha256: sha)
         let size: Int64
         var st = stat()
         if lstat(path, &st) == 0 {
             let metadata = ["job": String(job.id), "rendition": rendition]
-            // A first attempt's bytes are new (intake found no job with the same photo); a
-            // re-run may find what an earlier attempt stored.
-            let fresh = job.attempt == 1
+            // A first run's bytes are new (intake found no job with the same photo); a re-run,
+            // after a failure or an outage of the store, may find what an earlier one stored.
+            let fresh = job.attempt == 1 && job.outages == 0
             if releasing {
-                try store.put(releasing: path, key: key, sha256: sha, sealedAs: identity, contentType: type, metadata: metadata, fresh: fresh)
+                try store.put(releasing: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh)
             } else {
                 try store.put(file: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh)
             }

@@ -177,8 +177,9 @@ extension Journal {
             let id = r.int(0)!
             let results = try JSONValue.parse(r.string(4)!).objectValue ?? [:]
             let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2), photoSHA256: r.string(6),
-                                 photoIdentity: r.string(8), memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: Int(r.int(5)!) + 1)
-            out.append(ClaimedJob(context: ctx, stageIndex: stageIndex, outages: Int(r.int(7) ?? 0)))
+                                 photoIdentity: r.string(8), memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: Int(r.int(5)!) + 1,
+                                 outages: Int(r.int(7) ?? 0))
+            out.append(ClaimedJob(context: ctx, stageIndex: stageIndex, outages: ctx.outages))
         }
         return out
     }

@@ -54,7 +54,7 @@ public enum Sink {
             let response = try r.perform()
             let status = response.status
             if (200..<300).contains(status) { return .delivered }
-            let excerpt = String(decoding: response.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let excerpt = Log.oneLine(String(decoding: response.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
             let reason = "\(url) answered HTTP \(status)" + (excerpt.isEmpty ? "" : ": \(excerpt)")
             return .failed(Failure(isPermanent(status: status) ? .permanent : .retryable, reason))
         } catch {

@@ -12,11 +12,12 @@ public protocol AssetStore: Sendable {
     @discardableResult
     func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool
     /// The same, for a file the caller removes once stored: a store on its filesystem may
-    /// take it by a hard link instead of a copy (the bytes are never copied), and need not
-    /// hash it again when it is sealed against `identity` (`PhotoSeal`; nil: not known).
+    /// take it by a hard link instead of a copy (the bytes are never copied). Either way the
+    /// store checks the bytes against `sha256`: it is the last gate before a content address,
+    /// and a seal (`PhotoSeal`) rests on file facts a non-local filesystem may not keep.
     @discardableResult
-    func put(releasing file: String, key: String, sha256: String, sealedAs identity: String?, contentType: String,
-             metadata: [String: String], fresh: Bool) throws -> Bool
+    func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
+             fresh: Bool) throws -> Bool
     func get(key: String, to file: String) throws
     /// Up to `count` bytes of the object from `offset` (fewer only at its end), so a
     /// reader streams an object without holding all of it.
@@ -29,8 +30,8 @@ public protocol AssetStore: Sendable {
 
 extension AssetStore {
     @discardableResult
-    public func put(releasing file: String, key: String, sha256: String, sealedAs identity: String?, contentType: String,
-                    metadata: [String: String], fresh: Bool) throws -> Bool {
+    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
+                    fresh: Bool) throws -> Bool {
         try put(file: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: fresh)
     }
 
@@ -41,9 +42,8 @@ extension AssetStore {
     }
 
     @discardableResult
-    public func put(releasing file: String, key: String, sha256: String, sealedAs identity: String?, contentType: String,
-                    metadata: [String: String]) throws -> Bool {
-        try put(releasing: file, key: key, sha256: sha256, sealedAs: identity, contentType: contentType, metadata: metadata, fresh: false)
+    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
+        try put(releasing: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: false)
     }
 
     /// `sha256/ab/cd/<hex>`: spreads objects over folders (local) and prefixes (S3).

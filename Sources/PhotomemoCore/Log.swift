@@ -48,15 +48,19 @@ public enum Log {
 
     /// A message as one line: control characters (a file name may hold a newline) are
     /// shown escaped, so no one can forge a log line through a name or a memo.
-    static func oneLine(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return text }
+    /// Control characters (C0, DEL and C1) escaped, so text from outside (a receiver's
+    /// answer, a file name) can neither break a line nor drive a terminal; a NUL can then
+    /// be stored too (PostgreSQL refuses it in text).
+    public static func oneLine(_ text: String) -> String {
+        func control(_ s: Unicode.Scalar) -> Bool { s.value < 0x20 || (0x7F...0x9F).contains(s.value) }
+        guard text.unicodeScalars.contains(where: control) else { return text }
         var out = ""
         for s in text.unicodeScalars {
             switch s {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where s.value < 0x20 || s.value == 0x7F: out += "\\x" + String(s.value, radix: 16, uppercase: true)
+            case _ where control(s): out += "\\x" + String(s.value, radix: 16, uppercase: true)
             default: out.unicodeScalars.append(s)
             }
         }

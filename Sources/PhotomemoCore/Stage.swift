@@ -98,12 +98,14 @@ public struct JobContext: Sendable {
     public let results: [String: JSONValue]
     /// 1 for the first run of this stage, 2 for the first retry, ...
     public let attempt: Int
+    /// Runs of this stage that found a dependency down (they spend no attempt).
+    public let outages: Int
     /// Reports how far the stage is (0...1, with an optional note); shows in `watch` as
     /// `stage_progress`. Callable from the stage's thread; cheap, rate-limited by the daemon.
     public var progress: @Sendable (_ fraction: Double, _ note: String?) -> Void = { _, _ in }
 
     public init(id: Int64, key: String, photoPath: String?, photoSHA256: String? = nil, photoIdentity: String? = nil,
-                memo: MemoJob, results: [String: JSONValue], attempt: Int) {
+                memo: MemoJob, results: [String: JSONValue], attempt: Int, outages: Int = 0) {
         self.id = id
         self.key = key
         self.photoPath = photoPath
@@ -112,6 +114,7 @@ public struct JobContext: Sendable {
         self.memo = memo
         self.results = results
         self.attempt = attempt
+        self.outages = outages
     }
 
     /// The job as JSON, as the exec stage hands it to external programs.

@@ -32,9 +32,10 @@ extension PostgresConnection {
             return try check(PQexecPrepared(conn, name, Int32(params.count), values, lengths, formats, 0), sql)
         } catch let e as PostgresError where e.sqlState == "0A000" {
             // "cached plan must not change result type": another daemon migrated a table
-            // under it. Prepared again on the next call; this one runs unprepared (inside a
-            // transaction, which the error ended, it fails like any write and is retried).
+            // under it. Prepared again on the next call; this one runs unprepared, unless a
+            // transaction is open: the error ended it, so it fails with its own cause.
             statements[Self.statementKey(sql, types)] = nil
+            if inTransaction { throw e }
             _ = try? exec("DEALLOCATE \(name)")
             return try check(PQexecParams(conn, sql, Int32(params.count), types, values, lengths, formats, 0), sql)
         }

@@ -28,21 +28,23 @@ public struct LocalStore: AssetStore {
     /// `fresh` changes nothing here: asking is a stat.
     @discardableResult
     public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool {
-        try put(file, key: key, sha256: sha256, link: false, sealedAs: nil)
+        try put(file, key: key, sha256: sha256, link: false)
     }
 
     @discardableResult
-    public func put(releasing file: String, key: String, sha256: String, sealedAs identity: String?, contentType: String,
-                    metadata: [String: String], fresh: Bool) throws -> Bool {
-        try put(file, key: key, sha256: sha256, link: true, sealedAs: identity)
+    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
+                    fresh: Bool) throws -> Bool {
+        try put(file, key: key, sha256: sha256, link: true)
     }
 
     /// `link`: the caller removes `file` once stored, so the object may be the file itself
     /// (a hard link): when only admins can write it (`PhotoSeal.onlyAdminsCanWrite`), on
     /// this filesystem. Any other file could be changed under its content address later
     /// (through another name or a descriptor opened for writing), so it is copied. A linked
-    /// file sealed against `identity` is only fsynced: intake's hash still holds for it.
-    func put(_ file: String, key: String, sha256: String, link mayLink: Bool, sealedAs identity: String?) throws -> Bool {
+    /// file is hashed all the same: a seal (`PhotoSeal`) would trust dev, inode, size and
+    /// mtime, which a recycled inode with a restored mtime, or a share whose files all map
+    /// to the daemon's uid, can repeat for other bytes.
+    func put(_ file: String, key: String, sha256: String, link mayLink: Bool) throws -> Bool {
         let final = path(key)
         let source = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard source >= 0 else { throw StoreFailure(.permanent, "cannot read \(file): \(String(cString: strerror(errno)))") }
@@ -53,14 +55,13 @@ public struct LocalStore: AssetStore {
         do {
             try FileManager.default.createDirectory(atPath: (final as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             let temp = tmp + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-            let sealed = PhotoSeal.holds(st, taken: identity)
             // Links the inode behind `source` (the one fstat and the hash saw), not whatever
             // the name points to by now: a file renamed over it meanwhile is never stored.
             let linked = mayLink && PhotoSeal.onlyAdminsCanWrite(st)
                 && linkat(AT_FDCWD, "/proc/self/fd/\(source)", AT_FDCWD, temp, AT_SYMLINK_FOLLOW) == 0
             let actual: String
             do {
-                actual = try linked ? Self.sync(source, path: file, hash: !sealed) ?? sha256 : Self.copy(source, to: temp)
+                actual = try linked ? Self.hashAndSync(source, path: file) : Self.copy(source, to: temp)
             } catch {
                 unlink(temp)
                 throw error
@@ -98,13 +99,12 @@ public struct LocalStore: AssetStore {
         return hash.finalizeHex()
     }
 
-    /// A linked file's data made durable, and its hash when asked (it is the very inode
-    /// stored); nil when not.
-    static func sync(_ fd: Int32, path: String, hash wanted: Bool) throws -> String? {
+    /// A linked file: its hash (it is the very inode stored) and its data made durable.
+    static func hashAndSync(_ fd: Int32, path: String) throws -> String {
         var hash = SHA256()
-        if wanted { try readChunks(fd, path: path) { hash.update($0) } }
+        try readChunks(fd, path: path) { hash.update($0) }
         try syscall("fsync \(path)", blocking: { fsync(fd) })
-        return wanted ? hash.finalizeHex() : nil
+        return hash.finalizeHex()
     }
 
     static func readChunks(_ fd: Int32, path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {

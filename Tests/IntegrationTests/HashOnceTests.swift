@@ -4,9 +4,10 @@ import PhotomemoCore
 import TestSupport
 import Testing
 
-/// A photo's bytes are hashed once, at intake, when the daemon can prove nobody but an
-/// admin can have changed them since (`PhotoSeal`); any other photo is re-hashed by
-/// validate, compress and the store, and bytes changed after intake are refused.
+/// A photo's bytes are hashed by intake and by the store (the last gate before a content
+/// address), not by validate and compress when the daemon can prove nobody but an admin
+/// can have changed them since (`PhotoSeal`); any other photo is re-hashed by validate
+/// and compress too, and bytes changed after intake are refused either way.
 /// `photomemo_sha256_bytes_total` shows which, through the real daemon and default job.
 @Suite(.serialized) struct HashOnceTests {
     static let definition = try! String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8)
@@ -33,17 +34,18 @@ import Testing
         return Int64(try testPhoto(Self.photo).count)
     }
 
-    @Test func theDaemonsOwnPhotoIsHashedOnce() throws {
+    @Test func theDaemonsOwnPhotoIsHashedByIntakeAndTheStoreOnly() throws {
         let d = try DaemonHarness(stages: Self.definition)
         try d.start()
         let size = try drop(d, mode: 0o644)
         try d.waitIdle(jobs: 1)
         #expect(try d.stateCounts() == ["done": 1])
         let hashed = try #require(try hashedBytes(d))
-        // Intake's pass, the renditions once, and the job key: nothing read twice.
+        // Intake's pass and the store's, the renditions by compress and the store, the job key.
         let renditions = try renditionBytes(d)
         #expect(renditions > 0)
-        #expect(hashed >= size + renditions && hashed <= size + renditions + 1024, "hashed \(hashed) for a \(size)-byte photo")
+        let expected = 2 * (size + renditions)
+        #expect(hashed >= expected && hashed <= expected + 1024, "hashed \(hashed) for a \(size)-byte photo")
     }
 
     @Test func aPhotoOthersMayWriteIsHashedAtEveryStage() throws {
@@ -80,5 +82,36 @@ import Testing
         let job = try #require(try d.jobs().first)
         #expect(job.state == "failed")
         #expect(job.error?.hasPrefix("photo changed after it was taken") == true, "\(job.error ?? "no error")")
+    }
+
+    /// The daemon's own photo, rewritten in place after intake with size and mtime put
+    /// back (as a recycled inode under `cp -p` would look, or a share that maps every
+    /// writer to the daemon's uid): sealed, so validate and compress trust it, but the
+    /// store hashes what it stores and refuses it; nothing lands under the old hash.
+    @Test func aSealedPhotoChangedAfterIntakeIsRefusedByTheStore() throws {
+        let d = try DaemonHarness(stages: Self.definition)
+        try d.start()
+        _ = try json(d, ["pause", "validate"])
+        _ = try drop(d, mode: 0o644)
+        let path = d.home + "/inbox/" + Self.photo
+        try d.waitUntil("the photo is taken") { try d.stateCounts()["queued"] == 1 }
+        var before = stat()
+        #expect(stat(path, &before) == 0)
+        let fd = open(path, O_WRONLY)
+        #expect(fd >= 0)
+        // Inside the entropy data, so the JPEG still decodes.
+        var junk = [UInt8](repeating: 0x55, count: 64)
+        #expect(pwrite(fd, &junk, junk.count, off_t(before.st_size / 2)) == junk.count)
+        var times = [before.st_atim, before.st_mtim]
+        #expect(futimens(fd, &times) == 0)
+        close(fd)
+        _ = try json(d, ["resume", "validate"])
+        try d.waitIdle(jobs: 1)
+        let job = try #require(try d.jobs().first)
+        #expect(job.state == "failed")
+        #expect(job.error?.contains("changed since it was hashed") == true, "\(job.error ?? "no error")")
+        let stored = (try? FileManager.default.subpathsOfDirectory(atPath: d.home + "/store/sha256")) ?? []
+        let taken = SHA256.hex(Data(try testPhoto(Self.photo)))
+        #expect(!stored.contains { $0.hasSuffix(taken) }, "\(stored)")
     }
 }

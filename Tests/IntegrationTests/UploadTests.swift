@@ -106,6 +106,11 @@ import Testing
         try d.waitIdle(jobs: 4, timeout: 90)
         #expect(try d.stateCounts()["done"] == 4)
         #expect(try d.jobs().allSatisfy { $0.error == nil })
+        // Runs after an outage ask first: a HEAD before each of the 3 jobs' 3 objects.
+        let (_, after, _) = try DaemonHarness.run(["metrics", "--home", d.home])
+        let heads = after.split(separator: "\n").first { $0.hasPrefix("photomemo_store_requests_total{method=\"HEAD\"} ") }
+            .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        #expect(heads >= 9, "\(after)")
         #expect(d.stop().status == 0)
     }
 

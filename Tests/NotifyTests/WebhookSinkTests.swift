@@ -50,6 +50,15 @@ import Testing
         #expect(r == .failed(Sink.Failure(.permanent, "\(listener.url) answered HTTP \(status): " + answer.prefix(200))))
     }
 
+    /// A receiver's answer goes into a reason that is stored (PostgreSQL refuses NUL) and
+    /// printed to an admin's terminal: control characters arrive escaped.
+    @Test func controlCharactersInTheAnswerAreEscaped() throws {
+        let listener = try HTTPListener(status: 400, body: "bad\u{0}\u{1B}]52;c;aGk=\u{07}\u{9B}2J")
+        defer { listener.close() }
+        let r = Sink.post(url: listener.url, body: Self.body, secret: nil, eventID: "e")
+        #expect(r == .failed(Sink.Failure(.permanent, "\(listener.url) answered HTTP 400: bad\\x0\\x1B]52;c;aGk=\\x7\\x9B2J")))
+    }
+
     @Test(arguments: [408, 429, 500, 502, 503])
     func timeoutsThrottlingAnd5xxStayRetryable(status: Int) throws {
         let listener = try HTTPListener(status: status)

@@ -22,7 +22,7 @@ import Testing
         try FileManager.default.copyItem(atPath: photo, toPath: file)
         chmod(file, 0o644)
         let key = LocalStore.key(sha256: sha)
-        #expect(try store.put(releasing: file, key: key, sha256: sha, sealedAs: nil, contentType: "image/jpeg", metadata: [:]))
+        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:]))
         #expect(inode(root + "/" + key) == inode(file))
         let perms = try FileManager.default.attributesOfItem(atPath: root + "/" + key)[.posixPermissions] as? Int
         #expect(perms == 0o640)
@@ -40,7 +40,7 @@ import Testing
         chmod(file, 0o644)
         if why == "another name" { #expect(link(file, other) == 0) } else { chmod(file, 0o666) }
         let key = LocalStore.key(sha256: sha)
-        #expect(try store.put(releasing: file, key: key, sha256: sha, sealedAs: nil, contentType: "image/jpeg", metadata: [:]))
+        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:]))
         #expect(inode(root + "/" + key) != inode(file))
         #expect(try SHA256.hexOfFile(atPath: root + "/" + key).hex == sha)
     }
@@ -56,40 +56,9 @@ import Testing
         try bytes.write(to: URL(fileURLWithPath: file))
         let key = LocalStore.key(sha256: sha)
         #expect(throws: StoreFailure.self) {
-            try store.put(releasing: file, key: key, sha256: sha, sealedAs: nil, contentType: "image/jpeg", metadata: [:])
+            try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:])
         }
         #expect(try store.head(key: key) == nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/.tmp").isEmpty)
-    }
-
-    /// Sealed against intake's identity (`PhotoSeal`): linked and fsynced, not hashed
-    /// again — so even bytes that do not match (written by an admin) are taken as they
-    /// are; a stale identity (rewritten since) is hashed and refused as before.
-    @Test func aSealedFileIsLinkedWithoutASecondHash() throws {
-        let root = try tempDir("store")
-        let store = try LocalStore(root: root)
-        let (photo, sha) = photoFile("Nikon_D70.jpg")
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: photo))
-        bytes[100] ^= 0xFF
-        for (name, stale) in [("sealed", false), ("stale", true)] {
-            let file = root + "-\(name).jpg"
-            defer { unlink(file) }
-            try bytes.write(to: URL(fileURLWithPath: file))
-            chmod(file, 0o644)
-            var st = stat()
-            lstat(file, &st)
-            let identity = PhotoSeal.identity(st)
-            if stale { try (bytes + Data([0])).write(to: URL(fileURLWithPath: file)) }
-            let key = LocalStore.key(sha256: sha)
-            if stale {
-                #expect(throws: StoreFailure.self) {
-                    try store.put(releasing: file, key: key, sha256: sha, sealedAs: identity, contentType: "image/jpeg", metadata: [:])
-                }
-            } else {
-                #expect(try store.put(releasing: file, key: key, sha256: sha, sealedAs: identity, contentType: "image/jpeg", metadata: [:]))
-                #expect(inode(root + "/" + key) == inode(file))
-                try store.delete(key: key)
-            }
-        }
     }
 }

@@ -51,7 +51,8 @@ public final class HTTPListener: @unchecked Sendable {  // fd is set once; the r
                     continue
                 }
                 let reply = "HTTP/1.1 \(status) X\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
-                _ = reply.withCString { send(c, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                let bytes = Array(reply.utf8)  // a body may hold a NUL
+                _ = bytes.withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 shutdown(c, Int32(SHUT_RDWR))
                 Glibc.close(c)
             }
