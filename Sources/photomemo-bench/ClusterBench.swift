@@ -87,7 +87,9 @@ enum ClusterBench {
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         defer { if ProcessInfo.processInfo.environment["PM_KEEP"] == nil { try? FileManager.default.removeItem(atPath: scratch) } }
         let port = Int.random(in: 20_000...40_000) / 16 * 16
-        guard let admin = start([scripts + "/postgres", "start", scratch + "/pg", String(port + 15)], out: scratch + "/pg.url") else {
+        // Servers elsewhere are real servers: PostgreSQL durable (fsync on), as deployed.
+        let durable = elsewhere ? ["/usr/bin/env", "PHOTOMEMO_PG_DURABLE=1"] : []
+        guard let admin = start(durable + [scripts + "/postgres", "start", scratch + "/pg", String(port + 15)], out: scratch + "/pg.url") else {
             throw SideBySide.Failure("PostgreSQL did not start (apt-get install postgresql); see \(scratch)/pg")
         }
         defer { var m = Measurement(); spawn([scripts + "/postgres", "stop", scratch + "/pg", "now"], into: &m) }

@@ -61,7 +61,7 @@ struct ClusterReport {
         Swift.print("cluster: \(isoTimestamp(unixNow())), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(r.uptime)")
         Swift.print("PostgreSQL 15 and SeaweedFS on loopback; daemon: \(r.photos) photos of 12 MP, best of \(r.local.count) interleaved rounds")
         if r.elsewhere {
-            Swift.print("servers elsewhere: each daemon pinned to CPU 0; PostgreSQL, SeaweedFS and the bench to CPU 1 (queue measurements skipped)")
+            Swift.print("servers elsewhere: each daemon pinned to CPU 0; PostgreSQL (durable: fsync on), SeaweedFS and the bench to CPU 1 (queue measurements skipped)")
         }
         Swift.print("```")
         if !r.elsewhere { printQueue(p50: p50, p99: p99, max: max) }
