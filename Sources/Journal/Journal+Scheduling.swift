@@ -138,8 +138,13 @@ extension Journal {
         let identity = "(SELECT t.identity FROM inbox_taken t WHERE t.host = jobs.host AND t.name = jobs.photo AND t.job_id = jobs.id) AS photo_identity"
         // PostgreSQL: one statement per batch, atomic by itself, under row locks and not
         // the journal lock: hosts claiming together skip each other's rows instead of
-        // waiting, and an empty claim is one round trip. SQLite: the one writer selects,
-        // then marks.
+        // waiting, and an empty claim is one round trip. Its commit does not wait for the
+        // WAL flush (`synchronous_commit` off for this transaction alone, set per claimed
+        // row, so only a claim that wrote sets it): a claim lost with a server crash leaves
+        // its jobs queued, the stage's late outcome is dropped (not `running` for this
+        // host) and the job runs again, which stages are built for; and every later
+        // durable commit flushes the WAL before it, the claim included. SQLite: the one
+        // writer selects, then marks.
         let rows: [Row]
         if dialect == .postgres {
             rows = try statement { db in
@@ -155,7 +160,7 @@ extension Journal {
                     started AS (
                         INSERT INTO job_events(job_id, at, stage, attempt, event, host)
                         SELECT id, ?, ?, attempts + 1, 'started', ? FROM claimed)
-                    SELECT \(columns), photo_identity, was_ready FROM claimed
+                    SELECT \(columns), photo_identity, was_ready, set_config('synchronous_commit', 'off', true) FROM claimed
                     """, params + lease + [.double(now), .text(stageName), .text(host)])
             }.sorted { ($0.double(9)!, $0.int(0)!) < ($1.double(9)!, $1.int(0)!) }
         } else {

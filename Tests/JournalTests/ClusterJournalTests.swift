@@ -21,6 +21,19 @@ import TestSupport
         TakenPhoto(name: name, path: "/\(host)/inbox/" + name, identity: "1:\(name)", sha256: sha)
     }
 
+    /// A claim's commit skips the WAL flush for its own transaction only: the session
+    /// stays durable for intake and outcomes, and a claim that found nothing sets nothing.
+    @Test func aClaimsAsynchronousCommitDoesNotLeakIntoTheSession() throws {
+        let db = try PostgresDatabase(url: url)
+        let j = try Journal(connection: db, path: url, host: "a", leaseSeconds: 30)
+        #expect(try j.claim(stageIndex: 0, stageName: "validate", limit: 10).isEmpty)
+        _ = try j.commitPhotos([photo("p.jpg", sha: "s1", on: "a")], now: unixNow())
+        let claimed = try j.claim(stageIndex: 0, stageName: "validate", limit: 10)
+        #expect(claimed.count == 1)
+        #expect(try db.queryOne("SHOW synchronous_commit", [])?.string(0) == "on")
+        #expect(try db.queryOne("SELECT state FROM jobs WHERE id = ?", [.int(claimed[0].context.id)])?.string(0) == "running")
+    }
+
     @Test func photoStagesRunOnlyWhereThePhotoIsAndLaterStagesAnywhere() throws {
         let a = try host("a"), b = try host("b")
         _ = try a.commitPhotos([photo("p.jpg", sha: "s1", on: "a")], now: unixNow())
