@@ -59,20 +59,19 @@ import Testing
         #expect(hashed >= 4 * size, "hashed \(hashed) for a \(size)-byte photo")
     }
 
-    /// Rewritten in place after intake with its size and mtime put back, so the inbox
-    /// still sees the file it took: only the re-hash can tell, and it does.
-    @Test func aPhotoOthersMayWriteChangedAfterIntakeIsRefused() throws {
-        let d = try DaemonHarness(stages: Self.definition)
-        try d.start()
+    /// Drops the photo with `mode` while validate is paused, rewrites `count` bytes in its
+    /// middle (inside the entropy data: it still decodes) with size and mtime put back, so
+    /// the inbox still sees the file it took; then lets the job run. The job when idle.
+    func rewrittenAfterIntake(_ d: DaemonHarness, mode: mode_t, count: Int) throws -> (state: String, error: String?) {
         _ = try json(d, ["pause", "validate"])
-        _ = try drop(d, mode: 0o666)
+        _ = try drop(d, mode: mode)
         let path = d.home + "/inbox/" + Self.photo
         try d.waitUntil("the photo is taken") { try d.stateCounts()["queued"] == 1 }
         var before = stat()
         #expect(stat(path, &before) == 0)
         let fd = open(path, O_WRONLY)
         #expect(fd >= 0)
-        var junk = [UInt8](repeating: 0x55, count: 4096)
+        var junk = [UInt8](repeating: 0x55, count: count)
         #expect(pwrite(fd, &junk, junk.count, off_t(before.st_size / 2)) == junk.count)
         var times = [before.st_atim, before.st_mtim]
         #expect(futimens(fd, &times) == 0)
@@ -80,34 +79,26 @@ import Testing
         _ = try json(d, ["resume", "validate"])
         try d.waitIdle(jobs: 1)
         let job = try #require(try d.jobs().first)
+        return (job.state, job.error)
+    }
+
+    /// An others-writable photo changed after intake: only the re-hash can tell, and it does.
+    @Test func aPhotoOthersMayWriteChangedAfterIntakeIsRefused() throws {
+        let d = try DaemonHarness(stages: Self.definition)
+        try d.start()
+        let job = try rewrittenAfterIntake(d, mode: 0o666, count: 4096)
         #expect(job.state == "failed")
         #expect(job.error?.hasPrefix("photo changed after it was taken") == true, "\(job.error ?? "no error")")
     }
 
-    /// The daemon's own photo, rewritten in place after intake with size and mtime put
-    /// back (as a recycled inode under `cp -p` would look, or a share that maps every
-    /// writer to the daemon's uid): sealed, so validate and compress trust it, but the
-    /// store hashes what it stores and refuses it; nothing lands under the old hash.
+    /// The daemon's own photo changed the same way (as a recycled inode under `cp -p` would
+    /// look, or a share that maps every writer to the daemon's uid): sealed, so validate
+    /// and compress trust it, but the store hashes what it stores and refuses it; nothing
+    /// lands under the old hash.
     @Test func aSealedPhotoChangedAfterIntakeIsRefusedByTheStore() throws {
         let d = try DaemonHarness(stages: Self.definition)
         try d.start()
-        _ = try json(d, ["pause", "validate"])
-        _ = try drop(d, mode: 0o644)
-        let path = d.home + "/inbox/" + Self.photo
-        try d.waitUntil("the photo is taken") { try d.stateCounts()["queued"] == 1 }
-        var before = stat()
-        #expect(stat(path, &before) == 0)
-        let fd = open(path, O_WRONLY)
-        #expect(fd >= 0)
-        // Inside the entropy data, so the JPEG still decodes.
-        var junk = [UInt8](repeating: 0x55, count: 64)
-        #expect(pwrite(fd, &junk, junk.count, off_t(before.st_size / 2)) == junk.count)
-        var times = [before.st_atim, before.st_mtim]
-        #expect(futimens(fd, &times) == 0)
-        close(fd)
-        _ = try json(d, ["resume", "validate"])
-        try d.waitIdle(jobs: 1)
-        let job = try #require(try d.jobs().first)
+        let job = try rewrittenAfterIntake(d, mode: 0o644, count: 64)
         #expect(job.state == "failed")
         #expect(job.error?.contains("changed since it was hashed") == true, "\(job.error ?? "no error")")
         let stored = (try? FileManager.default.subpathsOfDirectory(atPath: d.home + "/store/sha256")) ?? []
