@@ -82,28 +82,14 @@ final class BenchDaemon {
     }
 
     /// User + system CPU seconds of the daemon so far (all its threads).
-    var cpuSeconds: Double {
-        guard let s = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = s.lastIndex(of: ")") else { return 0 }
-        let f = s[s.index(after: close)...].split(separator: " ")
-        // Fields after the name: state is [0], utime [11], stime [12], in clock ticks.
-        guard f.count > 12, let u = Double(f[11]), let k = Double(f[12]) else { return 0 }
-        return (u + k) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    var cpuSeconds: Double { ProcStat.cpuSeconds(of: pid) }
 
     /// CPU seconds of the daemon's threads whose name starts with `prefix` ("libvips worker":
     /// compress's pixels are computed there, off the stage's own thread).
     func threadCPU(named prefix: String) -> Double {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var ticks = 0.0
-        for t in tasks {
-            guard let s = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/stat", encoding: .utf8),
-                  let open = s.firstIndex(of: "("), let close = s.lastIndex(of: ")"),
-                  s[s.index(after: open)..<close].hasPrefix(prefix) else { continue }
-            let f = s[s.index(after: close)...].split(separator: " ")
-            if f.count > 12, let u = Double(f[11]), let k = Double(f[12]) { ticks += u + k }
-        }
-        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+        return tasks.compactMap { ProcStat.read("/proc/\(pid)/task/\($0)/stat") }.filter { $0.name.hasPrefix(prefix) }
+            .map { ProcStat.cpuSeconds($0.fields) }.reduce(0, +)
     }
 
     var rssKB: Int {

@@ -115,7 +115,7 @@ enum ClusterBench {
         let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path + "/photomemo"
         if elsewhere {
             // Backends forked later inherit the postmaster's CPU; new threads their creator's.
-            for p in [weed, postmaster, getpid()] + CPUAffinity.children(of: postmaster) { try CPUAffinity.pin(p, cpu: 1) }
+            for p in [weed, postmaster, getpid()] + ProcStat.children(of: postmaster) { try CPUAffinity.pin(p, cpu: 1) }
             try daemons(files: files, rounds: rounds, binary: binary, scratch: scratch, endpoint: endpoint, credentials: credentials,
                         weed: weed, postmaster: postmaster, server: server, database: database, into: &r)
             try ClusterReport(r).print(json: json, svg: scratch.replacingOccurrences(of: "-\(getpid())", with: "") + "-elsewhere.svg")

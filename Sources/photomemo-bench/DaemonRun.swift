@@ -95,20 +95,12 @@ struct DaemonRun {
     }
 
     /// User + system seconds of the daemon so far (/proc: the window, not its whole life).
-    func cpuSeconds(_ of: pid_t? = nil) -> Double {
-        guard let s = try? String(contentsOfFile: "/proc/\(of ?? pid)/stat", encoding: .utf8),
-              let close = s.lastIndex(of: ")") else { return 0 }
-        let f = s[s.index(after: close)...].split(separator: " ")
-        // Fields 14 and 15 (utime, stime), counted from the state field (3).
-        guard f.count > 12, let user = Double(f[11]), let system = Double(f[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    func cpuSeconds(_ of: pid_t? = nil) -> Double { ProcStat.cpuSeconds(of: of ?? pid) }
 
     /// A process and its children (PostgreSQL's backends are the postmaster's).
     func treeCPUSeconds(_ root: pid_t) -> Double {
         guard root > 0 else { return 0 }
-        let children = (try? String(contentsOfFile: "/proc/\(root)/task/\(root)/children", encoding: .utf8)) ?? ""
-        return cpuSeconds(root) + children.split(separator: " ").compactMap { pid_t($0) }.map { cpuSeconds($0) }.reduce(0, +)
+        return ([root] + ProcStat.children(of: root)).map { ProcStat.cpuSeconds(of: $0) }.reduce(0, +)
     }
 
     /// Drops `files` (staged on the same file system, then renamed in) and waits until
