@@ -41,11 +41,6 @@ extension AssetStore {
         try put(file: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: false)
     }
 
-    @discardableResult
-    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
-        try put(releasing: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: false)
-    }
-
     /// `sha256/ab/cd/<hex>`: spreads objects over folders (local) and prefixes (S3).
     public static func key(sha256 hex: String) -> String {
         let h = Array(hex)

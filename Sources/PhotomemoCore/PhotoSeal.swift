@@ -15,6 +15,8 @@ import Glibc
 /// opened before any chmod, and may restore the mtime after writing.
 /// Not covered: the daemon's own user rewriting a file in place within one mtime tick at
 /// the same size, or after letting another uid open it for writing — an admin's choice.
+/// The store never trusts a seal: it hashes what it stores (`LocalStore.put`), so such
+/// bytes fail at upload and never sit under intake's hash.
 public enum PhotoSeal {
     /// "dev:ino:size:mtime_ns": changes when a file is replaced or rewritten.
     public static func identity(_ st: stat) -> String {

@@ -22,7 +22,7 @@ import Testing
         try FileManager.default.copyItem(atPath: photo, toPath: file)
         chmod(file, 0o644)
         let key = LocalStore.key(sha256: sha)
-        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:]))
+        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false))
         #expect(inode(root + "/" + key) == inode(file))
         let perms = try FileManager.default.attributesOfItem(atPath: root + "/" + key)[.posixPermissions] as? Int
         #expect(perms == 0o640)
@@ -40,7 +40,7 @@ import Testing
         chmod(file, 0o644)
         if why == "another name" { #expect(link(file, other) == 0) } else { chmod(file, 0o666) }
         let key = LocalStore.key(sha256: sha)
-        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:]))
+        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false))
         #expect(inode(root + "/" + key) != inode(file))
         #expect(try SHA256.hexOfFile(atPath: root + "/" + key).hex == sha)
     }
@@ -56,7 +56,7 @@ import Testing
         try bytes.write(to: URL(fileURLWithPath: file))
         let key = LocalStore.key(sha256: sha)
         #expect(throws: StoreFailure.self) {
-            try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:])
+            try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false)
         }
         #expect(try store.head(key: key) == nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/.tmp").isEmpty)
