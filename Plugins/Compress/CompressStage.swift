@@ -60,7 +60,7 @@ public struct CompressStage: Stage {
         let made: (PhotoMetadata, [(Rendition, Data, Int, Int)])
         do {
             // Decoded from the bytes intake hashed, read once: never reopened by name.
-            let photo = try PhotoBytes.read(path, sha256: job.photoSHA256, identity: job.photoIdentity, maxBytes: maxBytes)
+            let photo = try PhotoBytes.read(path, sha256: job.photoSHA256, seal: job.photoSeal, maxBytes: maxBytes)
             made = try make(photo)
             job.progress(0.9, "encoded")
         } catch let f as Vips.Failure {

@@ -50,7 +50,7 @@ public struct UploadStage: Stage {
                 // A photo that leaves the inbox once stored may become the store's object itself.
                 let released = photo.hasPrefix(inbox + "/") && keepOriginals == "delete"
                 var asset = try send(photo, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: "original", releasing: released)
+                                     job: job, rendition: "original", releasing: released, seal: job.photoSeal)
                 asset["format"] = .string(format)
                 asset["width"] = original["width"] ?? .null
                 asset["height"] = original["height"] ?? .null
@@ -89,8 +89,10 @@ public struct UploadStage: Stage {
     }
 
     /// Puts one file, or confirms it is already stored when the local file is gone.
-    /// `releasing`: the local file is removed once stored (the store may link it in).
-    func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String, releasing: Bool) throws -> [String: JSONValue] {
+    /// `releasing`: the local file is removed once stored (the store may link it in);
+    /// `seal`: intake's `PhotoSeal.seal` of it, if any.
+    func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String, releasing: Bool,
+              seal: String? = nil) throws -> [String: JSONValue] {
         let key = LocalStore.key(sha256: sha)
         let size: Int64
         var st = stat()
@@ -100,7 +102,7 @@ public struct UploadStage: Stage {
             // after a failure or an outage of the store, may find what an earlier one stored.
             let fresh = job.attempt == 1 && job.outages == 0
             if releasing {
-                try store.put(releasing: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh)
+                try store.put(releasing: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh, seal: seal)
             } else {
                 try store.put(file: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh)
             }

@@ -42,7 +42,7 @@ public struct ValidateStage: Stage {
         guard let path = job.photoPath else { return .skip(reason: "no photo") }
         let photo: PhotoBytes
         do {
-            photo = try PhotoBytes.read(path, sha256: job.photoSHA256, identity: job.photoIdentity, maxBytes: maxBytes)
+            photo = try PhotoBytes.read(path, sha256: job.photoSHA256, seal: job.photoSeal, maxBytes: maxBytes)
         } catch let e as PhotomemoError where e.code == .io {
             return .retry(reason: e.message)
         } catch let e as PhotomemoError {

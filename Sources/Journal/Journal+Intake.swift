@@ -160,9 +160,9 @@ extension Journal {
             outcome = .created(job: jobID, state: .queued)
         }
         try db.run("""
-            INSERT INTO inbox_taken(host, name, identity, job_id) VALUES (?, ?, ?, ?)
-            ON CONFLICT(host, name) DO UPDATE SET identity = excluded.identity, job_id = excluded.job_id
-            """, [.text(host), .text(p.name), .text(p.identity), .int(jobID)])
+            INSERT INTO inbox_taken(host, name, identity, seal, job_id) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT(host, name) DO UPDATE SET identity = excluded.identity, seal = excluded.seal, job_id = excluded.job_id
+            """, [.text(host), .text(p.name), .text(p.identity), SQLValue(p.seal), .int(jobID)])
         return outcome
     }
 
@@ -198,8 +198,8 @@ extension Journal {
                                    memo: .photoOnly(name, owner: owner), state: .failed, readyAt: nil, error: reason, source: "inbox", now: now)
             try db.run("UPDATE jobs SET quarantine = ? WHERE id = ?", [.text(quarantinePath), .int(id)])
             try db.run("""
-                INSERT INTO inbox_taken(host, name, identity, job_id) VALUES (?, ?, ?, ?)
-                ON CONFLICT(host, name) DO UPDATE SET identity = excluded.identity, job_id = excluded.job_id
+                INSERT INTO inbox_taken(host, name, identity, seal, job_id) VALUES (?, ?, ?, NULL, ?)
+                ON CONFLICT(host, name) DO UPDATE SET identity = excluded.identity, seal = NULL, job_id = excluded.job_id
                 """, [.text(host), .text(name), .text(identity), .int(id)])
             return id
         }

@@ -133,9 +133,9 @@ extension Journal {
                                   .int(Int64(limit))]
         let lease: [SQLValue] = [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 })]
         let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages"
-        // The inbox file's identity as intake took it, while the inbox still maps the
-        // name to this job (a file taken under the name since has its own): `PhotoSeal`.
-        let identity = "(SELECT t.identity FROM inbox_taken t WHERE t.host = jobs.host AND t.name = jobs.photo AND t.job_id = jobs.id) AS photo_identity"
+        // The inbox file's seal as intake took it, while the inbox still maps the name to
+        // this job (a file taken under the name since has its own): `PhotoSeal`.
+        let seal = "(SELECT t.seal FROM inbox_taken t WHERE t.host = jobs.host AND t.name = jobs.photo AND t.job_id = jobs.id) AS photo_seal"
         // PostgreSQL: one statement per batch, atomic by itself, under row locks and not
         // the journal lock: hosts claiming together skip each other's rows instead of
         // waiting, and an empty claim is one round trip. Its commit does not wait for the
@@ -156,16 +156,16 @@ extension Journal {
                                lease_host = ?, lease_until = ?
                         FROM picked WHERE jobs.id = picked.id
                         RETURNING \(columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
-                                  \(identity), picked.was_ready),
+                                  \(seal), picked.was_ready),
                     started AS (
                         INSERT INTO job_events(job_id, at, stage, attempt, event, host)
                         SELECT id, ?, ?, attempts + 1, 'started', ? FROM claimed)
-                    SELECT \(columns), photo_identity, was_ready, set_config('synchronous_commit', 'off', true) FROM claimed
+                    SELECT \(columns), photo_seal, was_ready, set_config('synchronous_commit', 'off', true) FROM claimed
                     """, params + lease + [.double(now), .text(stageName), .text(host)])
             }.sorted { ($0.double(9)!, $0.int(0)!) < ($1.double(9)!, $1.int(0)!) }
         } else {
             rows = try write { db in
-                let rows = try db.query("SELECT \(columns), \(identity) FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ?", params)
+                let rows = try db.query("SELECT \(columns), \(seal) FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ?", params)
                 for r in rows {
                     try db.run("""
                         UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
@@ -182,7 +182,7 @@ extension Journal {
             let id = r.int(0)!
             let results = try JSONValue.parse(r.string(4)!).objectValue ?? [:]
             let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2), photoSHA256: r.string(6),
-                                 photoIdentity: r.string(8), memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: Int(r.int(5)!) + 1,
+                                 photoSeal: r.string(8), memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: Int(r.int(5)!) + 1,
                                  outages: Int(r.int(7) ?? 0))
             out.append(ClaimedJob(context: ctx, stageIndex: stageIndex, outages: ctx.outages))
         }

@@ -69,14 +69,18 @@ public struct TakenPhoto: Sendable {
     public let path: String
     /// "dev:ino:size:mtime_ns": a file with the same name and identity is not taken twice.
     public let identity: String
+    /// `PhotoSeal.seal` when the file was the same before and after intake hashed it; nil
+    /// otherwise (then no stage trusts the hash without re-hashing).
+    public let seal: String?
     public let sha256: String
     /// The Unix user owning the file: the record's owner unless a memo names one.
     public let owner: String?
 
-    public init(name: String, path: String, identity: String, sha256: String, owner: String? = nil) {
+    public init(name: String, path: String, identity: String, seal: String? = nil, sha256: String, owner: String? = nil) {
         self.name = name
         self.path = path
         self.identity = identity
+        self.seal = seal
         self.sha256 = sha256
         self.owner = owner
     }

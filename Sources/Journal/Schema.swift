@@ -137,6 +137,9 @@ enum Schema {
         CREATE INDEX jobs_runnable ON jobs(stage_index, ready_at, id) WHERE ready_at IS NOT NULL AND state IN ('queued', 'waiting');
         DROP INDEX jobs_ready;
         """,
+        // 6: the photo's seal (`PhotoSeal.seal`: its identity and ctime when hashed), so
+        // stages and the local store trust intake's hash for it. NULL: never sealed.
+        "ALTER TABLE inbox_taken ADD COLUMN seal TEXT;",
     ]
 
     /// The same schema on PostgreSQL, where it starts at what SQLite's migrations reach.
@@ -227,5 +230,8 @@ enum Schema {
         CREATE INDEX jobs_runnable ON jobs(stage_index, ready_at, id) WHERE ready_at IS NOT NULL AND state IN ('queued', 'waiting');
         DROP INDEX jobs_ready;
         """,
+        // 3: the photo's seal (`PhotoSeal.seal`: its identity and ctime when hashed), so
+        // stages and the local store trust intake's hash for it. NULL: never sealed.
+        "ALTER TABLE inbox_taken ADD COLUMN seal TEXT;",
     ]
 }

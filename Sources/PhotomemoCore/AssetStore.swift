@@ -12,12 +12,12 @@ public protocol AssetStore: Sendable {
     @discardableResult
     func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool
     /// The same, for a file the caller removes once stored: a store on its filesystem may
-    /// take it by a hard link instead of a copy (the bytes are never copied). Either way the
-    /// store checks the bytes against `sha256`: it is the last gate before a content address,
-    /// and a seal (`PhotoSeal`) rests on file facts a non-local filesystem may not keep.
+    /// take it by a hard link instead of a copy (the bytes are never copied). The store
+    /// checks the bytes against `sha256` (it is the last gate before a content address)
+    /// unless the file it links holds `seal` (`PhotoSeal`: intake hashed these very bytes).
     @discardableResult
     func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
-             fresh: Bool) throws -> Bool
+             fresh: Bool, seal: String?) throws -> Bool
     func get(key: String, to file: String) throws
     /// Up to `count` bytes of the object from `offset` (fewer only at its end), so a
     /// reader streams an object without holding all of it.
@@ -31,7 +31,7 @@ public protocol AssetStore: Sendable {
 extension AssetStore {
     @discardableResult
     public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
-                    fresh: Bool) throws -> Bool {
+                    fresh: Bool, seal: String?) throws -> Bool {
         try put(file: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: fresh)
     }
 

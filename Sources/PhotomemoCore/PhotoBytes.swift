@@ -19,11 +19,11 @@ public final class PhotoBytes: @unchecked Sendable {  // immutable after init
     public var count: Int { bytes.count }
 
     /// Reads `path` (a regular file, at most `maxBytes`), checking its bytes against
-    /// `sha256` (hex) unless the file is sealed against `identity` (`PhotoSeal`: nobody but
+    /// `sha256` (hex) unless the file is sealed against `seal` (`PhotoSeal`: nobody but
     /// an admin can have changed it since intake hashed it). Permanent problems are
     /// `.badImage` (changed, too large, not a file) or `.notFound` (gone); a failing read
     /// is `.io` (worth a retry).
-    public static func read(_ path: String, sha256 expected: String?, identity: String?, maxBytes: Int64) throws -> PhotoBytes {
+    public static func read(_ path: String, sha256 expected: String?, seal: String?, maxBytes: Int64) throws -> PhotoBytes {
         guard let expected else {
             throw PhotomemoError(.badImage, "photo has no recorded sha256, so its bytes cannot be checked")
         }
@@ -49,7 +49,7 @@ public final class PhotoBytes: @unchecked Sendable {  // immutable after init
             total += n
         }
         let photo = PhotoBytes(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(total, Int(size))]))
-        if total == Int(size), PhotoSeal.holds(st, taken: identity) { return photo }
+        if total == Int(size), PhotoSeal.holds(st, taken: seal) { return photo }
         var h = SHA256()
         h.update(photo.bytes)
         let actual = h.finalizeHex()

@@ -8,15 +8,16 @@ import Glibc
 /// Sealed: a regular file owned by the daemon's euid, with one name, writable by neither
 /// group nor other — so only the daemon's user (or root) may open it for writing, and they
 /// can rewrite the journal and the store as well: trusting them adds no power — AND its
-/// identity (device, inode, size, mtime) is still the one intake recorded, so a file
-/// renamed over it, or rewritten in the ordinary way, is re-hashed and caught.
+/// seal (device, inode, size, mtime, ctime) is still the one intake recorded before and
+/// after hashing it. The ctime is the kernel's: no one can set it back, so a recycled
+/// inode with a restored mtime (`cp -p`), or a write through a share that maps every
+/// writer to the daemon's uid, shows as a new ctime and the photo is hashed again.
 /// A photo of another uid (a group-writable or sticky inbox), a second hard link, or a
 /// mode that lets others write keeps every re-check: such a writer may hold a descriptor
-/// opened before any chmod, and may restore the mtime after writing.
-/// Not covered: the daemon's own user rewriting a file in place within one mtime tick at
-/// the same size, or after letting another uid open it for writing — an admin's choice.
-/// The store never trusts a seal: it hashes what it stores (`LocalStore.put`), so such
-/// bytes fail at upload and never sit under intake's hash.
+/// opened before any chmod.
+/// Not covered: the daemon's own user (or root) writing through a shared mapping (pages
+/// already dirty change no timestamps), or, on kernels before 6.13 (no fine-grained
+/// ctime), within the clock tick of intake's stat — an admin's own doing either way.
 public enum PhotoSeal {
     /// "dev:ino:size:mtime_ns": changes when a file is replaced or rewritten.
     public static func identity(_ st: stat) -> String {
@@ -29,10 +30,17 @@ public enum PhotoSeal {
         st.st_mode & S_IFMT == S_IFREG && st.st_uid == geteuid() && st.st_nlink == 1 && st.st_mode & 0o022 == 0
     }
 
+    /// "dev:ino:size:mtime_ns:ctime_ns": what intake records of a photo it hashed, when the
+    /// file was the same before and after (`identity` alone decides what is taken twice, and
+    /// must not change when the store chmods its inode).
+    public static func seal(_ st: stat) -> String {
+        identity(st) + ":\(Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec))"
+    }
+
     /// Whether the file `st` describes (an fstat of the descriptor about to be read) is
-    /// sealed against `taken`, the identity intake recorded (nil: none recorded, never sealed).
+    /// sealed against `taken`, the seal intake recorded (nil: none recorded, never sealed).
     public static func holds(_ st: stat, taken: String?) -> Bool {
         guard let taken else { return false }
-        return onlyAdminsCanWrite(st) && identity(st) == taken
+        return onlyAdminsCanWrite(st) && seal(st) == taken
     }
 }

@@ -89,9 +89,9 @@ public struct JobContext: Sendable {
     /// SHA-256 (hex) of the photo's bytes as taken, so a stage can find it in a store after
     /// the inbox file is gone.
     public let photoSHA256: String?
-    /// The inbox file's identity when intake hashed it (`PhotoSeal.identity`); nil for
-    /// other photos. A stage that finds the file sealed against it skips its re-hash.
-    public let photoIdentity: String?
+    /// The inbox file's seal when intake hashed it (`PhotoSeal.seal`); nil for other
+    /// photos. A stage (and the local store) that finds the file sealed skips its re-hash.
+    public let photoSeal: String?
     /// The memo line's content, or a plain photo job's defaults.
     public let memo: MemoJob
     /// Results of the stages before this one, by stage name.
@@ -104,13 +104,13 @@ public struct JobContext: Sendable {
     /// `stage_progress`. Callable from the stage's thread; cheap, rate-limited by the daemon.
     public var progress: @Sendable (_ fraction: Double, _ note: String?) -> Void = { _, _ in }
 
-    public init(id: Int64, key: String, photoPath: String?, photoSHA256: String? = nil, photoIdentity: String? = nil,
+    public init(id: Int64, key: String, photoPath: String?, photoSHA256: String? = nil, photoSeal: String? = nil,
                 memo: MemoJob, results: [String: JSONValue], attempt: Int, outages: Int = 0) {
         self.id = id
         self.key = key
         self.photoPath = photoPath
         self.photoSHA256 = photoSHA256
-        self.photoIdentity = photoIdentity
+        self.photoSeal = photoSeal
         self.memo = memo
         self.results = results
         self.attempt = attempt

@@ -152,7 +152,9 @@ final class InboxScanner: @unchecked Sendable {
             }
             // Still being written (a rescan raced a writer): its close event brings it back.
             guard let after = try? Files.lstatEntry(path), PhotoSeal.identity(after) == identity else { return nil }
-            return TakenPhoto(name: name, path: path, identity: identity, sha256: sha, owner: owner)
+            // Sealed only when not even the ctime moved while it was hashed.
+            let seal = PhotoSeal.seal(after) == PhotoSeal.seal(st) ? PhotoSeal.seal(after) : nil
+            return TakenPhoto(name: name, path: path, identity: identity, seal: seal, sha256: sha, owner: owner)
         } catch {
             report.errors.append("\(name): \(error)")
             return nil

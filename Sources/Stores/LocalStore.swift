@@ -28,23 +28,22 @@ public struct LocalStore: AssetStore {
     /// `fresh` changes nothing here: asking is a stat.
     @discardableResult
     public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool {
-        try put(file, key: key, sha256: sha256, link: false)
+        try put(file, key: key, sha256: sha256, link: false, seal: nil)
     }
 
     @discardableResult
     public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
-                    fresh: Bool) throws -> Bool {
-        try put(file, key: key, sha256: sha256, link: true)
+                    fresh: Bool, seal: String?) throws -> Bool {
+        try put(file, key: key, sha256: sha256, link: true, seal: seal)
     }
 
     /// `link`: the caller removes `file` once stored, so the object may be the file itself
     /// (a hard link): when only admins can write it (`PhotoSeal.onlyAdminsCanWrite`), on
     /// this filesystem. Any other file could be changed under its content address later
     /// (through another name or a descriptor opened for writing), so it is copied. A linked
-    /// file is hashed all the same: a seal (`PhotoSeal`) would trust dev, inode, size and
-    /// mtime, which a recycled inode with a restored mtime, or a share whose files all map
-    /// to the daemon's uid, can repeat for other bytes.
-    func put(_ file: String, key: String, sha256: String, link mayLink: Bool) throws -> Bool {
+    /// file is hashed unless the descriptor's file holds `seal` (`PhotoSeal`, ctime
+    /// included): then these are the bytes intake hashed, and only fsync is left to do.
+    func put(_ file: String, key: String, sha256: String, link mayLink: Bool, seal: String?) throws -> Bool {
         let final = path(key)
         let source = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard source >= 0 else { throw StoreFailure(.permanent, "cannot read \(file): \(String(cString: strerror(errno)))") }
@@ -61,7 +60,12 @@ public struct LocalStore: AssetStore {
                 && linkat(AT_FDCWD, "/proc/self/fd/\(source)", AT_FDCWD, temp, AT_SYMLINK_FOLLOW) == 0
             let actual: String
             do {
-                actual = try linked ? Self.hashAndSync(source, path: file) : Self.copy(source, to: temp)
+                if linked && PhotoSeal.holds(st, taken: seal) {
+                    try syscall("fsync \(file)", blocking: { fsync(source) })
+                    actual = sha256
+                } else {
+                    actual = try linked ? Self.hashAndSync(source, path: file) : Self.copy(source, to: temp)
+                }
             } catch {
                 unlink(temp)
                 throw error

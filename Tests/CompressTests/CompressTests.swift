@@ -35,7 +35,7 @@ struct Compressor {
 
 /// A test's own image file, read (and hash-checked) as the stage reads photos.
 func load(_ path: String) throws -> PhotoBytes {
-    try PhotoBytes.read(path, sha256: SHA256.hexOfFile(atPath: path).hex, identity: nil, maxBytes: 1 << 30)
+    try PhotoBytes.read(path, sha256: SHA256.hexOfFile(atPath: path).hex, seal: nil, maxBytes: 1 << 30)
 }
 
 func open(_ path: String) throws -> VipsImageRef { try Vips.open(load(path)) }

@@ -4,10 +4,10 @@ import PhotomemoCore
 import TestSupport
 import Testing
 
-/// A photo's bytes are hashed by intake and by the store (the last gate before a content
-/// address), not by validate and compress when the daemon can prove nobody but an admin
-/// can have changed them since (`PhotoSeal`); any other photo is re-hashed by validate
-/// and compress too, and bytes changed after intake are refused either way.
+/// A photo's bytes are hashed once, by intake, when the daemon can prove nobody but an
+/// admin can have changed them since (`PhotoSeal`): validate, compress and the local store
+/// take intake's hash. Any other photo is re-hashed by validate, compress and the store,
+/// and bytes changed after intake are refused either way.
 /// `photomemo_sha256_bytes_total` shows which, through the real daemon and default job.
 @Suite(.serialized) struct HashOnceTests {
     static let definition = try! String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8)
@@ -34,17 +34,17 @@ import Testing
         return Int64(try testPhoto(Self.photo).count)
     }
 
-    @Test func theDaemonsOwnPhotoIsHashedByIntakeAndTheStoreOnly() throws {
+    @Test func theDaemonsOwnPhotoIsHashedByIntakeOnly() throws {
         let d = try DaemonHarness(stages: Self.definition)
         try d.start()
         let size = try drop(d, mode: 0o644)
         try d.waitIdle(jobs: 1)
         #expect(try d.stateCounts() == ["done": 1])
         let hashed = try #require(try hashedBytes(d))
-        // Intake's pass and the store's, the renditions by compress and the store, the job key.
+        // Intake's pass, the renditions by compress and the store, the job key.
         let renditions = try renditionBytes(d)
         #expect(renditions > 0)
-        let expected = 2 * (size + renditions)
+        let expected = size + 2 * renditions
         #expect(hashed >= expected && hashed <= expected + 1024, "hashed \(hashed) for a \(size)-byte photo")
     }
 
@@ -92,15 +92,14 @@ import Testing
     }
 
     /// The daemon's own photo changed the same way (as a recycled inode under `cp -p` would
-    /// look, or a share that maps every writer to the daemon's uid): sealed, so validate
-    /// and compress trust it, but the store hashes what it stores and refuses it; nothing
-    /// lands under the old hash.
-    @Test func aSealedPhotoChangedAfterIntakeIsRefusedByTheStore() throws {
+    /// look, or a share that maps every writer to the daemon's uid): its ctime moved, so
+    /// the seal is broken, validate hashes it and refuses it; nothing lands under the old hash.
+    @Test func aSealedPhotoChangedAfterIntakeIsRefused() throws {
         let d = try DaemonHarness(stages: Self.definition)
         try d.start()
         let job = try rewrittenAfterIntake(d, mode: 0o644, count: 64)
         #expect(job.state == "failed")
-        #expect(job.error?.contains("changed since it was hashed") == true, "\(job.error ?? "no error")")
+        #expect(job.error?.hasPrefix("photo changed after it was taken") == true, "\(job.error ?? "no error")")
         let stored = (try? FileManager.default.subpathsOfDirectory(atPath: d.home + "/store/sha256")) ?? []
         let taken = SHA256.hex(Data(try testPhoto(Self.photo)))
         #expect(!stored.contains { $0.hasSuffix(taken) }, "\(stored)")

@@ -22,7 +22,7 @@ import Testing
         try FileManager.default.copyItem(atPath: photo, toPath: file)
         chmod(file, 0o644)
         let key = LocalStore.key(sha256: sha)
-        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false))
+        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false, seal: nil))
         #expect(inode(root + "/" + key) == inode(file))
         let perms = try FileManager.default.attributesOfItem(atPath: root + "/" + key)[.posixPermissions] as? Int
         #expect(perms == 0o640)
@@ -40,9 +40,41 @@ import Testing
         chmod(file, 0o644)
         if why == "another name" { #expect(link(file, other) == 0) } else { chmod(file, 0o666) }
         let key = LocalStore.key(sha256: sha)
-        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false))
+        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false, seal: nil))
         #expect(inode(root + "/" + key) != inode(file))
         #expect(try SHA256.hexOfFile(atPath: root + "/" + key).hex == sha)
+    }
+
+    /// A sealed file is the bytes intake hashed: linked and fsync'd, not hashed again (so a
+    /// wrong hash goes unnoticed here, on purpose). Once its ctime moves, it is hashed.
+    @Test func aSealedFileIsLinkedWithoutHashingAndABrokenSealIsHashed() throws {
+        let root = try tempDir("store")
+        let store = try LocalStore(root: root)
+        let (photo, _) = photoFile("Nikon_D70.jpg")
+        let file = root + "-in.jpg"
+        defer { unlink(file) }
+        try FileManager.default.copyItem(atPath: photo, toPath: file)
+        chmod(file, 0o644)
+        var st = stat()
+        #expect(lstat(file, &st) == 0)
+        let wrong = String(repeating: "ab", count: 32), key = LocalStore.key(sha256: wrong)
+        #expect(try store.put(releasing: file, key: key, sha256: wrong, contentType: "image/jpeg", metadata: [:], fresh: false,
+                              seal: PhotoSeal.seal(st)))
+        #expect(inode(root + "/" + key) == inode(file))
+
+        let again = root + "-again.jpg"
+        defer { unlink(again) }
+        try FileManager.default.copyItem(atPath: photo, toPath: again)
+        chmod(again, 0o644)
+        #expect(lstat(again, &st) == 0)
+        let seal = PhotoSeal.seal(st)
+        chmod(again, 0o644)  // the same mode, a new ctime
+        let other = String(repeating: "cd", count: 32)
+        #expect(throws: StoreFailure.self) {
+            try store.put(releasing: again, key: LocalStore.key(sha256: other), sha256: other, contentType: "image/jpeg",
+                          metadata: [:], fresh: false, seal: seal)
+        }
+        #expect(try store.head(key: LocalStore.key(sha256: other)) == nil)
     }
 
     @Test func aLinkedFileThatChangedIsRefusedAndNotStored() throws {
@@ -56,7 +88,7 @@ import Testing
         try bytes.write(to: URL(fileURLWithPath: file))
         let key = LocalStore.key(sha256: sha)
         #expect(throws: StoreFailure.self) {
-            try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false)
+            try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false, seal: nil)
         }
         #expect(try store.head(key: key) == nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/.tmp").isEmpty)
