@@ -5,9 +5,10 @@ import Darwin
 #endif
 
 /// Reads an image's format from its magic bytes and its dimensions from its headers,
-/// without decoding pixels; for JPEG also walks the marker structure and the
-/// entropy-coded data, which catches truncation and most damage (invalid markers,
-/// restart markers out of sequence) in one linear pass over the bytes.
+/// without decoding pixels; for JPEG also walks the marker structure and (`scanData`)
+/// the entropy-coded data, which catches truncation and most damage (invalid markers,
+/// restart markers out of sequence) in one linear pass over the bytes. Without the scan,
+/// a JPEG's first bytes up to its first scan (SOS) are enough.
 public struct ImageProbe: Sendable, Equatable {
     public enum Format: String, Sendable, CaseIterable {
         case jpeg, png, webp, heic
@@ -46,12 +47,12 @@ public struct ImageProbe: Sendable, Equatable {
 
     static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"]
 
-    public static func probe(_ b: Bytes) throws -> ImageProbe {
+    public static func probe(_ b: Bytes, scanData: Bool = true) throws -> ImageProbe {
         guard !b.isEmpty else { throw Problem("file is empty (0 bytes)") }
         guard let format = sniff(b) else { throw Problem("not a JPEG, PNG, WebP or HEIC image (unrecognised magic bytes)") }
         let (w, h): (Int, Int)
         switch format {
-        case .jpeg: (w, h) = try jpeg(b)
+        case .jpeg: (w, h) = try jpeg(b, scanData: scanData)
         case .png: (w, h) = try png(b)
         case .webp: (w, h) = try webp(b)
         case .heic: (w, h) = try heic(b)
@@ -79,7 +80,7 @@ public struct ImageProbe: Sendable, Equatable {
 
     // MARK: JPEG
 
-    static func jpeg(_ b: Bytes) throws -> (Int, Int) {
+    static func jpeg(_ b: Bytes, scanData: Bool) throws -> (Int, Int) {
         var size: (Int, Int)?
         var i = 2
         let n = b.count
@@ -103,7 +104,8 @@ public struct ImageProbe: Sendable, Equatable {
             }
             i += 2 + len
             if m == 0xDA {
-                guard size != nil else { throw Problem("JPEG scan starts before its frame header") }
+                guard let size else { throw Problem("JPEG scan starts before its frame header") }
+                guard scanData else { return size }
                 i = try entropyData(b, from: i)
             }
         }

@@ -3,8 +3,10 @@ import PhotomemoCore
 /// `validate`: the photo is an image of an allowed format, within the byte and pixel
 /// limits, structurally whole. Reads the photo once, through one descriptor, checks its
 /// bytes against the hash intake recorded (`PhotoBytes`), then reads headers only (plus
-/// one linear pass over a JPEG's data); decoding is compress's job. Every problem is permanent: the photo goes to
-/// quarantine with the reason.
+/// one linear pass over a JPEG's data); decoding is compress's job. With `scan_data`
+/// false a JPEG is read only up to its first scan, and its image data is left to the
+/// decoder (compress fails on libjpeg's warnings), so it is read once, not twice.
+/// Every problem is permanent: the photo goes to quarantine with the reason.
 public struct ValidateStage: Stage {
     public static let name = "validate"
     public static let summary = "checks format (magic bytes), size limits and structure without decoding"
@@ -15,12 +17,19 @@ public struct ValidateStage: Stage {
         StageOption("max_bytes", .integer, default: 52_428_800, "largest file accepted, in bytes"),
         StageOption("max_pixels", .integer, default: 100_000_000,
                     "largest width x height accepted, as the header claims it (stops decompression bombs)"),
+        StageOption("scan_data", .bool, default: true,
+                    "JPEG: also walk the image data (truncation, invalid or out-of-sequence markers), reading the whole file; false: headers only, for a job whose compress stage decodes every photo and fails on damage itself"),
     ]
+
+    /// What a JPEG's headers fit in, nearly always (EXIF is at most 64 KB; a large ICC
+    /// profile or XMP may need the whole file, which is then read).
+    static let headBytes = 256 << 10
 
     let formats: Set<ImageProbe.Format>
     let maxBytes: Int64
     public var maxPhotoBytes: Int64? { maxBytes }
     let maxPixels: Int64
+    let scanData: Bool
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
         var formats: Set<ImageProbe.Format> = []
@@ -35,14 +44,15 @@ public struct ValidateStage: Stage {
         self.formats = formats
         maxBytes = options.int("max_bytes")!
         maxPixels = options.int("max_pixels")!
+        scanData = options["scan_data"]?.boolValue ?? true
         guard maxBytes > 0, maxPixels > 0 else { throw PhotomemoError(.badDefinition, "limits must be positive") }
     }
 
     public func run(_ job: JobContext) -> StageOutcome {
         guard let path = job.photoPath else { return .skip(reason: "no photo") }
-        let photo: PhotoBytes
+        let photo: PhotoBytes, headers: ImageProbe?
         do {
-            photo = try PhotoBytes.read(path, sha256: job.photoSHA256, seal: job.photoSeal, maxBytes: maxBytes)
+            (photo, headers) = try read(path, job)
         } catch let e as PhotomemoError where e.code == .io {
             return .retry(reason: e.message)
         } catch let e as PhotomemoError {
@@ -52,7 +62,7 @@ public struct ValidateStage: Stage {
         }
         let probe: ImageProbe
         do {
-            probe = try ImageProbe.probe(photo.bytes)
+            probe = try headers ?? ImageProbe.probe(photo.bytes, scanData: scanData)
         } catch {
             return .fail(reason: "\(error)")
         }
@@ -65,7 +75,19 @@ public struct ValidateStage: Stage {
         }
         return .continue(result: [
             "format": .string(probe.format.rawValue), "width": .int(Int64(probe.width)),
-            "height": .int(Int64(probe.height)), "bytes": .int(Int64(photo.count)),
+            "height": .int(Int64(probe.height)), "bytes": .int(photo.fileSize),
         ])
+    }
+
+    /// The photo's bytes (hash-checked unless sealed) and nil; or, with `scan_data` off, a
+    /// JPEG's first bytes and the probe of its headers.
+    func read(_ path: String, _ job: JobContext) throws -> (PhotoBytes, ImageProbe?) {
+        if !scanData {
+            let head = try PhotoBytes.head(path, count: Self.headBytes, maxBytes: maxBytes)
+            if ImageProbe.sniff(head.bytes) == .jpeg, let probe = try? ImageProbe.probe(head.bytes, scanData: false) {
+                return (head, probe)
+            }
+        }
+        return (try PhotoBytes.read(path, sha256: job.photoSHA256, seal: job.photoSeal, maxBytes: maxBytes), nil)
     }
 }

@@ -12,8 +12,13 @@ import Glibc
 /// (~5 ms), which a descriptor would need as well to tie the pixels to intake's hash.
 public final class PhotoBytes: @unchecked Sendable {  // immutable after init
     public let bytes: UnsafeRawBufferPointer
+    /// The file's size when read: `count` unless these are only its first bytes (`head`).
+    public let fileSize: Int64
 
-    init(_ bytes: UnsafeMutableRawBufferPointer) { self.bytes = UnsafeRawBufferPointer(bytes) }
+    init(_ bytes: UnsafeMutableRawBufferPointer, fileSize: Int64) {
+        self.bytes = UnsafeRawBufferPointer(bytes)
+        self.fileSize = fileSize
+    }
     deinit { bytes.deallocate() }
 
     public var count: Int { bytes.count }
@@ -29,16 +34,48 @@ public final class PhotoBytes: @unchecked Sendable {  // immutable after init
         }
         let fd = try openNoFollow(path)
         defer { close(fd) }
+        let st = try regularFile(fd, path, maxBytes: maxBytes)
+        let size = Int64(st.st_size)
+        // One byte more than fstat says, to see a file that grew since.
+        let (photo, total) = try readUpTo(Int(size) + 1, fd, path, fileSize: size)
+        if total == Int(size), PhotoSeal.holds(st, taken: seal) { return photo }
+        var h = SHA256()
+        h.update(photo.bytes)
+        let actual = h.finalizeHex()
+        guard total == Int(size), actual == expected else {
+            throw PhotomemoError(.badImage, "photo changed after it was taken (sha256 \(actual.prefix(12))… of \(total) bytes, taken as \(expected.prefix(12))…)")
+        }
+        return photo
+    }
+
+    /// The first `count` bytes of `path` (a regular file, at most `maxBytes`), for reading
+    /// headers only: not checked against intake's hash, so nothing may be decoded from
+    /// them (the stage that decodes reads and checks the whole photo).
+    public static func head(_ path: String, count: Int, maxBytes: Int64) throws -> PhotoBytes {
+        let fd = try openNoFollow(path)
+        defer { close(fd) }
+        let size = Int64(try regularFile(fd, path, maxBytes: maxBytes).st_size)
+        return try readUpTo(Int(min(Int64(count), size)), fd, path, fileSize: size).0
+    }
+
+    /// fstat of the opened photo: a regular file within the byte limit.
+    static func regularFile(_ fd: Int32, _ path: String, maxBytes: Int64) throws -> Glibc.stat {
         var st = Glibc.stat()
         guard fstat(fd, &st) == 0 else { throw PhotomemoError(.io, "cannot fstat \(path): \(String(cString: strerror(errno)))") }
         guard st.st_mode & S_IFMT == S_IFREG else { throw PhotomemoError(.badImage, "photo is not a regular file: \(path)") }
-        let size = Int64(st.st_size)
-        guard size <= maxBytes else { throw PhotomemoError(.badImage, "file is \(size) bytes, over max_bytes (\(maxBytes))") }
-        // One byte more than fstat says, to see a file that grew since.
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(size) + 1, alignment: 16)
+        guard Int64(st.st_size) <= maxBytes else {
+            throw PhotomemoError(.badImage, "file is \(st.st_size) bytes, over max_bytes (\(maxBytes))")
+        }
+        return st
+    }
+
+    /// Up to `capacity` bytes from the descriptor's position, and how many came; the
+    /// photo holds at most `fileSize` of them.
+    static func readUpTo(_ capacity: Int, _ fd: Int32, _ path: String, fileSize: Int64) throws -> (PhotoBytes, Int) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(capacity, 1), alignment: 16)
         var total = 0
-        while total < buffer.count {
-            let n = Glibc.read(fd, buffer.baseAddress! + total, buffer.count - total)
+        while total < capacity {
+            let n = Glibc.read(fd, buffer.baseAddress! + total, capacity - total)
             if n == 0 { break }
             if n < 0 {
                 if errno == EINTR { continue }
@@ -48,15 +85,7 @@ public final class PhotoBytes: @unchecked Sendable {  // immutable after init
             }
             total += n
         }
-        let photo = PhotoBytes(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(total, Int(size))]))
-        if total == Int(size), PhotoSeal.holds(st, taken: seal) { return photo }
-        var h = SHA256()
-        h.update(photo.bytes)
-        let actual = h.finalizeHex()
-        guard total == Int(size), actual == expected else {
-            throw PhotomemoError(.badImage, "photo changed after it was taken (sha256 \(actual.prefix(12))… of \(total) bytes, taken as \(expected.prefix(12))…)")
-        }
-        return photo
+        return (PhotoBytes(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(total, Int(fileSize))]), fileSize: fileSize), total)
     }
 
     /// O_NOFOLLOW: a link swapped in after intake is never followed (intake takes no

@@ -98,4 +98,33 @@ import Testing
         #expect(symlink(real, link) == 0)
         #expect(try stage().run(job(link, sha256: try SHA256.hexOfFile(atPath: real).hex)) == .fail(reason: "photo is a symlink: \(link)"))
     }
+
+    /// `scan_data: false`: a JPEG's headers decide, read from its first bytes. Damage in
+    /// its image data passes (the decoder's to find); a header past the first 256 KB is
+    /// still read; damaged headers and other formats fail as before.
+    @Test func withoutTheDataScanAJPEGIsJudgedByItsHeadersAlone() throws {
+        let headers = try stage(["scan_data": false]), full = try stage()
+        let corrupted = try photo("corrupted.jpg")
+        guard case .continue(let r) = try run(headers, bytes: corrupted) else { Issue.record("headers refused"); return }
+        #expect(r["format"] == "jpeg" && r["bytes"] == .int(Int64(corrupted.count)))
+        guard case .fail(let why) = try run(full, bytes: corrupted) else { Issue.record("scan missed the damage"); return }
+        #expect(why.hasPrefix("JPEG is damaged"))
+
+        // A 300 KB comment before the frame header: past the first read, found in the whole file.
+        let jpeg = try photo("Canon_40D.jpg")
+        var padded = Array(jpeg[0..<2])
+        for _ in 0..<5 { padded += [0xFF, 0xFE, 0xFF, 0xFF] + [UInt8](repeating: 0x20, count: 65533) }
+        padded += jpeg[2...]
+        #expect(try run(headers, bytes: padded) == .continue(result: [
+            "format": "jpeg", "width": 100, "height": 68, "bytes": .int(Int64(padded.count)),
+        ]))
+
+        // Cut inside its headers, or another format (read whole): still refused.
+        guard case .fail(let cut) = try run(headers, bytes: Array(jpeg.prefix(300))) else { Issue.record("cut accepted"); return }
+        #expect(cut.hasPrefix("JPEG is truncated"), "\(cut)")
+        guard case .fail(let png) = try run(headers, bytes: Array(Synthetic.png(width: 10, height: 10).dropLast(12))) else {
+            Issue.record("cut PNG accepted"); return
+        }
+        #expect(png == "PNG is truncated (no IEND chunk)")
+    }
 }
