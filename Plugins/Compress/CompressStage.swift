@@ -6,12 +6,12 @@ import PhotomemoCore
 /// reports the header facts the index needs.
 ///
 ///     open header ─▶ pick JPEG shrink-on-load ─▶ decode once (shrunk) ─▶ resize to the
-///     largest rendition ─▶ rotate ─▶ sRGB / 8-bit / flatten ─▶ in memory ("base")
+///     largest rendition ─▶ upright (Orientation) ─▶ sRGB / 8-bit / flatten ─▶ in memory ("base")
 ///     base ─▶ each rendition: resize (and centre-crop for fill) ─▶ encode ─▶ file
 ///
-/// Renditions are written to `HOME/renditions/<h>/<sha256(job key)>/<name>.<ext>`, so a
+/// Renditions are written to `HOME/renditions/<h>/<sha256(job key)>.<name>.<ext>`, so a
 /// re-run for the same job rewrites the same files (idempotent); the upload stage moves
-/// them into the store.
+/// them into the store. The 256 `<h>` folders stay: no folder is made per job.
 public struct CompressStage: Stage {
     public static let name = "compress"
     public static let summary = "makes the renditions (resize, crop, rotate, sRGB, strip) with libvips and reads EXIF"
@@ -74,12 +74,12 @@ public struct CompressStage: Stage {
         }
         let (meta, outputs) = made
         let keyHash = SHA256.hex(Data(job.key.utf8))
-        let folder = outputRoot + "/" + keyHash.prefix(2) + "/" + keyHash
+        let folder = outputRoot + "/" + keyHash.prefix(2)
         var results: [String: JSONValue] = [:]
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             for (r, data, w, h) in outputs {
-                let file = folder + "/" + r.name + "." + (r.format == .jpeg ? "jpg" : "webp")
+                let file = folder + "/" + keyHash + "." + r.name + "." + (r.format == .jpeg ? "jpg" : "webp")
                 try DurableFile.write(data, to: file)
                 results[r.name] = [
                     "path": .string(file), "bytes": .int(Int64(data.count)), "width": .int(Int64(w)), "height": .int(Int64(h)),
@@ -133,10 +133,7 @@ public struct CompressStage: Stage {
         if image.width != storedW || image.height != storedH {
             image = try image.resampled(width: storedW, height: storedH)
         }
-        if orientation != 1 {
-            // Rotation reads out of order: it needs the (already small) image in memory.
-            image = try image.inMemory().autorotated()
-        }
+        if orientation != 1 { image = try image.uprighted(orientation: orientation) }
         if !wide { image = try Self.toSRGB8(image) }
         if image.hasAlpha { image = try image.flattenedOnWhite() }
         if !keepMetadata || stripGPS { Self.removeGPS(image) }

@@ -41,7 +41,6 @@ final class VipsImageRef {
     }
 
     // The operations compress applies, each a new image.
-    func autorotated() throws -> VipsImageRef { try then("rotate") { pm_vips_autorot($0, $1) } }
     func flattenedOnWhite() throws -> VipsImageRef { try then("flatten") { pm_vips_flatten_white($0, $1) } }
     func iccToSRGB() throws -> VipsImageRef { try then("colour transform") { pm_vips_icc_to_srgb($0, $1) } }
     func inSRGB() throws -> VipsImageRef { try then("colour conversion") { pm_vips_colourspace_srgb($0, $1) } }
@@ -83,6 +82,19 @@ final class VipsImageRef {
         guard let out = pm_vips_new_memory_like(input.ptr, w32, h32) else { throw Vips.error("resize") }
         Resampler.resample(pm_vips_pixels(input.ptr), width: input.width, height: input.height, bands: Int(pm_vips_bands(ptr)),
                            into: pm_vips_pixels(out), outWidth: w, outHeight: h)
+        return VipsImageRef(out)
+    }
+
+    /// This image turned upright for EXIF `orientation` (`Orientation`; 8-bit pixels),
+    /// with no orientation left in its metadata.
+    func uprighted(orientation: Int) throws -> VipsImageRef {
+        precondition(isUchar, "Orientation takes 8-bit pixels")
+        let input = try inMemory()
+        let (w, h) = Orientation.uprightSize(width: input.width, height: input.height, orientation: orientation)
+        guard let out = pm_vips_new_memory_like(input.ptr, Int32(w), Int32(h)) else { throw Vips.error("rotate") }
+        Orientation.upright(pm_vips_pixels(input.ptr), width: input.width, height: input.height, bands: Int(pm_vips_bands(input.ptr)),
+                            orientation: orientation, into: pm_vips_pixels(out))
+        pm_vips_set_upright(out, (5...8).contains(orientation) ? 1 : 0)
         return VipsImageRef(out)
     }
 

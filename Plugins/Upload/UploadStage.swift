@@ -68,14 +68,9 @@ public struct UploadStage: Stage {
             }
             // Everything is durably stored: the local copies may go.
             if let photo = job.photoPath, photo.hasPrefix(inbox + "/") { try releaseOriginal(photo) }
-            var folders = Set<String>()
             for r in (compress?["renditions"]?.objectValue ?? [:]).values {
-                if let p = r["path"]?.stringValue, p.hasPrefix(renditionsRoot + "/") {
-                    try? FileManager.default.removeItem(atPath: p)
-                    folders.insert((p as NSString).deletingLastPathComponent)
-                }
+                if let p = r["path"]?.stringValue, p.hasPrefix(renditionsRoot + "/") { unlink(p) }
             }
-            for f in folders { rmdir(f) }  // only when empty
             return .continue(result: ["store": .string(store.name), "assets": .object(assets)])
         } catch let f as StoreFailure {
             switch f.kind {

@@ -46,8 +46,11 @@ static inline unsigned char *pm_vips_pixels(VipsImage *image) { return VIPS_IMAG
 
 static inline int pm_vips_bands(VipsImage *image) { return vips_image_get_bands(image); }
 
-static inline int pm_vips_autorot(VipsImage *in, VipsImage **out) {
-    return vips_autorot(in, out, NULL);
+/* After turning an image upright by hand: no orientation left for a viewer to apply, and
+   a resolution that follows a quarter turn (as vips_autorot leaves them). */
+static inline void pm_vips_set_upright(VipsImage *image, int swapped) {
+    vips_autorot_remove_angle(image);
+    if (swapped) { double x = image->Xres; image->Xres = image->Yres; image->Yres = x; }
 }
 
 static inline int pm_vips_icc_to_srgb(VipsImage *in, VipsImage **out) {
