@@ -144,7 +144,8 @@ extension Journal {
         // its jobs queued, the stage's late outcome is dropped (not `running` for this
         // host) and the job runs again, which stages are built for; and every later
         // durable commit flushes the WAL before it, the claim included. SQLite: the one
-        // writer selects, then marks.
+        // writer selects, then marks, without an fsync of its own for the same reason (a
+        // crash of the daemon keeps it, and a restart resumes what was `running`).
         let rows: [Row]
         if dialect == .postgres {
             rows = try statement { db in
@@ -164,7 +165,7 @@ extension Journal {
                     """, params + lease + [.double(now), .text(stageName), .text(host)])
             }.sorted { ($0.double(9)!, $0.int(0)!) < ($1.double(9)!, $1.int(0)!) }
         } else {
-            rows = try write { db in
+            rows = try write(durable: false) { db in
                 let rows = try db.query("SELECT \(columns), \(seal) FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ?", params)
                 for r in rows {
                     try db.run("""

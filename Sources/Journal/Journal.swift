@@ -45,10 +45,18 @@ public final class Journal: @unchecked Sendable {
 
     /// One write transaction. PostgreSQL: several daemons write one journal; one writer at
     /// a time keeps intake, joins and outcomes as simple as on SQLite (BEGIN IMMEDIATE).
+    /// `durable: false` (SQLite): the commit does not wait for the WAL's fsync. It survives
+    /// the daemon's own crash (it is in the kernel's cache), and the next durable commit
+    /// flushes it with its own; only a power loss before that can undo it.
     @discardableResult
-    func write<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+    func write<T>(durable: Bool = true, _ body: (any SQLConnection) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
+        if !durable && db.dialect == .sqlite {
+            try db.exec("PRAGMA synchronous=OFF")
+            defer { try? db.exec("PRAGMA synchronous=FULL") }
+            return try db.transaction { try body(db) }
+        }
         return try db.transaction {
             if db.dialect == .postgres { try db.run("SELECT pg_advisory_xact_lock(hashtext('photomemo:journal'))") }
             return try body(db)

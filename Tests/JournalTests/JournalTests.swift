@@ -3,6 +3,7 @@ import Testing
 @testable import Journal
 import PhotomemoCore
 import Postgres
+import SQLite
 import TestSupport
 
 /// Where a test's journal lives: every test runs on both engines.
@@ -56,6 +57,26 @@ struct JournalFixture {
 }
 
 @Suite struct JournalTests {
+    /// SQLite: a claim commits without an fsync of its own (`synchronous=OFF` for that one
+    /// transaction), and the connection is back to `FULL` for every other write; the
+    /// claim is there for the next reader, and the seal intake recorded comes with it.
+    @Test func aClaimSkipsItsOwnFsyncAndLeavesTheConnectionDurable() throws {
+        let dir = NSTemporaryDirectory() + "pm-journal-sync-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let db = try Database(path: dir + "/j.sqlite")
+        try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")
+        let j = try Journal(connection: db, path: dir + "/j.sqlite")
+        let seal = "1:2:3:4:5"
+        _ = try j.commitPhotos([TakenPhoto(name: "p.jpg", path: dir + "/p.jpg", identity: "1:2:3:4", seal: seal, sha256: "s1")],
+                               now: unixNow())
+        let claimed = try j.claim(stageIndex: 0, stageName: "validate", limit: 10)
+        #expect(claimed.map(\.context.photoSeal) == [seal])
+        #expect(try db.queryOne("PRAGMA synchronous", [])?.int(0) == 2, "FULL again after the claim")
+        let other = try Journal(path: dir + "/j.sqlite")
+        #expect(try other.job(claimed[0].context.id)?.state == .running)
+    }
+
     @Test(arguments: Engine.allCases) func queuePositionIsCommittedWithTheJobs(_ engine: Engine) throws {
         let f = try JournalFixture(engine)
         #expect(try f.journal.queuePosition() == .start)
