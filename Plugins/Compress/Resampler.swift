@@ -48,11 +48,11 @@ enum Resampler {
             return span
         }
 
-        /// Taps every pixel takes in `horizontal4Lanes`: the longest, above 8 rounded up to a
+        /// Taps every pixel takes in `horizontal4Lanes`: the longest, above 16 rounded up to a
         /// multiple of 4 (fewer unrolled variants).
         var padded: Int {
             let n = Int(lengths.max() ?? 1)
-            return n <= 8 ? n : (n + 3) & ~3
+            return n <= 16 ? n : (n + 3) & ~3
         }
 
         /// `padded` weights per output (zero past its length), each splatted to 4 lanes.
@@ -91,7 +91,7 @@ enum Resampler {
         defer { ring.deallocate(); window.deallocate(); line.deallocate(); outLine.deallocate() }
         ring.initialize(repeating: 0, count: span * stride)
         outLine.initialize(repeating: 0, count: outRowBytes + 4)
-        let lanes = bands == 3 || bands == 4 ? columns.lanes : []
+        let lanes = bands == 3 || bands == 4 ? columns.lanes : [], offsets = columns.start.map { $0 * Int32(bands * 4) }
         var converted = 0
         rows.weights.withUnsafeBufferPointer { rowWeights in
             for y in 0..<outHeight {
@@ -106,7 +106,7 @@ enum Resampler {
                     horizontal(line, bands: bands, columns: columns, into: outLine)
                 } else {
                     lanes.withUnsafeBufferPointer {
-                        horizontal4Lanes(line, stride: bands, starts: columns.start, taps: taps, lanes: $0.baseAddress!, into: outLine)
+                        horizontal4Lanes(line, stride: bands, offsets: offsets, taps: taps, lanes: $0.baseAddress!, into: outLine)
                     }
                 }
                 let out = dst + y * outRowBytes

@@ -52,43 +52,44 @@ extension Resampler {
     /// overwritten when that pixel is stored). Every pixel takes `taps` taps, short ones padded
     /// with zero weights, splatted in `lanes`: one load per weight, no per-pixel count, and a
     /// fully unrolled pixel for the usual counts (with a variable count LLVM shuffled lanes).
-    static func horizontal4Lanes(_ line: UnsafeMutablePointer<Float>, stride: Int, starts: [Int32], taps: Int,
+    /// `offsets`: each pixel's first tap, in bytes from `line`.
+    static func horizontal4Lanes(_ line: UnsafeMutablePointer<Float>, stride: Int, offsets: [Int32], taps: Int,
                                  lanes: UnsafePointer<SIMD4<Float>>, into out: UnsafeMutablePointer<Float>) {
-        starts.withUnsafeBufferPointer { s in
+        offsets.withUnsafeBufferPointer { s in
+            let l = UnsafeRawPointer(line)
             switch taps {
-            case 4: pixels4Lanes(line, stride, s, 4, lanes, out)
-            case 5: pixels4Lanes(line, stride, s, 5, lanes, out)
-            case 6: pixels4Lanes(line, stride, s, 6, lanes, out)
-            case 7: pixels4Lanes(line, stride, s, 7, lanes, out)
-            case 8: pixels4Lanes(line, stride, s, 8, lanes, out)
-            case 12: pixels4Lanes(line, stride, s, 12, lanes, out)
-            case 16: pixels4Lanes(line, stride, s, 16, lanes, out)
-            case 20: pixels4Lanes(line, stride, s, 20, lanes, out)
-            case 24: pixels4Lanes(line, stride, s, 24, lanes, out)
-            case let n: pixels4Lanes(line, stride, s, n, lanes, out)
+            case 4: pixels4Lanes(l, stride, s, 4, lanes, out); case 5: pixels4Lanes(l, stride, s, 5, lanes, out)
+            case 6: pixels4Lanes(l, stride, s, 6, lanes, out); case 7: pixels4Lanes(l, stride, s, 7, lanes, out)
+            case 8: pixels4Lanes(l, stride, s, 8, lanes, out); case 9: pixels4Lanes(l, stride, s, 9, lanes, out)
+            case 10: pixels4Lanes(l, stride, s, 10, lanes, out); case 11: pixels4Lanes(l, stride, s, 11, lanes, out)
+            case 12: pixels4Lanes(l, stride, s, 12, lanes, out); case 13: pixels4Lanes(l, stride, s, 13, lanes, out)
+            case 14: pixels4Lanes(l, stride, s, 14, lanes, out); case 15: pixels4Lanes(l, stride, s, 15, lanes, out)
+            case 16: pixels4Lanes(l, stride, s, 16, lanes, out); case 20: pixels4Lanes(l, stride, s, 20, lanes, out)
+            case 24: pixels4Lanes(l, stride, s, 24, lanes, out)
+            case let n: pixels4Lanes(l, stride, s, n, lanes, out)
             }
         }
     }
 
-    @inline(__always) static func pixels4Lanes(_ line: UnsafeMutablePointer<Float>, _ stride: Int, _ starts: UnsafeBufferPointer<Int32>,
+    @inline(__always) static func pixels4Lanes(_ line: UnsafeRawPointer, _ stride: Int, _ offsets: UnsafeBufferPointer<Int32>,
                                                _ n: Int, _ lanes: UnsafePointer<SIMD4<Float>>, _ out: UnsafeMutablePointer<Float>) {
         let step = stride &* MemoryLayout<Float>.stride
         @inline(__always) func pixel(_ o: Int, _ w: UnsafePointer<SIMD4<Float>>) -> SIMD4<Float> {
-            let p = UnsafeRawPointer(line + Int(starts[o]) &* stride)
+            let p = line + Int(offsets[o])
             var acc = p.loadUnaligned(as: SIMD4<Float>.self) * w[0]
             for k in 1..<n { acc += p.loadUnaligned(fromByteOffset: k &* step, as: SIMD4<Float>.self) * w[k] }
             return acc
         }
         // Two pixels a step: two independent sums in flight, half the loop overhead (1.1x).
         var o = 0, w = lanes
-        while o &+ 1 < starts.count {
+        while o &+ 1 < offsets.count {
             let a = pixel(o, w), b = pixel(o &+ 1, w + n)
             UnsafeMutableRawPointer(out + o &* stride).storeBytes(of: a, as: SIMD4<Float>.self)
             UnsafeMutableRawPointer(out + (o &+ 1) &* stride).storeBytes(of: b, as: SIMD4<Float>.self)
             w += 2 &* n
             o &+= 2
         }
-        if o < starts.count { UnsafeMutableRawPointer(out + o &* stride).storeBytes(of: pixel(o, w), as: SIMD4<Float>.self) }
+        if o < offsets.count { UnsafeMutableRawPointer(out + o &* stride).storeBytes(of: pixel(o, w), as: SIMD4<Float>.self) }
     }
 
     /// 1 or 2 bands (grey photos, less common): scalar, as before.
