@@ -2,12 +2,12 @@
 /// shrinking (the kernel widens by the shrink factor), in single-precision floats.
 ///
 /// Why not `vips_resize`: libvips 8.14's horizontal reduce is scalar and took ~14% of the
-/// stage's CPU (about 12 ms of a 12 MP photo's 88). Here, per output row, the vertical
-/// pass sums whole input rows 16 bytes at a time into one float row, and the horizontal
-/// pass takes each output pixel's taps from it, all bands at once; weights are computed
-/// once per row and column.
+/// stage's CPU. Here each input row is converted to floats once, into a ring of the rows
+/// still needed; per output row the vertical pass sums its rows 32 floats at a time in
+/// registers, and the horizontal pass sums each output pixel's taps, all bands at once
+/// (the passes are in ResamplerPasses.swift).
 ///
-///     input rows ──vertical (SIMD16)──▶ float row ──horizontal (SIMD4 per pixel)──▶ output row
+///     input rows ──u8→float──▶ ring ──vertical──▶ float row ──horizontal (SIMD4 per pixel)──▶ output row
 enum Resampler {
     /// For each output position: the first input index and its weights (summing to 1).
     struct Taps {
@@ -40,6 +40,30 @@ enum Resampler {
 
         var outputs: Int { start.count }
 
+        /// Rows the ring holds: a window may end before the previous one did (trimming), and
+        /// rows up to the latest end are converted already.
+        var span: Int {
+            var end = 0, span = 1
+            for o in 0..<outputs { end = max(end, Int(start[o] + lengths[o])); span = max(span, end - Int(start[o])) }
+            return span
+        }
+
+        /// Taps every pixel takes in `horizontal4Lanes`: the longest, above 16 rounded up to a
+        /// multiple of 4 (fewer unrolled variants).
+        var padded: Int {
+            let n = Int(lengths.max() ?? 1)
+            return n <= 16 ? n : (n + 3) & ~3
+        }
+
+        /// `padded` weights per output (zero past its length), each splatted to 4 lanes.
+        var lanes: [SIMD4<Float>] {
+            let n = padded
+            return (0..<(outputs * n)).map { i in
+                let o = i / n, k = i % n
+                return SIMD4(repeating: k < Int(lengths[o]) ? weights[o * width + k] : 0)
+            }
+        }
+
         subscript(_ o: Int) -> ArraySlice<Float> { weights[(o * width)..<(o * width + Int(lengths[o]))] }
     }
 
@@ -52,76 +76,41 @@ enum Resampler {
     }
 
     /// Resamples `src` (`width` x `height`, `bands` bytes per pixel, rows packed) into `dst`
-    /// (`outWidth` x `outHeight`, packed). Rows stream through one float row, which stays
-    /// in the L1 cache: no intermediate image.
+    /// (`outWidth` x `outHeight`, packed). No intermediate image: the ring is a few rows.
     static func resample(_ src: UnsafePointer<UInt8>, width: Int, height: Int, bands: Int,
                          into dst: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int) {
         let rows = Taps(input: height, output: outHeight), columns = Taps(input: width, output: outWidth)
-        let rowBytes = width * bands, outRowBytes = outWidth * bands
-        // Four floats of slack: a 3-band pixel is loaded and stored as 4 lanes.
-        let line = UnsafeMutablePointer<Float>.allocate(capacity: rowBytes + 4)
+        let rowBytes = width * bands, outRowBytes = outWidth * bands, taps = columns.padded, span = rows.span
+        // Whole 32-float chunks (no tail in the vertical pass), with room for the zero-weighted
+        // taps past the last pixel and the 4th lane of a 3-band pixel. Padding stays 0 (finite).
+        let stride = (rowBytes + taps * bands + 4 + 31) & ~31
+        let ring = UnsafeMutablePointer<Float>.allocate(capacity: span * stride)
+        let window = UnsafeMutablePointer<UnsafePointer<Float>>.allocate(capacity: span)
+        let line = UnsafeMutablePointer<Float>.allocate(capacity: stride)
         let outLine = UnsafeMutablePointer<Float>.allocate(capacity: outRowBytes + 4)
-        defer { line.deallocate(); outLine.deallocate() }
-        line.initialize(repeating: 0, count: rowBytes + 4)
+        defer { ring.deallocate(); window.deallocate(); line.deallocate(); outLine.deallocate() }
+        ring.initialize(repeating: 0, count: span * stride)
         outLine.initialize(repeating: 0, count: outRowBytes + 4)
-        for y in 0..<outHeight {
-            vertical(src + Int(rows.start[y]) * rowBytes, rowBytes: rowBytes, weights: rows[y], into: line)
-            switch bands {
-            case 3: horizontal4Lanes(line, stride: 3, columns: columns, into: outLine)
-            case 4: horizontal4Lanes(line, stride: 4, columns: columns, into: outLine)
-            default: horizontal(line, bands: bands, columns: columns, into: outLine)
-            }
-            let out = dst + y * outRowBytes
-            for x in 0..<outRowBytes { out[x] = byte(outLine[x]) }
-        }
-    }
-
-    /// Rounds and clamps to a byte. Adding 2^23 puts round-to-nearest(v) in the low mantissa
-    /// bits: it avoids the checked (trapping) float-to-integer conversion in the hot loop.
-    @inline(__always) static func byte(_ v: Float) -> UInt8 {
-        UInt8(truncatingIfNeeded: (min(max(v, 0), 255) + 8_388_608).bitPattern)
-    }
-
-    /// `line` = the weighted sum of `weights.count` input rows from `src`. Tap by tap over
-    /// the whole row, so the compiler vectorises the inner loop (SIMD types' integer-to-float
-    /// conversions are generic calls in Swift 6.3).
-    static func vertical(_ src: UnsafePointer<UInt8>, rowBytes: Int, weights: ArraySlice<Float>, into line: UnsafeMutablePointer<Float>) {
-        var row = src
-        for (k, w) in weights.enumerated() {
-            if k == 0 {
-                for x in 0..<rowBytes { line[x] = w * Float(row[x]) }
-            } else {
-                for x in 0..<rowBytes { line[x] += w * Float(row[x]) }
-            }
-            row += rowBytes
-        }
-    }
-
-    /// RGB or RGBA: a pixel is 4 float lanes (for RGB the fourth is the next pixel's red,
-    /// overwritten when that pixel is stored).
-    static func horizontal4Lanes(_ line: UnsafeMutablePointer<Float>, stride: Int, columns: Taps, into out: UnsafeMutablePointer<Float>) {
-        let step = stride * MemoryLayout<Float>.stride
-        columns.weights.withUnsafeBufferPointer { weights in
-            for o in 0..<columns.outputs {
-                var acc = SIMD4<Float>(repeating: 0)
-                var p = UnsafeRawPointer(line + Int(columns.start[o]) * stride)
-                let w = weights.baseAddress! + o * columns.width
-                for k in 0..<Int(columns.lengths[o]) {
-                    acc += p.loadUnaligned(as: SIMD4<Float>.self) * w[k]
-                    p += step
+        let lanes = bands == 3 || bands == 4 ? columns.lanes : [], offsets = columns.start.map { $0 * Int32(bands * 4) }
+        var converted = 0
+        rows.weights.withUnsafeBufferPointer { rowWeights in
+            for y in 0..<outHeight {
+                let first = Int(rows.start[y]), n = Int(rows.lengths[y])
+                while converted < first + n {
+                    floats(src + converted * rowBytes, count: rowBytes, into: ring + (converted % span) * stride)
+                    converted += 1
                 }
-                UnsafeMutableRawPointer(out + o * stride).storeBytes(of: acc, as: SIMD4<Float>.self)
-            }
-        }
-    }
-
-    static func horizontal(_ line: UnsafeMutablePointer<Float>, bands: Int, columns: Taps, into out: UnsafeMutablePointer<Float>) {
-        for o in 0..<columns.outputs {
-            let first = Int(columns.start[o])
-            for b in 0..<bands {
-                var acc: Float = 0
-                for (k, w) in columns[o].enumerated() { acc += line[(first + k) * bands + b] * w }
-                out[o * bands + b] = acc
+                for k in 0..<n { window[k] = UnsafePointer(ring + ((first + k) % span) * stride) }
+                vertical(window, count: n, weights: rowWeights.baseAddress! + y * rows.width, stride: stride, into: line)
+                if lanes.isEmpty {
+                    horizontal(line, bands: bands, columns: columns, into: outLine)
+                } else {
+                    lanes.withUnsafeBufferPointer {
+                        horizontal4Lanes(line, stride: bands, offsets: offsets, taps: taps, lanes: $0.baseAddress!, into: outLine)
+                    }
+                }
+                let out = dst + y * outRowBytes
+                for x in 0..<outRowBytes { out[x] = byte(outLine[x]) }
             }
         }
     }
