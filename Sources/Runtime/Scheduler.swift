@@ -22,7 +22,9 @@ final class Scheduler {
     private let journal: any JobQueue
     private let quarantine: Quarantine
     private(set) var definition: JobDefinition
-    /// Jobs running per stage, and the slots (stage runs) they take.
+    /// Jobs in flight per stage (running, or their outcome being written), and the slots
+    /// (stage runs) taken. A slot is free once its run returns: the next job starts while
+    /// the last one's outcome is written (an fsync), so a stage's cores never wait on it.
     private var running: [String: Int] = [:]
     private var slotsInUse: [String: Int] = [:]
     private var claiming = false
@@ -44,8 +46,16 @@ final class Scheduler {
     /// Dependencies a stage reported unreachable, and whether they answer again.
     private(set) var dependencies: [String: Bool] = [:]
     private var stageDependencies: [String: Set<String>] = [:]
-    /// Job → stage of every job running now: what a fatal signal's log line names.
+    /// Job → stage of every job in flight (leases cover them until recorded).
     private(set) var runningJobs: [Int64: String] = [:]
+    /// Of those, the jobs whose run returned and whose outcome is being written: not what
+    /// a fatal signal's log line names.
+    private var recording: Set<Int64> = []
+    /// Jobs claimed for their next stage while the loop has not yet heard that their last
+    /// stage's outcome was written (the claim saw the commit first): each is dispatched
+    /// right after that stage is reported, so a job's events keep their order and it is
+    /// never in two stages at once.
+    private var parked: [Int64: (job: ClaimedJob, definition: JobDefinition)] = [:]
     /// A job that crashed the daemon once runs alone (nothing else starts meanwhile), so
     /// a second crash names it and no bystander.
     private var crashSuspectRunning: Int64?
@@ -205,8 +215,10 @@ final class Scheduler {
                            stage: def.stages[job.stageIndex].name)
                 self.crashSuspectRunning = job.context.id
             }
-            for index in Set(result.claimed.map(\.stageIndex)).sorted() {
-                let jobs = result.claimed.filter { $0.stageIndex == index }
+            let ready = result.claimed.filter { self.runningJobs[$0.context.id] == nil }
+            for job in result.claimed where self.runningJobs[job.context.id] != nil { self.parked[job.context.id] = (job, def) }
+            for index in Set(ready.map(\.stageIndex)).sorted() {
+                let jobs = ready.filter { $0.stageIndex == index }
                 let size = type(of: def.stages[index].stage).jobsPerRun
                 for start in stride(from: 0, to: jobs.count, by: size) {
                     self.dispatch(Array(jobs[start..<min(jobs.count, start + size)]), definition: def)
@@ -244,7 +256,7 @@ final class Scheduler {
         running[entry.name, default: 0] += jobs.count
         slotsInUse[entry.name, default: 0] += 1
         for job in jobs { runningJobs[job.context.id] = entry.name }
-        FatalSignalLog.setRunning(runningJobs.map { ($0.key, $0.value) })
+        logRunning()
         let contexts = jobs.map { job in
             Log.debug("started (attempt \(job.context.attempt))", job: job.context.id, stage: entry.name)
             let owner = EventBus.Audience.owner(job.context.memo.owner)
@@ -266,8 +278,17 @@ final class Scheduler {
             let elapsed = (clock.now - started).components
             return (outcomes, Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
         }) { [unowned self] run in
+            self.slotsInUse[entry.name, default: 1] -= 1
+            for job in jobs { self.recording.insert(job.context.id) }
+            self.logRunning()
             self.record(jobs, run.outcomes, ms: run.ms, entry: entry, definition: def)
+            self.pump()
         }
+    }
+
+    /// What a fatal signal would interrupt: the jobs whose stage runs now.
+    private func logRunning() {
+        FatalSignalLog.setRunning(runningJobs.filter { !recording.contains($0.key) }.map { ($0.key, $0.value) })
     }
 
     /// Writes a stage run's outcomes to the journal (and quarantines failed photos), then
@@ -308,6 +329,9 @@ final class Scheduler {
                     self.report(job: job.context.id, owner: job.context.memo.owner, stage: entry.name, transition: t, outcome: outcome, ms: ms)
                 }
                 for e in errors { Log.error(e, stage: entry.name) }
+                for job in jobs {
+                    if let (next, claimedWith) = self.parked.removeValue(forKey: job.context.id) { self.dispatch([next], definition: claimedWith) }
+                }
             case .failure(let error) where !self.stopping:
                 self.dependencies["journal"] = false
                 let delay = retry.delayMs(afterFailures: failures + 1)
@@ -318,8 +342,10 @@ final class Scheduler {
                 self.recordTimer.start(afterMs: UInt64(delay)) { [unowned self] in self.retryUnrecorded() }
                 return
             case .failure(let error):
-                // Stopping: the jobs stay `running` and resume at the next start (stages are idempotent).
+                // Stopping: the jobs stay `running` and resume at the next start (stages are
+                // idempotent), and so do any claimed for their next stage meanwhile.
                 self.ended(jobs, stage: entry.name)
+                for job in jobs { self.parked[job.context.id] = nil }
                 for job in jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: entry.name) }
             }
             self.pump()
@@ -327,15 +353,16 @@ final class Scheduler {
         }
     }
 
-    /// A stage run's jobs are recorded: free its slot, and forget them as running.
+    /// A stage run's jobs are recorded: forget them as in flight (their slot is free since
+    /// the run returned).
     private func ended(_ jobs: [ClaimedJob], stage: String) {
         running[stage, default: jobs.count] -= jobs.count
-        slotsInUse[stage, default: 1] -= 1
         for job in jobs {
             runningJobs[job.context.id] = nil
+            recording.remove(job.context.id)
             if crashSuspectRunning == job.context.id { crashSuspectRunning = nil }
         }
-        FatalSignalLog.setRunning(runningJobs.map { ($0.key, $0.value) })
+        logRunning()
     }
 
     /// A progress callback for one stage run: at most one event per 100 ms (and always

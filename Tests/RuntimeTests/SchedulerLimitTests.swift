@@ -23,6 +23,30 @@ import Testing
         #expect(probe.maxInFlight.value <= 2 && probe.maxInFlight.value >= 1)
     }
 
+    /// A slot is free once its run returns: with outcome writes that take 300 ms, a stage of
+    /// concurrency 1 starts its next job while the last one's outcome is still being
+    /// written. The next stage never starts a job before its outcome here is written.
+    @Test func aStagesNextJobStartsWhileTheLastOutcomeIsWritten() throws {
+        let first = StageProbe(), second = StageProbe()
+        var slow: SlowDiskQueue?
+        let rig = try SchedulerRig([("first", TestStage(first), 1), ("second", TestStage(second), 1)], queue: { j in
+            let q = SlowDiskQueue(j, delay: 0.3)
+            slow = q
+            return q
+        })
+        let ids = try rig.enqueue(3)
+        let run = try rig.run(timeout: 20) { ids.allSatisfy { (try? rig.state($0)) == .done } }
+        #expect(run.met && run.closed == 0)
+        let starts = first.runs.value.map(\.at).sorted()
+        #expect(starts.count == 3)
+        for (a, b) in zip(starts, starts.dropFirst()) { #expect(b - a < 0.25, "first's runs \(b - a) s apart: waited on a write") }
+        let written = try #require(slow).written.value
+        for id in ids {
+            let began = try #require(second.attempts(of: id).first).at
+            #expect(began >= (written["\(id):first"] ?? .infinity), "job \(id) began its second stage before its first was written")
+        }
+    }
+
     @Test func aBatchStageGetsBatchesUnderBacklogAndALoneJobAtOnce() throws {
         let probe = StageProbe()
         let rig = try SchedulerRig([("batch", TestBatchStage(probe), 1)])

@@ -80,8 +80,9 @@ final class SchedulerRig {
     var closers: [() -> Void] = []
 
     /// `paused`: the pipeline starts paused (as after `photomemo pause`), so nothing runs.
+    /// `queue`: what the scheduler writes through, given the rig's journal (default: it).
     init(_ stages: [(name: String, stage: any Stage, concurrency: Int)], retry: RetryPolicy = .exponentialJitter(maxAttempts: 3, baseMs: 1, maxMs: 1),
-         paused: Bool = false) throws {
+         paused: Bool = false, queue: (Journal) -> any JobQueue = { $0 }) throws {
         t = try TestHome()
         if paused { try t.journal.setSetting("paused", "true") }
         loop = try EventLoop()
@@ -89,7 +90,7 @@ final class SchedulerRig {
         let def = JobDefinition(name: "test", stages: stages.map { .init(name: $0.name, stage: $0.stage, concurrency: $0.concurrency) },
                                 retry: retry, joinTimeoutSeconds: 600, source: "test", database: StageEnvironment.defaultDatabase,
                                 store: StageEnvironment.defaultStore)
-        scheduler = try Scheduler(loop: loop, journal: t.journal, quarantine: t.quarantine, definition: def, events: events,
+        scheduler = try Scheduler(loop: loop, journal: queue(t.journal), quarantine: t.quarantine, definition: def, events: events,
                                   wakeup: wakeup.sender)
     }
 

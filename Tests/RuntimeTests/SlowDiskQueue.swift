@@ -1,0 +1,43 @@
+import Foundation
+import Journal
+import PhotomemoCore
+
+/// The real journal behind a disk whose outcome writes take `delay` seconds (a slow
+/// fsync): every call goes to the journal; `recordSteps` sleeps first, and notes when
+/// each job's outcome was written, by stage.
+final class SlowDiskQueue: JobQueue, @unchecked Sendable {  // `written` is locked
+    let journal: Journal
+    let delay: Double
+    let written = LockedValue<[String: Double]>([:])  // "job:stage" → when recordSteps returned
+
+    init(_ journal: Journal, delay: Double) {
+        self.journal = journal
+        self.delay = delay
+    }
+
+    func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double, now: Double) throws -> [Transition] {
+        usleep(UInt32(delay * 1_000_000))
+        let t = try journal.recordSteps(runs, stageName: stageName, durationMs: durationMs, now: now)
+        let at = unixNow()
+        written.withLock { w in for r in runs { w["\(r.job.context.id):\(stageName)"] = at } }
+        return t
+    }
+
+    func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, now: Double) throws -> [ClaimedJob] {
+        try journal.claim(stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects, now: now)
+    }
+    func expireJoins(now: Double) throws -> [Int64] { try journal.expireJoins(now: now) }
+    func nextWakeAt() throws -> Double? { try journal.nextWakeAt() }
+    func crashSuspectReady(stageIndexes: [Int], now: Double) throws -> Bool { try journal.crashSuspectReady(stageIndexes: stageIndexes, now: now) }
+    func moveStages(from old: [String], to new: [String], now: Double) throws -> Int { try journal.moveStages(from: old, to: new, now: now) }
+    func pendingQuarantines() throws -> [PendingQuarantine] { try journal.pendingQuarantines() }
+    func markQuarantined(job: Int64, at path: String, now: Double) throws { try journal.markQuarantined(job: job, at: path, now: now) }
+    func setting(_ key: String) throws -> String? { try journal.setting(key) }
+    func setSetting(_ key: String, _ value: String?) throws { try journal.setSetting(key, value) }
+    var leaseSeconds: Double? { journal.leaseSeconds }
+    func renewLeases(_ jobs: [Int64], now: Double) throws { try journal.renewLeases(jobs, now: now) }
+    func reclaimExpiredLeases(maxAttempts: Int, now: Double) throws -> ResumeCounts {
+        try journal.reclaimExpiredLeases(maxAttempts: maxAttempts, now: now)
+    }
+    var memoStageIndex: LockedValue<Int> { journal.memoStageIndex }
+}
