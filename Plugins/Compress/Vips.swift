@@ -98,7 +98,20 @@ final class VipsImageRef {
         return VipsImageRef(out)
     }
 
+    /// A stripped 8-bit gray or RGB JPEG is encoded by libjpeg-turbo straight from memory
+    /// (`pm_jpeg_encode`); anything else by libvips, which also writes kept metadata.
     func encode(_ format: Rendition.Format, quality: Int, strip: Bool) throws -> Data {
+        if format == .jpeg, strip, isUchar, [1, 3].contains(pm_vips_bands(ptr)) {
+            let image = try inMemory()
+            var out: UnsafeMutablePointer<UInt8>?
+            var len: UInt = 0
+            var message = [CChar](repeating: 0, count: 256)
+            guard pm_jpeg_encode(image.ptr, Int32(clamping: quality), &out, &len, &message, message.count) == 0, let out else {
+                throw Vips.Failure(description: "encode jpeg failed: \(Vips.text(message))")
+            }
+            defer { free(out) }
+            return Data(bytes: out, count: Int(len))
+        }
         var buf: UnsafeMutableRawPointer?
         var len = 0
         let rc = switch format {
@@ -131,6 +144,11 @@ enum Vips {
         return Failure(description: detail.isEmpty ? "\(what) failed" : "\(what) failed: \(detail)")
     }
 
+    /// A C function's message buffer (NUL-terminated) as text.
+    static func text(_ message: [CChar]) -> String {
+        String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// The loader libvips picks by content ("jpegload_buffer", ...), or nil.
     static func loader(for photo: PhotoBytes) -> String? {
         pm_vips_loader_buffer(photo.bytes.baseAddress, photo.count).map { String(cString: $0) }
@@ -149,7 +167,7 @@ enum Vips {
         let rc = pm_jpeg_decode(photo.bytes.baseAddress, photo.count, Int32(clamping: shrink), header.ptr, &out, &message, message.count)
         if rc == 1 { return nil }
         guard rc == 0, let out else {
-            throw Failure(description: "JPEG load failed: \(String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+            throw Failure(description: "JPEG load failed: \(text(message))")
         }
         return VipsImageRef(out, source: photo)
     }

@@ -78,3 +78,41 @@ static inline int pm_jpeg_decode(const void *buf, size_t len, int shrink, VipsIm
     *out = image;
     return 0;
 }
+
+/* libjpeg-turbo straight from an in-memory 8-bit image (1 or 3 bands) to a JPEG in memory:
+   what libvips' jpegsave writes with strip, optimize_coding and 4:2:0 (the same library
+   and settings: the same bytes), without its pipeline and worker threads for a copy. 0: *out (malloc'd: free it) holds *len bytes. -1: `message`. */
+static inline int pm_jpeg_encode(VipsImage *image, int quality, unsigned char **out, unsigned long *len,
+                                 char *message, size_t message_len) {
+    struct jpeg_compress_struct cinfo;
+    struct pm_jpeg_error err;
+    cinfo.err = jpeg_std_error(&err.mgr);
+    err.mgr.error_exit = pm_jpeg_error_exit;
+    *out = NULL;
+    *len = 0;
+    if (setjmp(err.jump)) {
+        snprintf(message, message_len, "%s", err.message);
+        jpeg_destroy_compress(&cinfo);
+        free(*out);  /* the destination's current buffer, if it made one */
+        *out = NULL;
+        return -1;
+    }
+    jpeg_create_compress(&cinfo);
+    jpeg_mem_dest(&cinfo, out, len);
+    cinfo.image_width = (JDIMENSION)vips_image_get_width(image);
+    cinfo.image_height = (JDIMENSION)vips_image_get_height(image);
+    cinfo.input_components = vips_image_get_bands(image);
+    cinfo.in_color_space = cinfo.input_components == 3 ? JCS_RGB : JCS_GRAYSCALE;
+    jpeg_set_defaults(&cinfo);  /* YCbCr with 2x2 luma sampling: 4:2:0 */
+    jpeg_set_quality(&cinfo, quality, TRUE);
+    cinfo.optimize_coding = TRUE;
+    cinfo.write_JFIF_header = FALSE;  /* stripped: as libvips, not even JFIF's APP0 */
+    jpeg_start_compress(&cinfo, TRUE);
+    while (cinfo.next_scanline < cinfo.image_height) {
+        JSAMPROW row = VIPS_IMAGE_ADDR(image, 0, cinfo.next_scanline);
+        jpeg_write_scanlines(&cinfo, &row, 1);
+    }
+    jpeg_finish_compress(&cinfo);
+    jpeg_destroy_compress(&cinfo);
+    return 0;
+}

@@ -39,4 +39,22 @@ import Testing
         #expect(means.count == 3)
         #expect(means.allSatisfy { abs($0 - expected) < 4 }, "\(means) against \(expected)")
     }
+
+    /// The JPEG path also encodes with libjpeg-turbo directly (`pm_jpeg_encode`): what
+    /// libvips' jpegsave writes with the same settings, byte for byte, RGB and grey, and a
+    /// crop (not in memory yet) too.
+    @Test func directEncodeWritesWhatLibvipsWrites() throws {
+        let src = try Vips.open(load(testPhotos.appendingPathComponent("orientation_landscape_1.jpg").path)).inMemory()
+        let grey = try src.then("band") { pm_vips_extract_band($0, $1, 1) }
+        let crop = try src.cropped(left: 33, top: 17, width: 201, height: 99)
+        for (name, image) in [("rgb", src), ("grey", grey), ("crop", crop)] {
+            let direct = try image.encode(.jpeg, quality: 83, strip: true)
+            var buf: UnsafeMutableRawPointer?
+            var len = 0
+            #expect(pm_vips_jpegsave_buffer(image.ptr, &buf, &len, 83, 1) == 0)
+            let vips = Data(bytes: try #require(buf), count: len)
+            pm_vips_free(buf)
+            #expect(direct == vips, "\(name): \(direct.count) against \(vips.count) bytes")
+        }
+    }
 }
