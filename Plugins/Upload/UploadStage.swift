@@ -69,7 +69,11 @@ public struct UploadStage: Stage {
             // Everything is durably stored: the local copies may go.
             if let photo = job.photoPath, photo.hasPrefix(inbox + "/") { try releaseOriginal(photo) }
             for r in (compress?["renditions"]?.objectValue ?? [:]).values {
-                if let p = r["path"]?.stringValue, p.hasPrefix(renditionsRoot + "/") { unlink(p) }
+                guard let p = r["path"]?.stringValue, p.hasPrefix(renditionsRoot + "/") else { continue }
+                unlink(p)
+                // A job compressed before the flat layout had a folder of its own (`<h>/<key hash>/`).
+                let folder = (p as NSString).deletingLastPathComponent
+                if (folder as NSString).deletingLastPathComponent != renditionsRoot { rmdir(folder) }
             }
             return .continue(result: ["store": .string(store.name), "assets": .object(assets)])
         } catch let f as StoreFailure {

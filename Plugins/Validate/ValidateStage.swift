@@ -80,13 +80,12 @@ public struct ValidateStage: Stage {
     }
 
     /// The photo's bytes (hash-checked unless sealed) and nil; or, with `scan_data` off, a
-    /// JPEG's first bytes and the probe of its headers.
+    /// sealed JPEG's first bytes and the probe of its headers (an unsealed photo could be
+    /// other bytes now than the ones compress will check and decode: it is read whole).
     func read(_ path: String, _ job: JobContext) throws -> (PhotoBytes, ImageProbe?) {
-        if !scanData {
-            let head = try PhotoBytes.head(path, count: Self.headBytes, maxBytes: maxBytes)
-            if ImageProbe.sniff(head.bytes) == .jpeg, let probe = try? ImageProbe.probe(head.bytes, scanData: false) {
-                return (head, probe)
-            }
+        if !scanData, let head = try PhotoBytes.head(path, count: Self.headBytes, seal: job.photoSeal, maxBytes: maxBytes),
+           ImageProbe.sniff(head.bytes) == .jpeg, let probe = try? ImageProbe.probe(head.bytes, scanData: false) {
+            return (head, probe)
         }
         return (try PhotoBytes.read(path, sha256: job.photoSHA256, seal: job.photoSeal, maxBytes: maxBytes), nil)
     }

@@ -62,3 +62,11 @@ static inline int pm_child_exited(pid_t pid) {
 static inline int pm_become_child_subreaper(void) {
     return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 }
+
+#include <sys/vfs.h>
+
+/* The filesystem type of an open file (statfs f_type), or 0 when fstatfs fails. */
+static inline unsigned long pm_filesystem_type(int fd) {
+    struct statfs fs;
+    return fstatfs(fd, &fs) == 0 ? (unsigned long)fs.f_type : 0;
+}

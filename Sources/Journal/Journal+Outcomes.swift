@@ -15,7 +15,7 @@ extension Journal {
     public func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double,
                             now: Double = unixNow()) throws -> [Transition] {
         try write { db in
-            let current = try RowSource.query(db, "SELECT j.id, j.state, j.photo_path, j.results, j.lease_host FROM jobs j JOIN",
+            let current = try RowSource.query(db, "SELECT j.id, j.state, j.photo_path, j.results, j.lease_host, j.stage_index FROM jobs j JOIN",
                                               columns: [("id", "bigint")], rows: runs.map { [.int($0.job.context.id)] }, "ON j.id = v.id")
             var byID: [Int64: Row] = [:]
             for r in current { byID[r.int(0)!] = r }
@@ -24,8 +24,9 @@ extension Journal {
             for (job, step) in runs {
                 let id = job.context.id
                 // Cancelled, or reclaimed by another host after this one's lease ran out,
-                // while the stage ran: keep what is there.
-                guard let row = byID[id], row.string(1) == "running", row.string(4) == host else {
+                // while the stage ran, or already past this stage (a retried write whose
+                // first try committed): keep what is there.
+                guard let row = byID[id], row.string(1) == "running", row.string(4) == host, row.int(5) == Int64(job.stageIndex) else {
                     done.append(Transition(kind: .abandoned, quarantinePhoto: nil))
                     continue
                 }

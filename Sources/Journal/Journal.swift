@@ -14,6 +14,8 @@ public final class Journal: @unchecked Sendable {
     // Safe: `db` is only touched with `lock` held.
     private let db: any SQLConnection
     private let lock = NSLock()
+    /// SQLite: the connection is at `synchronous=NORMAL`, left so by a claim (`write`).
+    private var relaxed = false
     public let path: String
     /// The first stage that reads a job's memo (the record-writing stages; validate, compress
     /// and upload read only the photo). A memo joins its photo's job only before it; set by
@@ -45,17 +47,18 @@ public final class Journal: @unchecked Sendable {
 
     /// One write transaction. PostgreSQL: several daemons write one journal; one writer at
     /// a time keeps intake, joins and outcomes as simple as on SQLite (BEGIN IMMEDIATE).
-    /// `durable: false` (SQLite): the commit does not wait for the WAL's fsync. It survives
-    /// the daemon's own crash (it is in the kernel's cache), and the next durable commit
-    /// flushes it with its own; only a power loss before that can undo it.
+    /// `durable: false` (SQLite): the commit does not wait for the WAL's fsync
+    /// (`synchronous=NORMAL`, which still syncs checkpoints: OFF would not, and a power loss
+    /// could then undo durable commits too). It survives the daemon's own crash (it is in
+    /// the kernel's cache), and the next durable commit flushes it with its own; only a
+    /// power loss before that can undo it. A durable write sets FULL again first, or fails.
     @discardableResult
     func write<T>(durable: Bool = true, _ body: (any SQLConnection) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
-        if !durable && db.dialect == .sqlite {
-            try db.exec("PRAGMA synchronous=OFF")
-            defer { try? db.exec("PRAGMA synchronous=FULL") }
-            return try db.transaction { try body(db) }
+        if db.dialect == .sqlite, relaxed == durable {
+            try db.exec(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+            relaxed = !durable
         }
         return try db.transaction {
             if db.dialect == .postgres { try db.run("SELECT pg_advisory_xact_lock(hashtext('photomemo:journal'))") }

@@ -38,7 +38,7 @@ public final class PhotoBytes: @unchecked Sendable {  // immutable after init
         let size = Int64(st.st_size)
         // One byte more than fstat says, to see a file that grew since.
         let (photo, total) = try readUpTo(Int(size) + 1, fd, path, fileSize: size)
-        if total == Int(size), PhotoSeal.holds(st, taken: seal) { return photo }
+        if total == Int(size), PhotoSeal.holds(st, of: fd, taken: seal) { return photo }
         var h = SHA256()
         h.update(photo.bytes)
         let actual = h.finalizeHex()
@@ -48,14 +48,15 @@ public final class PhotoBytes: @unchecked Sendable {  // immutable after init
         return photo
     }
 
-    /// The first `count` bytes of `path` (a regular file, at most `maxBytes`), for reading
-    /// headers only: not checked against intake's hash, so nothing may be decoded from
-    /// them (the stage that decodes reads and checks the whole photo).
-    public static func head(_ path: String, count: Int, maxBytes: Int64) throws -> PhotoBytes {
+    /// The first `count` bytes of `path` (a regular file, at most `maxBytes`) when it is
+    /// sealed against `seal` (so they are intake's), for reading headers only; nil when it
+    /// is not: read it whole, checked, with `read`.
+    public static func head(_ path: String, count: Int, seal: String?, maxBytes: Int64) throws -> PhotoBytes? {
         let fd = try openNoFollow(path)
         defer { close(fd) }
-        let size = Int64(try regularFile(fd, path, maxBytes: maxBytes).st_size)
-        return try readUpTo(Int(min(Int64(count), size)), fd, path, fileSize: size).0
+        let st = try regularFile(fd, path, maxBytes: maxBytes)
+        guard PhotoSeal.holds(st, of: fd, taken: seal) else { return nil }
+        return try readUpTo(Int(min(Int64(count), Int64(st.st_size))), fd, path, fileSize: Int64(st.st_size)).0
     }
 
     /// fstat of the opened photo: a regular file within the byte limit.

@@ -1,3 +1,4 @@
+import CPosix
 import Glibc
 
 /// When a photo's bytes need no second SHA-256: intake hashed them, and since then nobody
@@ -37,10 +38,15 @@ public enum PhotoSeal {
         identity(st) + ":\(Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec))"
     }
 
-    /// Whether the file `st` describes (an fstat of the descriptor about to be read) is
-    /// sealed against `taken`, the seal intake recorded (nil: none recorded, never sealed).
-    public static func holds(_ st: stat, taken: String?) -> Bool {
-        guard let taken else { return false }
-        return onlyAdminsCanWrite(st) && seal(st) == taken
+    /// Whether the file `st` describes (the fstat of `fd`, about to be read) is sealed
+    /// against `taken`, the seal intake recorded (nil: none recorded, never sealed). Only on
+    /// a local filesystem the kernel keeps the times of: a network or FUSE server may
+    /// report any owner, link count and ctime.
+    public static func holds(_ st: stat, of fd: Int32, taken: String?) -> Bool {
+        guard let taken, onlyAdminsCanWrite(st), seal(st) == taken else { return false }
+        return localFilesystems.contains(UInt(pm_filesystem_type(fd)))
     }
+
+    /// ext2/3/4, XFS, Btrfs, tmpfs (`statfs` f_type).
+    static let localFilesystems: Set<UInt> = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994]
 }

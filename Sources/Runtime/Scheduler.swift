@@ -52,9 +52,9 @@ final class Scheduler {
     /// a fatal signal's log line names.
     private var recording: Set<Int64> = []
     /// Jobs claimed for their next stage while the loop has not yet heard that their last
-    /// stage's outcome was written (the claim saw the commit first): each is dispatched
-    /// right after that stage is reported, so a job's events keep their order and it is
-    /// never in two stages at once.
+    /// stage's outcome was written (the claim saw the commit first): each holds a slot of
+    /// its stage and is dispatched right after that stage is reported, so a job's events
+    /// keep their order and it is never in two stages at once.
     private var parked: [Int64: (job: ClaimedJob, definition: JobDefinition)] = [:]
     /// A job that crashed the daemon once runs alone (nothing else starts meanwhile), so
     /// a second crash names it and no bystander.
@@ -215,15 +215,11 @@ final class Scheduler {
                            stage: def.stages[job.stageIndex].name)
                 self.crashSuspectRunning = job.context.id
             }
-            let ready = result.claimed.filter { self.runningJobs[$0.context.id] == nil }
-            for job in result.claimed where self.runningJobs[job.context.id] != nil { self.parked[job.context.id] = (job, def) }
-            for index in Set(ready.map(\.stageIndex)).sorted() {
-                let jobs = ready.filter { $0.stageIndex == index }
-                let size = type(of: def.stages[index].stage).jobsPerRun
-                for start in stride(from: 0, to: jobs.count, by: size) {
-                    self.dispatch(Array(jobs[start..<min(jobs.count, start + size)]), definition: def)
-                }
+            for job in result.claimed where self.runningJobs[job.context.id] != nil {
+                self.parked[job.context.id] = (job, def)
+                self.slotsInUse[def.stages[job.stageIndex].name, default: 0] += 1
             }
+            self.dispatchClaimed(result.claimed.filter { self.parked[$0.context.id] == nil }, definition: def)
             if let error = result.error {
                 // The journal cannot write (a full disk, most likely): an outage, shown in status.
                 self.dependencies["journal"] = false
@@ -248,6 +244,26 @@ final class Scheduler {
         guard let at, !stopping else { return }
         let ms = max(0, (at - unixNow()) * 1000)
         wakeTimer.start(afterMs: UInt64(ms.rounded(.up)) + 1) { [unowned self] in self.pump() }
+    }
+
+    /// Runs claimed jobs, a batch stage's in batches of its size.
+    private func dispatchClaimed(_ claimed: [ClaimedJob], definition def: JobDefinition) {
+        for index in Set(claimed.map(\.stageIndex)).sorted() {
+            let jobs = claimed.filter { $0.stageIndex == index }
+            let size = type(of: def.stages[index].stage).jobsPerRun
+            for start in stride(from: 0, to: jobs.count, by: size) {
+                dispatch(Array(jobs[start..<min(jobs.count, start + size)]), definition: def)
+            }
+        }
+    }
+
+    /// The parked jobs among `jobs` (whose stage was just reported): each gives back the
+    /// slot it held, and they run.
+    private func unpark(_ jobs: [ClaimedJob], run: Bool) {
+        let next = jobs.compactMap { parked.removeValue(forKey: $0.context.id) }
+        for (job, def) in next { slotsInUse[def.stages[job.stageIndex].name, default: 1] -= 1 }
+        guard run, let def = next.first?.definition else { return }
+        dispatchClaimed(next.map(\.job), definition: def)
     }
 
     /// Runs one slot's jobs (one, or a batch) and records their outcomes in one transaction.
@@ -329,9 +345,7 @@ final class Scheduler {
                     self.report(job: job.context.id, owner: job.context.memo.owner, stage: entry.name, transition: t, outcome: outcome, ms: ms)
                 }
                 for e in errors { Log.error(e, stage: entry.name) }
-                for job in jobs {
-                    if let (next, claimedWith) = self.parked.removeValue(forKey: job.context.id) { self.dispatch([next], definition: claimedWith) }
-                }
+                self.unpark(jobs, run: true)
             case .failure(let error) where !self.stopping:
                 self.dependencies["journal"] = false
                 let delay = retry.delayMs(afterFailures: failures + 1)
@@ -345,7 +359,7 @@ final class Scheduler {
                 // Stopping: the jobs stay `running` and resume at the next start (stages are
                 // idempotent), and so do any claimed for their next stage meanwhile.
                 self.ended(jobs, stage: entry.name)
-                for job in jobs { self.parked[job.context.id] = nil }
+                self.unpark(jobs, run: false)
                 for job in jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: entry.name) }
             }
             self.pump()

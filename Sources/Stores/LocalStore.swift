@@ -60,7 +60,7 @@ public struct LocalStore: AssetStore {
                 && linkat(AT_FDCWD, "/proc/self/fd/\(source)", AT_FDCWD, temp, AT_SYMLINK_FOLLOW) == 0
             let actual: String
             do {
-                if linked && PhotoSeal.holds(st, taken: seal) {
+                if linked && PhotoSeal.holds(st, of: source, taken: seal) {
                     try syscall("fsync \(file)", blocking: { fsync(source) })
                     actual = sha256
                 } else {

@@ -25,9 +25,11 @@ import Testing
 
     /// A slot is free once its run returns: with outcome writes that take 300 ms, a stage of
     /// concurrency 1 starts its next job while the last one's outcome is still being
-    /// written. The next stage never starts a job before its outcome here is written.
+    /// written. The next stage never starts a job before its outcome here is written, nor
+    /// runs more at once than its concurrency (jobs claimed early wait in a slot).
     @Test func aStagesNextJobStartsWhileTheLastOutcomeIsWritten() throws {
         let first = StageProbe(), second = StageProbe()
+        second.gate.value = 2  // a run waits (up to 0.5 s) for a second one: the limit must keep it out
         var slow: SlowDiskQueue?
         let rig = try SchedulerRig([("first", TestStage(first), 1), ("second", TestStage(second), 1)], queue: { j in
             let q = SlowDiskQueue(j, delay: 0.3)
@@ -40,6 +42,7 @@ import Testing
         let starts = first.runs.value.map(\.at).sorted()
         #expect(starts.count == 3)
         for (a, b) in zip(starts, starts.dropFirst()) { #expect(b - a < 0.25, "first's runs \(b - a) s apart: waited on a write") }
+        #expect(second.maxInFlight.value == 1)
         let written = try #require(slow).written.value
         for id in ids {
             let began = try #require(second.attempts(of: id).first).at

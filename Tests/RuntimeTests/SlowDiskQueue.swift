@@ -3,8 +3,9 @@ import Journal
 import PhotomemoCore
 
 /// The real journal behind a disk whose outcome writes take `delay` seconds (a slow
-/// fsync): every call goes to the journal; `recordSteps` sleeps first, and notes when
-/// each job's outcome was written, by stage.
+/// fsync): every call goes to the journal; `recordSteps` returns `delay` after its commit
+/// (so claims see the commit before the scheduler hears of it), and notes when each
+/// job's outcome was written, by stage.
 final class SlowDiskQueue: JobQueue, @unchecked Sendable {  // `written` is locked
     let journal: Journal
     let delay: Double
@@ -16,8 +17,8 @@ final class SlowDiskQueue: JobQueue, @unchecked Sendable {  // `written` is lock
     }
 
     func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double, now: Double) throws -> [Transition] {
-        usleep(UInt32(delay * 1_000_000))
         let t = try journal.recordSteps(runs, stageName: stageName, durationMs: durationMs, now: now)
+        usleep(UInt32(delay * 1_000_000))
         let at = unixNow()
         written.withLock { w in for r in runs { w["\(r.job.context.id):\(stageName)"] = at } }
         return t

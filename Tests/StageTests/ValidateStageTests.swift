@@ -20,12 +20,15 @@ import Testing
     func run(_ s: ValidateStage, bytes: [UInt8]) throws -> StageOutcome {
         let path = dir + "/f-\(UInt32.random(in: 0...UInt32.max))"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        return s.run(job(path, sha256: SHA256.hex(Data(bytes))))
+        var st = stat()
+        guard lstat(path, &st) == 0 else { throw PhotomemoError(.io, "lstat \(path)") }
+        return s.run(job(path, sha256: SHA256.hex(Data(bytes)), seal: PhotoSeal.seal(st)))
     }
 
-    /// A job as intake makes it: the photo's path and the hash of its bytes when taken.
-    func job(_ path: String, sha256: String? = String(repeating: "0", count: 64)) -> JobContext {
-        JobContext(id: 1, key: "k", photoPath: path, photoSHA256: sha256, memo: .photoOnly("f"), results: [:], attempt: 1)
+    /// A job as intake makes it: the photo's path, the hash of its bytes when taken, and
+    /// its seal (the daemon's own file here, unchanged since).
+    func job(_ path: String, sha256: String? = String(repeating: "0", count: 64), seal: String? = nil) -> JobContext {
+        JobContext(id: 1, key: "k", photoPath: path, photoSHA256: sha256, photoSeal: seal, memo: .photoOnly("f"), results: [:], attempt: 1)
     }
 
     @Test func acceptsARealPhotoAndReportsWhatItFound() throws {
@@ -99,16 +102,22 @@ import Testing
         #expect(try stage().run(job(link, sha256: try SHA256.hexOfFile(atPath: real).hex)) == .fail(reason: "photo is a symlink: \(link)"))
     }
 
-    /// `scan_data: false`: a JPEG's headers decide, read from its first bytes. Damage in
-    /// its image data passes (the decoder's to find); a header past the first 256 KB is
-    /// still read; damaged headers and other formats fail as before.
-    @Test func withoutTheDataScanAJPEGIsJudgedByItsHeadersAlone() throws {
+    /// `scan_data: false`: a sealed JPEG's headers decide, read from its first bytes. Damage
+    /// in its image data passes (the decoder's to find); a header past the first 256 KB is
+    /// still read; damaged headers and other formats fail as before. An unsealed photo is
+    /// read whole and checked against intake's hash: its header could be other bytes'.
+    @Test func withoutTheDataScanASealedJPEGIsJudgedByItsHeadersAlone() throws {
         let headers = try stage(["scan_data": false]), full = try stage()
         let corrupted = try photo("corrupted.jpg")
         guard case .continue(let r) = try run(headers, bytes: corrupted) else { Issue.record("headers refused"); return }
         #expect(r["format"] == "jpeg" && r["bytes"] == .int(Int64(corrupted.count)))
         guard case .fail(let why) = try run(full, bytes: corrupted) else { Issue.record("scan missed the damage"); return }
         #expect(why.hasPrefix("JPEG is damaged"))
+        // Not sealed (no seal, or another's bytes now): the hash decides first.
+        let path = dir + "/unsealed.jpg"
+        try Data(corrupted).write(to: URL(fileURLWithPath: path))
+        guard case .fail(let changed) = headers.run(job(path)) else { Issue.record("unsealed photo not hash-checked"); return }
+        #expect(changed.hasPrefix("photo changed after it was taken"))
 
         // A 300 KB comment before the frame header: past the first read, found in the whole file.
         let jpeg = try photo("Canon_40D.jpg")
