@@ -157,6 +157,23 @@ struct JournalFixture {
         #expect(try f.summary(expired[0]).error == "photo never.jpg did not arrive within the join timeout")
     }
 
+    /// A stage's outcome written twice (a retried write whose first try committed, the
+    /// job meanwhile claimed for its next stage) is recorded once: the second finds the
+    /// job past that stage and leaves it running there.
+    @Test(arguments: Engine.allCases) func anOutcomeForAStageTheJobHasLeftIsNotRecorded(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let policy = RetryPolicy.exponentialJitter(maxAttempts: 2, baseMs: 1, maxMs: 2)
+        _ = try f.journal.commitPhotos([f.photo("a.jpg", sha: "x1")])
+        let first = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1)[0]
+        #expect(try f.record(first, stageName: "one", outcome: .continue(), durationMs: 1, stageCount: 3, retry: policy).kind
+                == .advanced(toStage: 1))
+        let second = try f.journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
+        #expect(try f.record(first, stageName: "one", outcome: .continue(), durationMs: 1, stageCount: 3, retry: policy).kind
+                == .abandoned)
+        let job = try f.summary(second.context.id)
+        #expect(job.state == .running && job.stage == "two", "\(job)")
+    }
+
     @Test(arguments: Engine.allCases) func outcomesAdvanceFinishRetryAndFail(_ engine: Engine) throws {
         let f = try JournalFixture(engine)
         let policy = RetryPolicy.exponentialJitter(maxAttempts: 2, baseMs: 1, maxMs: 2)
