@@ -28,6 +28,9 @@ public final class Daemon {
         public var graceSeconds: Double = 30
         /// An exec sink is killed (with its process group) after this.
         public var sinkTimeoutSeconds: Double = 30
+        /// `--allow-private-webhooks`: users' webhooks may point at loopback, link-local
+        /// and private addresses (admins' always may).
+        public var allowPrivateWebhooks = false
         /// With a group, the socket is mode 0660 and owned by it; else 0600.
         public var socketGroup: gid_t?
         /// `serve --database` / `--store`: override the job definition's.
@@ -153,7 +156,8 @@ public final class Daemon {
         }
         let deliverer = try NotificationDeliverer(loop: loop, events: events, store: records,
                                                   retry: { scheduler.definition.retry },
-                                                  execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host)
+                                                  execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host,
+                                                  allowPrivateWebhooks: options.allowPrivateWebhooks)
         let collector = try AssetCollector(loop: loop, records: records, assets: assets)
         let followers = try Followers(loop: loop, records: records)
         // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.
@@ -179,7 +183,7 @@ public final class Daemon {
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity)),
             RecordHandlers(loop: loop, records: records, assets: assets, journal: journal, events: events, wakeup: wakeup.sender,
                            collectAssets: { collector.collect() }),
-            SubscriptionHandlers(loop: loop, records: records, followers: followers),
+            SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
         ])
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
         clients = { [weak control] in control?.clientCount ?? 0 }  // weak: the server holds the router
