@@ -93,14 +93,16 @@ public final class Daemon {
         // counted at their stage (a SIGKILL or a clean stop leaves the log empty).
         let crash = FatalSignalLog.lastCrash(in: home.crashLog)
         if let crash { Log.warning("the last run died of \(crash.signal) while running \(crash.running.count) jobs") }
-        let counts = try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts, crashed: crash?.running ?? [:],
-                                                   signal: crash?.signal ?? "a fatal signal", now: unixNow())
+        let counts = try DiskSpace.waitingForSpace("resuming interrupted jobs") {
+            try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts, crashed: crash?.running ?? [:],
+                                          signal: crash?.signal ?? "a fatal signal", now: unixNow())
+        }
         if counts.resumed > 0 { Log.notice("resuming \(counts.resumed) interrupted jobs") }
         if counts.failed > 0 { Log.warning("\(counts.failed) jobs failed: interrupted too many times") }
         for id in counts.crashLooped {
             Log.error("failed: the daemon died twice while its stage ran; not retried (photomemo retry \(id) runs it again)", job: id)
         }
-        try journal.heartbeat(started: unixNow(), pid: getpid(), now: unixNow())
+        try DiskSpace.waitingForSpace("the heartbeat") { try journal.heartbeat(started: unixNow(), pid: getpid(), now: unixNow()) }
         try FatalSignalLog.install(crashFile: home.crashLog, json: Log.format == .json)
 
         let loop = try EventLoop()
