@@ -78,6 +78,28 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A photo deleted before its stage ran fails as gone; the quarantine entry of an
+    /// earlier photo of the same name keeps its own reason (it used to be overwritten
+    /// with the later job's "gone", so the quarantined file no longer said why it was there).
+    @Test func aPhotoGoneBeforeItsStageRanLeavesAnEarlierQuarantinedFileItsReason() throws {
+        let d = try DaemonHarness()
+        try d.start()
+        try d.drop("corrupted.jpg", as: "bad.jpg")
+        try d.waitIdle(jobs: 1)
+        #expect(try DaemonHarness.run(["pause", "validate", "--home", d.home]).0 == 0)
+        try d.drop("Nikon_D70.jpg", as: "bad.jpg")
+        try d.waitUntil("the second photo is a job") { try d.jobs().count == 2 }
+        unlink(d.home + "/inbox/bad.jpg")
+        #expect(try DaemonHarness.run(["resume", "validate", "--home", d.home]).0 == 0)
+        try d.waitIdle(jobs: 2)
+        let first = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: d.home + "/quarantine/bad.jpg.reason.json")))
+        #expect(first["job"]?.intValue == 1 && first["reason"]?.stringValue?.contains("damaged") == true, "\(first)")
+        let second = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: d.home + "/quarantine/bad.jpg~job2.reason.json")))
+        #expect(second["job"]?.intValue == 2, "\(second)")
+        #expect(try d.jobs()[1].state == "failed")
+        #expect(d.stop().status == 0)
+    }
+
     /// A multi-GB drop over validate's max_bytes is refused at intake from its size alone:
     /// quarantined by the inbox (no stage ran, nothing was read or hashed), and the photo
     /// dropped after it goes through.
