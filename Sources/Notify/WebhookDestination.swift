@@ -23,26 +23,16 @@ public enum WebhookDestination {
             + "(an admin may allow them: photomemo serve --allow-private-webhooks)"
     }
 
-    /// Why a user's webhook `url` is refused now, or nil: its host is an address of a
-    /// refused kind, or resolves to one. A name that does not resolve now passes; each
-    /// delivery checks the address it connects to anyway.
+    /// Why a user's webhook `url` is refused at subscribe, or nil: its host is an address
+    /// of a refused kind (in any spelling `inet_aton` takes: `2130706433`, `0x7f.1`) or
+    /// `localhost`. Other names are not resolved here — a slow DNS answer would hold a
+    /// worker thread per request — but at each delivery, on the address connected to.
     public static func whyRefused(url: String) -> String? {
-        guard let host = HTTPRequest.host(of: url), !host.isEmpty else { return "\(url) has no host" }
-        if let why = whyRefused(ip: host), !why.hasSuffix("not an IP address") { return why }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, nil, &hints, &list) == 0 else { return nil }
-        defer { freeaddrinfo(list) }
-        var p = list
-        while let a = p {
-            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-            if getnameinfo(a.pointee.ai_addr, a.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0,
-               let why = whyRefused(ip: String(cString: text).split(separator: "%").first.map(String.init) ?? "") {
-                return "\(host) resolves to " + why
-            }
-            p = a.pointee.ai_next
-        }
+        guard let host = HTTPRequest.host(of: url)?.lowercased(), !host.isEmpty else { return "\(url) has no host" }
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "localhost." { return "\(host) is a loopback name" }
+        var v6 = in6_addr(), v4 = in_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 { return kind(v6: withUnsafeBytes(of: &v6) { Array($0) }).map { "\(host) is \($0) address" } }
+        if inet_aton(host, &v4) != 0 { return kind(v4: withUnsafeBytes(of: &v4) { Array($0) }).map { "\(host) is \($0) address" } }
         return nil
     }
 
