@@ -24,6 +24,8 @@ public struct HTTPRequest {
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let unreachable: Bool
         public let description: String
+        /// Set when `refuseAddress` refused every address the host had: why.
+        public var refused: String? = nil
     }
 
     public var method: String
@@ -37,6 +39,10 @@ public struct HTTPRequest {
     public var awsSigV4: (provider: String, credentials: String)?
     /// Keep at most this many bytes of the response body; the rest is read and dropped.
     public var keepBodyBytes = Int.max
+    /// Asked with each address (text: `127.0.0.1`, `::1`) before curl connects to it;
+    /// a reason refuses it. Checked on the socket, so a name that resolves differently
+    /// later (DNS rebinding) or a spelling the caller did not foresee is still caught.
+    public var refuseAddress: (@Sendable (String) -> String?)?
 
     public init(_ method: String, _ url: String) {
         self.method = method
@@ -48,17 +54,28 @@ public struct HTTPRequest {
         var response = Response()
         var upload: FileHandle?
         let keepBodyBytes: Int
+        var refuseAddress: (@Sendable (String) -> String?)?
+        var refused: String?
         init(keepBodyBytes: Int) { self.keepBodyBytes = keepBodyBytes }
     }
 
     /// libcurl's process-wide setup, once, before the first handle (it is not thread-safe).
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
+    /// The host of `url` as curl parses it (an IPv6 address without its brackets), or nil.
+    public static func host(of url: String) -> String? {
+        guard let p = pm_curl_url_host(url) else { return nil }
+        defer { curl_free(p) }
+        let host = String(cString: p)
+        return host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
     public func perform() throws -> Response {
         _ = Self.globalInit
         guard let curl = curl_easy_init() else { throw Failure(unreachable: false, description: "curl_easy_init failed") }
         defer { curl_easy_cleanup(curl) }
         let transfer = Transfer(keepBodyBytes: keepBodyBytes)
+        transfer.refuseAddress = refuseAddress
         pm_curl_set_string(curl, CURLOPT_URL, url)
         pm_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
         if ProcessInfo.processInfo.environment["PM_CURL_VERBOSE"] != nil { pm_curl_set_long(curl, CURLOPT_VERBOSE, 1) }
@@ -76,6 +93,24 @@ public struct HTTPRequest {
         defer { curl_slist_free_all(list) }
         pm_curl_set_slist(curl, CURLOPT_HTTPHEADER, list)
         let box = Unmanaged.passUnretained(transfer).toOpaque()
+        if refuseAddress != nil {
+            // Redirects are never followed here, and only http(s) is spoken.
+            pm_curl_set_string(curl, CURLOPT_PROTOCOLS_STR, "http,https")
+            pm_curl_set_opensocket(curl, { data, _, address in
+                let t = Unmanaged<Transfer>.fromOpaque(data!).takeUnretainedValue()
+                guard let a = address else { return -1 }
+                var text = [CChar](repeating: 0, count: 64)
+                guard pm_curl_address_text(a, &text, socklen_t(text.count)) == 0 else {
+                    t.refused = "not an IP address"
+                    return -1
+                }
+                if let why = t.refuseAddress?(String(cString: text)) {
+                    t.refused = why
+                    return -1  // CURL_SOCKET_BAD: curl tries the host's next address, if any
+                }
+                return socket(a.pointee.family, a.pointee.socktype, a.pointee.protocol)
+            }, box)
+        }
         pm_curl_set_write(curl, { ptr, size, n, data in
             let t = Unmanaged<Transfer>.fromOpaque(data!).takeUnretainedValue()
             let kept = min(size * n, t.keepBodyBytes - t.response.body.count)
@@ -123,6 +158,9 @@ public struct HTTPRequest {
             try? fh.close()
         }
         guard rc == CURLE_OK else {
+            if let why = transfer.refused, rc == CURLE_COULDNT_CONNECT {
+                throw Failure(unreachable: false, description: "refused to connect: \(why)", refused: why)
+            }
             let unreachable = [CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR,
                                CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_SSL_CONNECT_ERROR].contains(rc)
             throw Failure(unreachable: unreachable, description: String(cString: curl_easy_strerror(rc)))

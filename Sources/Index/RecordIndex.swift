@@ -22,10 +22,14 @@ public protocol RecordIndex: AnyObject, Sendable {
 
     func get(_ id: String, viewer: Viewer) throws -> Record?
     /// Keyset-paged: the cursor stays right while records are added or removed.
+    /// With `maxBytes`, the page stops before the record whose stored text would take it
+    /// past that (keeping at least one), with a cursor for the rest: sizes are read first,
+    /// so a page of huge memos is never held whole (the socket's replies are bounded).
     func query(_ predicate: RecordPredicate, type: String?, sort: [SortKey], limit: Int, cursor: String?,
-               viewer: Viewer) throws -> RecordPage
-    /// Changes after `since`, oldest first, that the viewer could read when they happened.
-    func changes(since: Int64, limit: Int, viewer: Viewer) throws -> [RecordChange]
+               viewer: Viewer, maxBytes: Int?) throws -> RecordPage
+    /// Changes after `since`, oldest first, that the viewer could read when they happened;
+    /// `maxBytes` bounds the page as for `query`.
+    func changes(since: Int64, limit: Int, viewer: Viewer, maxBytes: Int?) throws -> [RecordChange]
 
     // MARK: subscriptions and the outbox
 
@@ -63,6 +67,13 @@ extension RecordIndex {
     public func delete(_ id: String, viewer: Viewer) throws
         -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
         try delete(id, viewer: viewer, now: unixNow())
+    }
+    public func query(_ predicate: RecordPredicate, type: String?, sort: [SortKey], limit: Int, cursor: String?,
+                      viewer: Viewer) throws -> RecordPage {
+        try query(predicate, type: type, sort: sort, limit: limit, cursor: cursor, viewer: viewer, maxBytes: nil)
+    }
+    public func changes(since: Int64, limit: Int, viewer: Viewer) throws -> [RecordChange] {
+        try changes(since: since, limit: limit, viewer: viewer, maxBytes: nil)
     }
     /// Every match in creation order, up to 100.
     public func query(_ predicate: RecordPredicate, viewer: Viewer) throws -> RecordPage {

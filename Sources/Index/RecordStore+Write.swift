@@ -215,7 +215,7 @@ extension RecordStore {
     }
 
     /// Changes after `since`, oldest first, that the viewer could read when they happened.
-    public func changes(since: Int64, limit: Int, viewer: Viewer) throws -> [RecordChange] {
+    public func changes(since: Int64, limit: Int, viewer: Viewer, maxBytes: Int? = nil) throws -> [RecordChange] {
         try locked {
             var params: [SQLValue] = [.int(since)]
             var filter = ""
@@ -224,6 +224,11 @@ extension RecordStore {
                 let elements = dialect == .sqlite ? "json_each(readers)" : "jsonb_array_elements_text(readers)"
                 filter = " AND (owner = ? OR public_read = 1 OR EXISTS (SELECT 1 FROM \(elements) WHERE value = ?))"
                 params += [.text(name), .text(name)]
+            }
+            var limit = limit
+            if let maxBytes {
+                let sizes = try db.query("SELECT length(record) + 256 FROM changes WHERE seq > ?\(filter) ORDER BY seq LIMIT ?", params + [.int(Int64(limit))])
+                limit = Self.fitting(sizes, maxBytes) ?? limit
             }
             params.append(.int(Int64(limit)))
             return try db.query("SELECT seq, record_id, type, op, at, record FROM changes WHERE seq > ?\(filter) ORDER BY seq LIMIT ?", params)

@@ -101,7 +101,7 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     /// sort at all) go in creation order. The cursor is the last row's sort values and
     /// position (keyset paging), so it stays right while records are added or removed.
     public func query(_ predicate: RecordPredicate, type: String? = nil, sort: [SortKey] = [], limit: Int = 100,
-                      cursor: String? = nil, viewer: Viewer) throws -> RecordPage {
+                      cursor: String? = nil, viewer: Viewer, maxBytes: Int? = nil) throws -> RecordPage {
         var params: [SQLValue] = []
         var whereSQL = PredicateCompiler.compile(predicate, dialect, &params)
         if let type { whereSQL += " AND r.type = ?"; params.append(.text(type)) }
@@ -140,7 +140,12 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         let sql = "SELECT \(Self.columns), \(creationOrder)\(extra) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
         params = fromParams + params
         let rows: [Row]
+        var limit = limit
         do {
+            if let maxBytes {
+                let sizes = "SELECT \(Self.storedLength) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
+                limit = Self.fitting(try locked { try db.query(sizes, params + orderParams + [.int(Int64(limit))]) }, maxBytes) ?? limit
+            }
             rows = try locked { try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))]) }
         } catch {
             throw PredicateCompiler.refusal(error, dialect)
@@ -151,6 +156,20 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
             next = Self.encode(Array(last.values[12..<(12 + exprs.count)]), last.int(11)!)
         }
         return RecordPage(records: records, cursor: next)
+    }
+
+    /// A record's stored text, in characters: what its JSON costs in a reply, near enough.
+    static let storedLength = "length(r.memo) + length(r.fields) + length(r.assets) + length(r.exif) + length(r.acl) + 256"
+
+    /// How many of the rows (one size each, in page order) fit in `maxBytes`, at least one;
+    /// nil when all do.
+    static func fitting(_ sizes: [Row], _ maxBytes: Int) -> Int? {
+        var total = 0
+        for (i, r) in sizes.enumerated() {
+            total += Int(r.int(0) ?? 0)
+            if total > maxBytes { return max(i, 1) }
+        }
+        return nil
     }
 
     /// Creation order: SQLite's rowid (the table's own order, so a full-text match in

@@ -17,8 +17,9 @@ public enum Sink {
             /// An outage or a passing refusal (5xx, 408, 429, no connection, a timeout, an
             /// exec sink's failure): tried again with back-off.
             case retryable
-            /// The receiver refused this delivery for good (any other 4xx): retrying only
-            /// hammers it, so it is marked failed at once.
+            /// The receiver refused this delivery for good (any other 4xx), or answered with a
+            /// redirect (3xx), which is never followed: retrying only hammers it, so it is
+            /// marked failed at once.
             case permanent
         }
 
@@ -35,16 +36,22 @@ public enum Sink {
     }
 
     /// A 4xx other than 408 (request timeout) and 429 (too many requests) refuses the
-    /// delivery itself; everything else that is not 2xx may pass.
+    /// delivery itself, and a 3xx would answer the same every time (a redirect is not
+    /// followed: the signed body must not go wherever a receiver points); everything else
+    /// that is not 2xx may pass.
     public static func isPermanent(status: Int) -> Bool {
-        (400..<500).contains(status) && status != 408 && status != 429
+        (300..<400).contains(status) || ((400..<500).contains(status) && status != 408 && status != 429)
     }
 
     /// How much of a refusing receiver's answer goes into the reason.
     static let bodyExcerptBytes = 200
 
-    public static func post(url: String, body: Data, secret: String?, eventID: String, timeoutMs: Int = 10_000) -> Result {
+    /// With `refusePrivate` (a user's webhook), an address `WebhookDestination` refuses is
+    /// never connected to, whatever the name resolves to at the time: a permanent failure.
+    public static func post(url: String, body: Data, secret: String?, eventID: String, timeoutMs: Int = 10_000,
+                            refusePrivate: Bool = false) -> Result {
         var r = HTTPRequest("POST", url)
+        if refusePrivate { r.refuseAddress = { WebhookDestination.whyRefused(ip: $0) } }
         r.headers = ["Content-Type: application/json", "X-Photomemo-Event: \(eventID)", "Expect:"]
             + (secret.map { ["X-Photomemo-Signature: sha256=\(HMACSHA256.hex(key: $0, data: body))"] } ?? [])
         r.body = .bytes(body)
@@ -55,8 +62,15 @@ public enum Sink {
             let status = response.status
             if (200..<300).contains(status) { return .delivered }
             let excerpt = Log.oneLine(String(decoding: response.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-            let reason = "\(url) answered HTTP \(status)" + (excerpt.isEmpty ? "" : ": \(excerpt)")
+            var reason = "\(url) answered HTTP \(status)"
+            if (300..<400).contains(status) {
+                let location = response.headers["location"].map { "a redirect to \(Log.oneLine(String($0.prefix(bodyExcerptBytes))))" } ?? "a redirect with no Location"
+                reason += ", \(location) (redirects are not followed: subscribe with the new URL)"
+            }
+            if !excerpt.isEmpty { reason += ": \(excerpt)" }
             return .failed(Failure(isPermanent(status: status) ? .permanent : .retryable, reason))
+        } catch let e as HTTPRequest.Failure where e.refused != nil {
+            return .failed(Failure(.permanent, WebhookDestination.refusal(url, e.refused ?? "")))
         } catch {
             return .failed(.retryable("\(url): \(error)"))
         }

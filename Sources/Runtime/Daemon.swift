@@ -28,6 +28,9 @@ public final class Daemon {
         public var graceSeconds: Double = 30
         /// An exec sink is killed (with its process group) after this.
         public var sinkTimeoutSeconds: Double = 30
+        /// `--allow-private-webhooks`: users' webhooks may point at loopback, link-local
+        /// and private addresses (admins' always may).
+        public var allowPrivateWebhooks = false
         /// With a group, the socket is mode 0660 and owned by it; else 0600.
         public var socketGroup: gid_t?
         /// `serve --database` / `--store`: override the job definition's.
@@ -90,14 +93,16 @@ public final class Daemon {
         // counted at their stage (a SIGKILL or a clean stop leaves the log empty).
         let crash = FatalSignalLog.lastCrash(in: home.crashLog)
         if let crash { Log.warning("the last run died of \(crash.signal) while running \(crash.running.count) jobs") }
-        let counts = try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts, crashed: crash?.running ?? [:],
-                                                   signal: crash?.signal ?? "a fatal signal", now: unixNow())
+        let counts = try DiskSpace.waitingForSpace("resuming interrupted jobs") {
+            try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts, crashed: crash?.running ?? [:],
+                                          signal: crash?.signal ?? "a fatal signal", now: unixNow())
+        }
         if counts.resumed > 0 { Log.notice("resuming \(counts.resumed) interrupted jobs") }
         if counts.failed > 0 { Log.warning("\(counts.failed) jobs failed: interrupted too many times") }
         for id in counts.crashLooped {
             Log.error("failed: the daemon died twice while its stage ran; not retried (photomemo retry \(id) runs it again)", job: id)
         }
-        try journal.heartbeat(started: unixNow(), pid: getpid(), now: unixNow())
+        try DiskSpace.waitingForSpace("the heartbeat") { try journal.heartbeat(started: unixNow(), pid: getpid(), now: unixNow()) }
         try FatalSignalLog.install(crashFile: home.crashLog, json: Log.format == .json)
 
         let loop = try EventLoop()
@@ -153,7 +158,8 @@ public final class Daemon {
         }
         let deliverer = try NotificationDeliverer(loop: loop, events: events, store: records,
                                                   retry: { scheduler.definition.retry },
-                                                  execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host)
+                                                  execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host,
+                                                  allowPrivateWebhooks: options.allowPrivateWebhooks)
         let collector = try AssetCollector(loop: loop, records: records, assets: assets)
         let followers = try Followers(loop: loop, records: records)
         // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.
@@ -179,7 +185,7 @@ public final class Daemon {
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity)),
             RecordHandlers(loop: loop, records: records, assets: assets, journal: journal, events: events, wakeup: wakeup.sender,
                            collectAssets: { collector.collect() }),
-            SubscriptionHandlers(loop: loop, records: records, followers: followers),
+            SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
         ])
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
         clients = { [weak control] in control?.clientCount ?? 0 }  // weak: the server holds the router

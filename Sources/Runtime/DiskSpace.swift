@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import PhotomemoCore
 
@@ -31,5 +32,20 @@ enum DiskSpace {
         }
         guard isFullDisk(reason) || isFull(home) else { return outcome }
         return .unavailable(dependency: dependency, reason: "no space left to write (\(reason))")
+    }
+
+    /// Runs a start-up write (resuming interrupted jobs, the heartbeat) until it is not
+    /// refused for space: a daemon killed on a full disk must come up once space returns,
+    /// as a running one goes on, not exit and leave its jobs until someone starts it.
+    static func waitingForSpace<T>(_ what: String, _ body: () throws -> T) throws -> T {
+        var delay = 0.25, logged = false
+        while true {
+            do { return try body() } catch where isFullDisk("\(error)") {
+                if !logged { Log.error("\(what): \(error); waiting for space before starting") }
+                logged = true
+                Thread.sleep(forTimeInterval: delay)
+                delay = min(delay * 2, 5)
+            }
+        }
     }
 }

@@ -25,6 +25,9 @@ final class InboxScanner: @unchecked Sendable {
         var rejected: [String] = []
         /// Files seen but not yet settled: scan again after the settle time.
         var unsettled = 0
+        /// Files the journal could not take now (a full disk): still the backlog, and
+        /// looked at again soon rather than at the next periodic rescan.
+        var untaken = 0
         /// Copies of finished jobs' photos removed from the inbox.
         var removedDuplicates: [String] = []
         var errors: [String] = []
@@ -114,6 +117,7 @@ final class InboxScanner: @unchecked Sendable {
             for photo in batch { commit([photo], &report) }
         } catch {
             report.errors.append("cannot record inbox file \(batch[0].name): \(error)")
+            report.untaken += 1
         }
     }
 
@@ -157,6 +161,7 @@ final class InboxScanner: @unchecked Sendable {
             return TakenPhoto(name: name, path: path, identity: identity, seal: seal, sha256: sha, owner: owner)
         } catch {
             report.errors.append("\(name): \(error)")
+            report.untaken += 1
             return nil
         }
     }

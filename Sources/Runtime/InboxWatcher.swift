@@ -67,6 +67,8 @@ final class InboxWatcher {
 
     private var inFlight = 0
     private var unsettled = 0
+    /// Back-off of the rescans that retry files the journal could not take (0: none failed).
+    private var untakenRetryMs: UInt64 = 0
 
     /// Files seen but not yet jobs (waiting to settle or to be taken): `status`'s backlog.
     var backlog: Int { pending.count + inFlight + unsettled }
@@ -123,6 +125,10 @@ final class InboxWatcher {
             self.flushQueued = false
             self.inFlight = 0
             self.log(report)
+            if report.untaken > 0 {
+                self.unsettled += report.untaken
+                self.retryUntaken()
+            }
             self.flush()
         }
     }
@@ -133,13 +139,27 @@ final class InboxWatcher {
         let scanner = self.scanner
         lane.enqueue({ scanner.rescan() }) { [unowned self] report in
             self.rescanQueued = false
-            self.unsettled = report.unsettled
+            self.unsettled = report.unsettled + report.untaken
             self.log(report)
+            if report.untaken > 0 {
+                self.retryUntaken()
+                return
+            }
+            self.untakenRetryMs = 0
             if report.unsettled > 0 && !self.closed {
                 // Look again once the unsettled files have had time to settle.
                 self.settleTimer.start(afterMs: UInt64(scanner.settleSeconds * 1000) + 100) { [unowned self] in self.rescan() }
             }
         }
+    }
+
+    /// Files the journal could not take (a full disk) are rescanned with back-off (0.5 s
+    /// doubling to 30 s): taken soon after space returns, without hashing them over and
+    /// over while it does not.
+    private func retryUntaken() {
+        guard !closed else { return }
+        untakenRetryMs = min(max(untakenRetryMs * 2, 500), 30_000)
+        settleTimer.start(afterMs: untakenRetryMs) { [unowned self] in self.rescan() }
     }
 
     private func log(_ report: InboxScanner.Report) {

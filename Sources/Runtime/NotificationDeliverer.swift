@@ -18,6 +18,8 @@ final class NotificationDeliverer {
     private let store: any RecordIndex
     private let retry: () -> RetryPolicy
     private let execTimeoutMs: Int
+    /// `serve --allow-private-webhooks`: users' webhooks may reach loopback and private hosts too.
+    private let allowPrivateWebhooks: Bool
     /// This daemon's name on the database ('' alone on SQLite).
     private let claimant: String
     private let timer: LoopTimer
@@ -31,8 +33,9 @@ final class NotificationDeliverer {
     static let maxPerOwner = 2
 
     init(loop: EventLoop, events: EventBus, store: any RecordIndex, retry: @escaping () -> RetryPolicy,
-         execTimeoutMs: Int = Sink.defaultExecTimeoutMs, claimant: String = "") throws {
+         execTimeoutMs: Int = Sink.defaultExecTimeoutMs, claimant: String = "", allowPrivateWebhooks: Bool = false) throws {
         self.execTimeoutMs = execTimeoutMs
+        self.allowPrivateWebhooks = allowPrivateWebhooks
         self.claimant = claimant
         self.loop = loop
         self.events = events
@@ -102,13 +105,15 @@ final class NotificationDeliverer {
         perOwner[owner, default: 0] += 1
         let policy = retry()
         let execTimeoutMs = execTimeoutMs
+        // Checked at every delivery, not only at subscribe: names resolve anew each time.
+        let refusePrivate = !allowPrivateWebhooks && !UnixUser.isAdmin(name: d.subscription.owner)
         loop.submit({ () -> (Sink.Result, Bool) in
             let body = d.event.jsonData
             Failpoint.hit("notify.before_send")
             let result: Sink.Result
             switch d.subscription.sink {
             case .webhook: result = Sink.post(url: d.subscription.target ?? "", body: body, secret: d.subscription.secret,
-                                              eventID: d.event["event_id"]?.stringValue ?? "")
+                                              eventID: d.event["event_id"]?.stringValue ?? "", refusePrivate: refusePrivate)
             case .exec where !UnixUser.isAdmin(name: d.subscription.owner):
                 // Made before exec sinks were admins' only: never run a user's command as the daemon.
                 result = .failed(Sink.Failure(.permanent, "exec sinks are for admins; \(d.subscription.owner ?? "?")'s subscription cannot run a command"))

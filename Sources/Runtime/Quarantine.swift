@@ -13,10 +13,14 @@ struct Quarantine: Sendable {
 
     /// Moves `path` into quarantine (rename: same filesystem as the inbox) under `name`,
     /// or `name~jobN` when `name` is taken by another entry. Returns the new path.
+    /// `name` is another entry's when the file is still to move, or when it is gone (a
+    /// photo deleted before its stage ran) and `name`'s reason names another job: that
+    /// reason must not be overwritten by this job's.
     func moveFile(at path: String, name: String, reason: JSONValue, job: Int64?) throws -> String {
         var target = folder + "/" + name
         let reasonFor = { (t: String) in t + ".reason.json" }
-        if Files.exists(target) && Files.exists(path) {
+        let reasonJob = { (t: String) in (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reasonFor(t)))))?["job"]?.intValue }
+        if Files.exists(target) && (Files.exists(path) || reasonJob(target) != job) {
             target = folder + "/" + name + (job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))")
         }
         try DurableFile.write(reason.jsonData, to: reasonFor(target))

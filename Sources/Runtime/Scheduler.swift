@@ -328,7 +328,7 @@ final class Scheduler {
                     guard let photo = t.quarantinePhoto, case .failed(let reason) = t.kind else { continue }
                     do {
                         try Self.quarantinePhoto(PendingQuarantine(job: job.context.id, photoPath: photo, stage: entry.name, reason: reason),
-                                                 journal: journal, quarantine: quarantine)
+                                                 taken: job.context.photoSHA256, journal: journal, quarantine: quarantine)
                     } catch { errors.append("job \(job.context.id): cannot quarantine \(photo): \(error)") }
                 }
                 return (transitions, errors)
@@ -449,10 +449,19 @@ final class Scheduler {
         }
     }
 
-    static func quarantinePhoto(_ p: PendingQuarantine, journal: any JobQueue, quarantine: Quarantine) throws {
+    /// `taken`: the SHA-256 intake took the photo with, when known. A file with other
+    /// bytes under that name now was renamed over it after intake — another drop, with a
+    /// job of its own or taken at the next scan — so it stays in the inbox and only this
+    /// job fails; moving it would fail that drop too ("gone") and lose it.
+    static func quarantinePhoto(_ p: PendingQuarantine, taken: String? = nil, journal: any JobQueue, quarantine: Quarantine) throws {
         let name = (p.photoPath as NSString).lastPathComponent
         guard p.photoPath.hasPrefix(quarantine.inbox + "/") else {
             try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) is outside the inbox)", now: unixNow())
+            return
+        }
+        if let taken, let now = try? SHA256.hexOfRegularFile(atPath: p.photoPath), now.hex != taken {
+            try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) was replaced after this job took it; the new file is another drop)",
+                                        now: unixNow())
             return
         }
         let why = Quarantine.reason(p.reason, job: p.job, stage: p.stage, extra: ["source": "inbox", "name": .string(name)])

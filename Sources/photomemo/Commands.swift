@@ -55,6 +55,7 @@ let serveCommand = Command(
         .value("settle", "SECONDS", "a file found by a rescan is taken once unchanged this long (default 2)"),
         .value("grace", "SECONDS", "on SIGTERM, how long running stages may finish (default 30)"),
         .value("sink-timeout", "SECONDS", "an exec sink (subscribe --exec) is killed with its process group after this (default 30)"),
+        .flag("allow-private-webhooks", "let users' webhooks point at loopback, link-local and private addresses (admins' always may)"),
         .value("socket-group", "GROUP", "make the control socket 0660 and owned by GROUP (default: 0600, this user only)"),
         .value("database", "URL", "where the journal and records live: sqlite:FILE or postgres://USER@HOST:PORT/DB (default: the job definition's \"database\")"),
         .value("host-id", "NAME", "this daemon's name among those sharing a PostgreSQL database (default: the machine's name and a hash of the home)"),
@@ -80,6 +81,7 @@ let serveCommand = Command(
         options.settleSeconds = try args.double("settle") ?? options.settleSeconds
         options.graceSeconds = try args.double("grace") ?? options.graceSeconds
         options.sinkTimeoutSeconds = try args.double("sink-timeout") ?? options.sinkTimeoutSeconds
+        options.allowPrivateWebhooks = args.has("allow-private-webhooks")
         guard options.sinkTimeoutSeconds > 0 else { throw UsageError("--sink-timeout must be positive") }
         guard options.rescanSeconds >= 0.1 else { throw UsageError("--rescan-interval must be at least 0.1") }
         if let g = args.value("socket-group") {

@@ -17,8 +17,8 @@ let jobsCommand = clientCommand("jobs", "[--state S] [--limit N] [--cursor C] [-
     let jobs = r["jobs"]?.arrayValue ?? []
     Output.table(["id", "state", "stage", "att", "type", "photo", "error"], jobs.map { j in
         [String(j["id"]?.intValue ?? 0), stateText(j["state"]?.stringValue ?? "?"), j["stage"]?.stringValue ?? "-",
-         String(j["attempts"]?.intValue ?? 0), j["type"]?.stringValue ?? "", j["photo"]?.stringValue ?? "-",
-         String((j["error"]?.stringValue ?? (j["duplicate_of"]?.intValue.map { "duplicate of \($0)" } ?? "")).prefix(70))]
+         String(j["attempts"]?.intValue ?? 0), Output.text(j["type"]?.stringValue ?? ""), Output.text(j["photo"]?.stringValue ?? "-"),
+         Output.text(String((j["error"]?.stringValue ?? (j["duplicate_of"]?.intValue.map { "duplicate of \($0)" } ?? "")).prefix(70)))]
     })
     if let cursor = r["cursor"]?.stringValue { Output.line(Output.tint("more: photomemo jobs --cursor \(cursor)", .dim)) }
     return 0
@@ -41,15 +41,15 @@ let jobCommand = clientCommand("job", "ID [--json]",
     Output.line(Output.tint("job \(j["id"]?.intValue ?? 0)", .bold) + "  " + stateText(j["state"]?.stringValue ?? "?")
         + (j["stage"]?.stringValue.map { " at \($0)" } ?? ""))
     for k in ["key", "type", "memo", "photo", "duplicate_of", "error", "quarantine"] {
-        if let v = j[k], v != .null, v != "" { Output.line("  \(k.padding(toLength: 12, withPad: " ", startingAt: 0)) \(v.stringValue ?? v.jsonString)") }
+        if let v = j[k], v != .null, v != "" { Output.line("  \(k.padding(toLength: 12, withPad: " ", startingAt: 0)) \(Output.text(v.stringValue ?? v.jsonString))") }
     }
-    if let f = j["fields"], f != .emptyObject { Output.line("  fields       \(f.jsonString)") }
-    if let r = j["results"], r != .emptyObject { Output.line("  results      \(r.jsonString)") }
+    if let f = j["fields"], f != .emptyObject { Output.line("  fields       \(Output.text(f.jsonString))") }
+    if let r = j["results"], r != .emptyObject { Output.line("  results      \(Output.text(r.jsonString))") }
     Output.line()
     Output.table(["time", "event", "stage", "attempt", "duration", "message"], (j["history"]?.arrayValue ?? []).map { h in
         [h["time"]?.stringValue ?? "", h["event"]?.stringValue ?? "", h["stage"]?.stringValue ?? "",
          h["attempt"]?.intValue.map(String.init) ?? "", h["duration_ms"] == .null ? "" : Output.ms(h["duration_ms"]),
-         h["message"]?.stringValue ?? ""]
+         Output.text(h["message"]?.stringValue ?? "")]
     })
     return 0
 }
@@ -79,7 +79,7 @@ let enqueueCommand = clientCommand("enqueue", "[PHOTO] [--memo T] [--type T] [--
     if !fields.isEmpty { job["fields"] = .object(fields) }
     let r = try c.request(.enqueue, ["job": .object(job)])
     if args.has("json") { Output.json(r); return 0 }
-    Output.line("job \(r["job"]?.intValue ?? 0) \(r["state"]?.stringValue ?? "")" + (r["error"]?.stringValue.map { ": \($0)" } ?? ""))
+    Output.line("job \(r["job"]?.intValue ?? 0) \(r["state"]?.stringValue ?? "")" + (r["error"]?.stringValue.map { ": \(Output.text($0))" } ?? ""))
     return 0
 }
 

@@ -14,6 +14,12 @@ enum Output {
 
     static func json(_ v: JSONValue) { line(v.jsonString) }
 
+    /// Text that came from someone else (a file name, a memo, a field, a receiver's
+    /// answer), with control characters escaped: a user's newline must not forge a row of
+    /// an admin's table, nor an escape sequence clear or retitle their terminal.
+    static func text(_ s: String) -> String { Log.oneLine(s) }
+    static func text(_ v: JSONValue?) -> String? { v.map { text($0.stringValue ?? $0.jsonString) } }
+
     enum Tint: String { case red = "31", green = "32", yellow = "33", blue = "34", dim = "2", bold = "1" }
 
     static func tint(_ s: String, _ t: Tint) -> String { color ? "\u{1B}[\(t.rawValue)m\(s)\u{1B}[0m" : s }

@@ -21,9 +21,9 @@ let queryCommand = clientCommand("query", "PREDICATE [--type T] [--sort KEYS] [-
     let records = r["records"]?.arrayValue ?? []
     let fieldNames = Array(Set(records.flatMap { ($0["fields"]?.objectValue ?? [:]).keys })).sorted().prefix(6)
     Output.table(["id", "type", "memo"] + fieldNames + ["owner"], records.map { rec in
-        [rec["id"]?.stringValue ?? "", rec["type"]?.stringValue ?? "", String((rec["memo"]?.stringValue ?? "").prefix(40))]
-            + fieldNames.map { f in rec["fields"]?[f].map { $0.stringValue ?? $0.jsonString } ?? "" }
-            + [rec["owner"]?.stringValue ?? ""]
+        [rec["id"]?.stringValue ?? "", Output.text(rec["type"]?.stringValue ?? ""), Output.text(String((rec["memo"]?.stringValue ?? "").prefix(40)))]
+            + fieldNames.map { f in Output.text(rec["fields"]?[f]) ?? "" }
+            + [Output.text(rec["owner"]?.stringValue ?? "")]
     })
     if let cursor = r["cursor"]?.stringValue { Output.line(Output.tint("more: --cursor \(cursor)", .dim)) }
     return 0
@@ -35,16 +35,16 @@ let getCommand = clientCommand("get", "ID [--json]", "Shows one record: its fiel
     if args.has("json") { Output.json(r); return 0 }
     Output.line(Output.tint("\(r["type"]?.stringValue ?? "") \(r["id"]?.stringValue ?? "")", .bold))
     for k in ["memo", "owner", "created", "modified", "change_tag"] {
-        Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(r[k]?.stringValue ?? "-")")
+        Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(Output.text(r[k]?.stringValue ?? "-"))")
     }
     for (k, v) in (r["fields"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
-        Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(v.stringValue ?? v.jsonString)")
+        Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(Output.text(v.stringValue ?? v.jsonString))")
     }
-    Output.line("  acl         \(r["acl"]?.jsonString ?? "{}")")
+    Output.line("  acl         \(Output.text(r["acl"]?.jsonString ?? "{}"))")
     for (k, v) in (r["assets"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
         Output.line("  asset \(k): \(v["width"]?.intValue ?? 0)x\(v["height"]?.intValue ?? 0) \(v["format"]?.stringValue ?? "") \(v["bytes"]?.intValue ?? 0) bytes \(v["key"]?.stringValue ?? "")")
     }
-    if let e = r["exif"], e != .emptyObject { Output.line("  exif        \(e.jsonString)") }
+    if let e = r["exif"], e != .emptyObject { Output.line("  exif        \(Output.text(e.jsonString))") }
     return 0
 }
 

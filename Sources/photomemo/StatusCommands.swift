@@ -81,7 +81,7 @@ let watchCommand = clientCommand("watch", "[--json]",
         if let a = e["attempt"]?.intValue { text += "  attempt \(a)" }
         if let ms = e["ms"] { text += "  \(Output.ms(ms))" }
         if let d = e["delay_ms"]?.intValue { text += "  next in \(d) ms" }
-        if let r = e["reason"]?.stringValue { text += "  \(r)" }
+        if let r = e["reason"]?.stringValue { text += "  \(Output.text(r))" }
         let tinted = type.hasSuffix("failed") ? Output.tint(text, .red) : type == "job_done" ? Output.tint(text, .green)
             : type.contains("retry") || type.contains("unavailable") ? Output.tint(text, .yellow) : text
         Output.write("\r\u{1B}[K" + tinted + "\n")

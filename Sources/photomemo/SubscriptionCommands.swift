@@ -47,7 +47,7 @@ let subscribeCommand = clientCommand("subscribe",
         if plain { Output.json(e); return true }
         let record = e["record"] ?? .null
         Output.line("\(e["seq"]?.intValue ?? 0)  \(e["op"]?.stringValue ?? "")  \(e["type"]?.stringValue ?? "")  \(record["id"]?.stringValue ?? "")"
-            + (e["alert"]?.stringValue.map { "  " + Output.tint($0, .bold) } ?? ""))
+            + (e["alert"]?.stringValue.map { "  " + Output.tint(Output.text($0), .bold) } ?? ""))
         return true
     }
     return 0
@@ -69,9 +69,9 @@ let subscriptionsCommand = clientCommand("subscriptions", "[--retry-failed ID] [
     if let n = r["retried"]?.intValue { Output.line("\(n) failed deliveries queued again") }
     // A parked subscription's error (why fan-out skips it) matters more than a delivery's.
     Output.table(["id", "type", "fires on", "sink", "state", "pending", "delivered", "failed", "last error"], (r["subscriptions"]?.arrayValue ?? []).map { s in
-        [s["id"]?.stringValue ?? "", s["type"]?.stringValue ?? "", (s["fires_on"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ","),
+        [s["id"]?.stringValue ?? "", Output.text(s["type"]?.stringValue ?? ""), (s["fires_on"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ","),
          s["sink"]?.stringValue ?? "", s["state"]?.stringValue ?? "", String(s["pending"]?.intValue ?? 0), String(s["delivered"]?.intValue ?? 0),
-         String(s["failed"]?.intValue ?? 0), String((s["error"]?.stringValue ?? s["last_error"]?.stringValue ?? "").prefix(60))]
+         String(s["failed"]?.intValue ?? 0), Output.text(String((s["error"]?.stringValue ?? s["last_error"]?.stringValue ?? "").prefix(60)))]
     })
     return 0
 }

@@ -37,7 +37,7 @@ func main() -> Int32 {
         StandardStream.err("photomemo \(name): \(e)\n\n\(command.help)")
         return 2
     } catch let e as PhotomemoError {
-        StandardStream.err("photomemo \(name): \(e.message)\n")
+        StandardStream.err("photomemo \(name): \(Output.text(e.message))\n")
         return 1
     } catch {
         StandardStream.err("photomemo \(name): \(error)\n")

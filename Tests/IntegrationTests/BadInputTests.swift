@@ -1,4 +1,6 @@
 import Foundation
+import PhotomemoCore
+import TestSupport
 import Testing
 
 /// Bad input gets a clear reason in quarantine and never blocks the queue.
@@ -48,6 +50,53 @@ import Testing
         let inbox = try FileManager.default.contentsOfDirectory(atPath: d.home + "/inbox").sorted()
         #expect(inbox == ["Nikon_D70.jpg", "Pentax_K10D.jpg"])
         #expect(FileManager.default.fileExists(atPath: "/etc/passwd"))
+        #expect(d.stop().status == 0)
+    }
+
+    /// Names, memos and fields are anyone's text, and an admin reads them in tables: a
+    /// newline must not forge a row, nor an escape sequence clear the screen, retitle the
+    /// terminal or write its clipboard (OSC 52). The CLI escapes control characters in
+    /// everything it prints that came from someone else; `--json` stays exact.
+    @Test func hostileNamesAndMemosReachATerminalEscaped() throws {
+        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+        try d.start()
+        let name = "a\nFORGED  done  -  0  Photo  x.jpg\u{1B}[2J\u{1B}]0;title\u{07}.jpg"
+        try d.drop("Nikon_D70.jpg", as: name)
+        try d.append(#"{"memo":"m\n\u001b]52;c;cHduZWQ=\u0007\u009b2J","fields":{"k":"v\nFORGED"}}"# + "\n")
+        try d.waitIdle(jobs: 2)
+        let record = try #require(try json(d, ["query", "TRUEPREDICATE", "--type", "Memo"])["records"]?.arrayValue?.first?["id"]?.stringValue)
+        let job = try #require(try d.jobs().first?.id)
+        for args in [["jobs"], ["job", String(job)], ["query", "TRUEPREDICATE"], ["get", record], ["changes", "--since", "0"]] {
+            let (status, out, _) = try DaemonHarness.run(args + ["--home", d.home])
+            #expect(status == 0)
+            #expect(!out.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B }, "\(args): \(out.debugDescription)")
+            #expect(!out.split(separator: "\n").contains { $0.hasPrefix("FORGED") }, "\(args): \(out)")
+        }
+        let (_, table, _) = try DaemonHarness.run(["jobs", "--home", d.home])
+        #expect(table.contains(#"a\nFORGED  done  -  0  Photo  x.jpg\x1B[2J\x1B]0;title\x7.jpg"#), "\(table)")
+        #expect(try json(d, ["get", record])["memo"] == "m\n\u{1B}]52;c;cHduZWQ=\u{07}\u{9B}2J", "--json is exact")
+        #expect(d.stop().status == 0)
+    }
+
+    /// A photo deleted before its stage ran fails as gone; the quarantine entry of an
+    /// earlier photo of the same name keeps its own reason (it used to be overwritten
+    /// with the later job's "gone", so the quarantined file no longer said why it was there).
+    @Test func aPhotoGoneBeforeItsStageRanLeavesAnEarlierQuarantinedFileItsReason() throws {
+        let d = try DaemonHarness()
+        try d.start()
+        try d.drop("corrupted.jpg", as: "bad.jpg")
+        try d.waitIdle(jobs: 1)
+        #expect(try DaemonHarness.run(["pause", "validate", "--home", d.home]).0 == 0)
+        try d.drop("Nikon_D70.jpg", as: "bad.jpg")
+        try d.waitUntil("the second photo is a job") { try d.jobs().count == 2 }
+        unlink(d.home + "/inbox/bad.jpg")
+        #expect(try DaemonHarness.run(["resume", "validate", "--home", d.home]).0 == 0)
+        try d.waitIdle(jobs: 2)
+        let first = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: d.home + "/quarantine/bad.jpg.reason.json")))
+        #expect(first["job"]?.intValue == 1 && first["reason"]?.stringValue?.contains("damaged") == true, "\(first)")
+        let second = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: d.home + "/quarantine/bad.jpg~job2.reason.json")))
+        #expect(second["job"]?.intValue == 2, "\(second)")
+        #expect(try d.jobs()[1].state == "failed")
         #expect(d.stop().status == 0)
     }
 

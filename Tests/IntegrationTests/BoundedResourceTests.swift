@@ -51,6 +51,39 @@ import Testing
         return (d, try #require(record["id"]?.stringValue), photo)
     }
 
+    /// Memos may be up to a line's 1 MiB, so a page of `limit` 1000 could be a gigabyte
+    /// built in memory for one request (ten such queries at once took the daemon from
+    /// 100 MB to 700 MB). A page stops at about 4 MiB of record text, with a cursor (or
+    /// `next`) for the rest, and paging still returns every record once.
+    @Test func aPageOfHugeMemosIsCutShortAndPagingGetsTheRest() throws {
+        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+        try d.start()
+        let memo = String(repeating: "word ", count: 160_000)  // 800 KB
+        for i in 0..<8 { try d.append(#"{"type":"Big","memo":"\#(memo)\#(i)"}"# + "\n") }
+        try d.waitIdle(jobs: 8, timeout: 120)
+        var seen: [String] = [], cursor: String?, pages = 0
+        repeat {
+            let page = try json(d, ["query", "TRUEPREDICATE", "--type", "Big", "--limit", "8"] + (cursor.map { ["--cursor", $0] } ?? []))
+            let records = page["records"]?.arrayValue ?? []
+            #expect(records.count >= 1 && records.count <= 5, "a page of \(records.count) records of 800 KB")
+            seen += records.compactMap { $0["id"]?.stringValue }
+            cursor = page["cursor"]?.stringValue
+            pages += 1
+        } while cursor != nil && pages < 20
+        #expect(seen.count == 8 && Set(seen).count == 8, "\(seen.count) records, \(Set(seen).count) distinct")
+        var creates = 0, since: Int64 = 0
+        for _ in 0..<20 {
+            let page = try json(d, ["changes", "--since", String(since), "--limit", "100"])
+            let changes = page["changes"]?.arrayValue ?? []
+            if changes.isEmpty { break }
+            #expect(changes.count <= 5, "a page of \(changes.count) changes of 800 KB")
+            creates += changes.filter { $0["op"] == "create" }.count
+            since = page["next"]?.intValue ?? since
+        }
+        #expect(creates == 8)
+        #expect(d.stop().status == 0)
+    }
+
     @Test func aClientThatAsksForManyOriginalsAndNeverReadsIsCutOffWithoutGrowingTheDaemon() throws {
         let (d, id, photo) = try daemonWithLargeOriginal()
         let pid = try #require(d.process?.processIdentifier)

@@ -80,8 +80,8 @@ final class DaemonHarness {
         starts += 1
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = ["serve", "--home", home, "--job", jobFile, "--log-level", "info", "--settle", "0.3",
-                       "--rescan-interval", "2"] + (args.contains("--grace") ? [] : ["--grace", "10"])
+        p.arguments = ["serve", "--home", home, "--job", jobFile, "--log-level", "info", "--settle", "0.3"]
+                      + (args.contains("--rescan-interval") ? [] : ["--rescan-interval", "2"]) + (args.contains("--grace") ? [] : ["--grace", "10"])
                       + (database.map { ["--database", $0] } ?? []) + (s3.map { ["--store", $0.storeURL] } ?? []) + args
         var env = ProcessInfo.processInfo.environment
         env["EFFECTS"] = effects

@@ -52,4 +52,75 @@ struct FullDiskTests {
         #expect(d.quarantined().isEmpty)
         #expect(d.stop().status == 0)
     }
+
+    /// Killed while the disk is full, a daemon started again must wait for space rather
+    /// than exit on its first write (resuming the interrupted jobs): it used to die with
+    /// `database or disk is full`, leaving every photo until someone started it by hand.
+    @Test func aDaemonKilledOnAFullDiskComesUpWhenSpaceReturns() throws {
+        let d = try DaemonHarness()
+        try FileManager.default.createDirectory(atPath: d.home, withIntermediateDirectories: true)
+        let (mounted, _, mountErr) = try DaemonHarness.spawn(["/bin/mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", d.home])
+        try #require(mounted == 0, "cannot mount a tmpfs: \(mountErr)")
+        defer { _ = try? DaemonHarness.spawn(["/bin/umount", "-l", d.home]) }
+        chmod(d.home, 0o750)
+        try d.start(env: ["EFFECT_SLEEP": "3"])  // the exec stage holds its jobs running
+        let photos = ["orientation_landscape_1.jpg", "orientation_landscape_2.jpg", "Nikon_D70.jpg"]
+        for (i, photo) in photos.enumerated() { try d.drop(photo, as: "p\(i).jpg") }
+        try d.waitUntil("the jobs run their exec stage") { try d.jobs("state = 'running' AND stage_index = 1").count == 3 }
+        let filler = d.home + "/filler"
+        _ = try DaemonHarness.spawn(["/bin/sh", "-c", "head -c 20000000 /dev/zero > \(filler)"])
+        d.stop(SIGKILL)
+        // Started on the full disk: up and waiting, not gone.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: DaemonHarness.binary)
+        p.arguments = ["serve", "--home", d.home, "--job", d.jobFile, "--log-level", "info", "--settle", "0.3", "--rescan-interval", "2"]
+        var env = ProcessInfo.processInfo.environment
+        env["EFFECTS"] = d.effects
+        p.environment = env
+        let log = d.root + "/full-start.log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        p.standardError = FileHandle(forWritingAtPath: log)
+        try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
+        try d.waitUntil("it says it waits for space") { (try String(contentsOfFile: log, encoding: .utf8)).contains("waiting for space") }
+        Thread.sleep(forTimeInterval: 1)
+        #expect(p.isRunning, "the daemon exited on a full disk: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        unlink(filler)
+        try d.waitUntil("it serves once space returns") { (try String(contentsOfFile: log, encoding: .utf8)).contains("serving") }
+        try d.waitIdle(jobs: 3, timeout: 60)
+        #expect(try d.stateCounts()["done"] == 3)
+        #expect(Set(d.lines("effects.log")).count == 3)
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+    }
+
+    /// Photos dropped while the journal cannot write are not yet jobs: they are the
+    /// backlog (so `status` is not "idle" while they wait) and are taken soon after space
+    /// returns, not at the next periodic rescan (a minute by default, 10 here).
+    @Test func photosTheJournalCannotTakeAreBacklogAndTakenWhenSpaceReturns() throws {
+        let d = try DaemonHarness()
+        try FileManager.default.createDirectory(atPath: d.home, withIntermediateDirectories: true)
+        let (mounted, _, mountErr) = try DaemonHarness.spawn(["/bin/mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", d.home])
+        try #require(mounted == 0, "cannot mount a tmpfs: \(mountErr)")
+        defer { _ = try? DaemonHarness.spawn(["/bin/umount", "-l", d.home]) }
+        chmod(d.home, 0o750)
+        try d.start(args: ["--rescan-interval", "10"])
+        let photos = ["orientation_landscape_1.jpg", "orientation_landscape_2.jpg", "Nikon_D70.jpg"]
+        for (i, photo) in photos.enumerated() {
+            try FileManager.default.copyItem(atPath: testPhotos.appendingPathComponent(photo).path, toPath: d.home + "/inbox/.p\(i).part")
+        }
+        let filler = d.home + "/filler"
+        _ = try DaemonHarness.spawn(["/bin/sh", "-c", "head -c 20000000 /dev/zero > \(filler)"])
+        for i in photos.indices { rename(d.home + "/inbox/.p\(i).part", d.home + "/inbox/p\(i).jpg") }
+        try d.waitUntil("the journal refuses them") { d.log.components(separatedBy: "cannot record inbox file").count > 3 }
+        #expect(try json(d, ["status"])["backlog"]?["inbox_files"]?.intValue == 3)
+        unlink(filler)
+        let freed = Date()
+        try d.waitIdle(jobs: 3, timeout: 30)
+        #expect(Date().timeIntervalSince(freed) < 8, "taken \(Date().timeIntervalSince(freed)) s after space returned")
+        #expect(try d.stateCounts()["done"] == 3)
+        #expect(try json(d, ["status"])["backlog"]?["inbox_files"]?.intValue == 0)
+        #expect(d.stop().status == 0)
+    }
 }

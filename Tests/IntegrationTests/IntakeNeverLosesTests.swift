@@ -35,6 +35,28 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A photo renamed over another right after it was dropped (a client that re-sends, or
+    /// a user who picked the wrong file): the first job's bytes are gone, so it fails, but
+    /// the second photo is a drop of its own and must become its record — failing the first
+    /// used to move the second into quarantine, and its own job then failed as "gone".
+    @Test func aPhotoReplacedAfterItWasTakenIsNotLostWithTheFirst() throws {
+        let d = try start()
+        #expect(try DaemonHarness.run(["pause", "validate", "--home", d.home]).0 == 0)
+        try d.drop("orientation_portrait_1.jpg", as: "swap.jpg")
+        try d.waitUntil("the first photo is a job") { try d.jobs().count == 1 }
+        try d.drop("orientation_portrait_2.jpg", as: "swap.jpg")
+        try d.waitUntil("the second photo is a job") { try d.jobs().count == 2 }
+        #expect(try DaemonHarness.run(["resume", "validate", "--home", d.home]).0 == 0)
+        try d.waitIdle(jobs: 2, timeout: 60)
+        let jobs = try d.jobs()
+        #expect(jobs[0].state == "failed" && jobs[0].error?.contains("changed") == true, "\(jobs[0])")
+        #expect(jobs[1].state == "done", "\(jobs[1])")
+        let second = try SHA256.hexOfFile(atPath: testPhotos.appendingPathComponent("orientation_portrait_2.jpg").path).hex
+        #expect(try records(d).map { $0["assets"]?["original"]?["sha256"]?.stringValue } == [second])
+        #expect(d.quarantined().isEmpty)
+        #expect(d.stop().status == 0)
+    }
+
     @Test func aPhotoDroppedAgainAfterItsRecordWasDeletedIsANewRecord() throws {
         let d = try start()
         try d.drop("Nikon_D70.jpg", as: "a.jpg")

@@ -12,7 +12,7 @@ struct WhoMayDoWhatTests {
     let bob = "nobody", alice = "daemon"
 
     /// The per-user setup of the README: home traversable, inbox and queue.d drop boxes.
-    func start() throws -> DaemonHarness {
+    func start(_ extra: [String] = []) throws -> DaemonHarness {
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
         for dir in [d.root, d.home] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -23,7 +23,7 @@ struct WhoMayDoWhatTests {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             chmod(dir, 0o1777)
         }
-        try d.start(args: ["--socket-group", "nogroup"])
+        try d.start(args: ["--socket-group", "nogroup"] + extra)
         return d
     }
 
@@ -164,7 +164,7 @@ struct WhoMayDoWhatTests {
     }
 
     @Test func watchAndFollowersHearOnlyOfWhatTheUserMaySee() throws {
-        let d = try start()
+        let d = try start(["--allow-private-webhooks"])  // bob's receiver is on loopback
         // Bob watches and follows a socket subscription for 8 s while alice and bob both add memos.
         // and has a webhook subscription of his own on every Memo.
         let receiver = try Receiver(dir: d.root, secret: "bobs", failFirst: 0)
@@ -243,7 +243,7 @@ struct WhoMayDoWhatTests {
     /// One user's webhooks that never answer cannot hold every delivery slot: another
     /// user's notification still goes out at once.
     @Test func aUsersTarpitWebhooksDoNotDelayOthers() throws {
-        let d = try start()
+        let d = try start(["--allow-private-webhooks"])  // the tarpit and the receiver are on loopback
         // A loopback listener that never accepts: each POST to it hangs until curl's timeout.
         let tarpit = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(tarpit) }
@@ -269,5 +269,32 @@ struct WhoMayDoWhatTests {
         #expect(Date().timeIntervalSince(sent) < 6, "alice waited \(Date().timeIntervalSince(sent)) s behind bob's tarpits")
         #expect(d.stop().status == 0)
     }
-}
 
+    /// A user's webhook cannot make the daemon POST into its own host or private networks
+    /// (SSRF: local admin APIs, cloud metadata at 169.254.169.254): refused at subscribe
+    /// however the address is spelled, and again at each delivery, so a subscription made
+    /// while an admin allowed it (or a name that resolves to loopback later) reaches nothing.
+    @Test func aUsersWebhookIntoLoopbackOrPrivateHostsIsRefused() throws {
+        let d = try start(["--allow-private-webhooks"])
+        let receiver = try Receiver(dir: d.root, secret: "s", failFirst: 0)
+        let port = receiver.port
+        #expect(try cli(bob, d, ["subscribe", "--type", "Memo", "--fires-on", "create", "--webhook", receiver.url, "--secret", "s"]).0 == 0)
+        #expect(d.stop().status == 0)
+        try d.start(args: ["--socket-group", "nogroup"])  // the same home, without the admin's permission
+        for url in ["http://127.0.0.1:\(port)/hook", "http://localhost:\(port)/hook", "http://[::1]:\(port)/", "http://[::ffff:127.0.0.1]:\(port)/",
+                    "http://2130706433:\(port)/", "http://0.0.0.0:\(port)/", "http://169.254.169.254/latest/meta-data/",
+                    "http://10.1.2.3/", "http://192.168.0.1/", "http://[fe80::1]/", "http://[fd00::1]/"] {
+            let (status, _, err) = try cli(bob, d, ["subscribe", "--type", "Memo", "--webhook", url, "--secret", "s"])
+            #expect(status == 1 && err.contains("may not point at loopback, link-local or private addresses"), "\(url): \(err)")
+        }
+        #expect(try json(d, ["subscribe", "--type", "Memo", "--webhook", "http://127.0.0.1:1/admin", "--secret", "s"])["id"] != nil, "an admin may")
+        // Bob's older subscription to the loopback receiver: its delivery is refused, unsent.
+        #expect(try cli(bob, d, ["enqueue", "--memo", "bob hook"]).0 == 0)
+        try d.waitUntil("bob's delivery is refused") {
+            let subs = try cliJSON(bob, d, ["subscriptions"])["subscriptions"]?.arrayValue ?? []
+            return subs.contains { $0["failed"]?.intValue == 1 && $0["last_error"]?.stringValue?.contains("127.0.0.1 is a loopback address") == true }
+        }
+        #expect(receiver.requests.isEmpty, "\(receiver.requests)")
+        #expect(d.stop().status == 0)
+    }
+}

@@ -4,7 +4,8 @@ import PhotomemoCore
 
 /// A real HTTP/1.1 listener on 127.0.0.1 (a random port), on a thread of its own: it
 /// records each request (request line, headers, body) and answers `status` with `body`,
-/// or with `answer` false reads the request and never answers (for timeouts).
+/// with `headers` (e.g. a redirect's `Location`), or with `answer` false reads the request
+/// and never answers (for timeouts).
 public final class HTTPListener: @unchecked Sendable {  // fd is set once; the rest is behind locks
     public struct Request: Sendable {
         public let line: String
@@ -18,7 +19,7 @@ public final class HTTPListener: @unchecked Sendable {  // fd is set once; the r
     private let open = LockedValue<[Int32]>([])
     private let closed = LockedValue(false)
 
-    public init(status: Int = 200, body: String = "", answer: Bool = true) throws {
+    public init(status: Int = 200, body: String = "", headers: [String] = [], answer: Bool = true) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         var one: Int32 = 1
@@ -50,7 +51,8 @@ public final class HTTPListener: @unchecked Sendable {  // fd is set once; the r
                     if closed.value { shutdown(c, Int32(SHUT_RDWR)) }
                     continue
                 }
-                let reply = "HTTP/1.1 \(status) X\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+                let reply = "HTTP/1.1 \(status) X\r\n" + headers.map { $0 + "\r\n" }.joined()
+                    + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
                 let bytes = Array(reply.utf8)  // a body may hold a NUL
                 _ = bytes.withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 shutdown(c, Int32(SHUT_RDWR))

@@ -55,7 +55,7 @@ final class RecordHandlers: ControlHandler {
             let cursor = try req.string("cursor")
             offLoopRecords(reply) {
                 let page = try store.query(try PredicateParser.parse(predicate), type: type, sort: try SortKey.parse(sort),
-                                           limit: limit, cursor: cursor, viewer: viewer)
+                                           limit: limit, cursor: cursor, viewer: viewer, maxBytes: Self.pageBytes)
                 return ["records": .array(page.records.map(\.json)), "cursor": page.cursor.map(JSONValue.string) ?? .null]
             }
         case .get:
@@ -97,7 +97,7 @@ final class RecordHandlers: ControlHandler {
             let limit = Int(try req.int("limit") ?? 100)
             guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
             offLoopRecords(reply) {
-                let list = try store.changes(since: since, limit: limit, viewer: viewer)
+                let list = try store.changes(since: since, limit: limit, viewer: viewer, maxBytes: Self.pageBytes)
                 return ["changes": .array(list.map(\.json)), "next": .int(list.last?.seq ?? since)]
             }
         case .asset:
@@ -106,6 +106,11 @@ final class RecordHandlers: ControlHandler {
             throw PhotomemoError(.unknownCommand, "\(command.rawValue) is not a record command")
         }
     }
+
+    /// A `query` or `changes` page holds at most about this much record text (fewer
+    /// records than `limit`, with a cursor or `next` for the rest): a page of 1000 records
+    /// of 1 MiB memos would otherwise be built whole in memory, per request.
+    static let pageBytes = 4 << 20
 
     /// `fields` of an update: the same rules as a job line (names, types); null removes a field.
     static func fieldsArgument(_ req: ControlRequest) throws -> [String: JSONValue] {

@@ -2,6 +2,7 @@ import ControlProtocol
 import EventLoop
 import Foundation
 import Index
+import Notify
 import PhotomemoCore
 
 /// subscribe / unsubscribe / subscriptions over the socket. A socket-sink subscription
@@ -13,8 +14,10 @@ final class SubscriptionHandlers: ControlHandler {
     private let loop: EventLoop
     private let records: any RecordIndex
     private let followers: Followers
+    private let allowPrivateWebhooks: Bool
 
-    init(loop: EventLoop, records: any RecordIndex, followers: Followers) {
+    init(loop: EventLoop, records: any RecordIndex, followers: Followers, allowPrivateWebhooks: Bool = false) {
+        self.allowPrivateWebhooks = allowPrivateWebhooks
         self.loop = loop
         self.records = records
         self.followers = followers
@@ -66,12 +69,18 @@ final class SubscriptionHandlers: ControlHandler {
                                                firesOn: firesOn, alert: try req.string("alert"), sink: sink,
                                                target: webhook ?? exec.map { JSONValue.array($0.map(JSONValue.string)).jsonString },
                                                secret: secret)
+            // A user's webhook into loopback or private hosts is refused now, clearly; each
+            // delivery checks the address it connects to again (names change).
+            let checkDestination = webhook != nil && !caller.isAdmin && !allowPrivateWebhooks
             let follow = req.values["follow"]?.boolValue ?? (sink == .socket)
             let followers = self.followers
             loop.reply({ result in
                 reply(result)
                 if case .success = result, follow, sink == .socket { followers.follow(conn, sub, since: since ?? 0) }
             }) {
+                if checkDestination, let webhook, let why = WebhookDestination.whyRefused(url: webhook) {
+                    throw PhotomemoError(.forbidden, WebhookDestination.refusal(webhook, why))
+                }
                 do { return try store.subscribe(sub).json } catch let e as PredicateSyntaxError {
                     throw PhotomemoError(.badRequest, "predicate: \(e.description)")
                 }
