@@ -28,10 +28,13 @@ enum E2E {
         spawn(["cat"] + files, into: &warm)
         let n = Double(files.count)
         var best: [String: Tool] = [:]
+        var perRound: [[String: Tool]] = []  // the machine's speed drifts: each round's ratios are one sample
         func keep(_ name: String, _ t: Tool) {
             if best[name].map({ t.cpuMsPerPhoto < $0.cpuMsPerPhoto }) ?? true { best[name] = t }
+            perRound[perRound.count - 1][name] = t
         }
         for round in 0..<rounds {
+            perRound.append([:])
             StandardStream.err("round \(round + 1)/\(rounds): photomemo\r")
             keep("photomemo", try daemonRun(files, home: scratch + "/daemon-\(round)", binary: binary))
             try? FileManager.default.removeItem(atPath: scratch + "/daemon-\(round)")
@@ -69,10 +72,10 @@ enum E2E {
             rss = try daemonSoak(files, photos: soak, home: scratch + "/soak", binary: binary)
         }
         StandardStream.err(String(repeating: " ", count: 60) + "\r")
-        let report = Report(count: files.count, rounds: rounds, load: load, tools: best, latency: latency, rss: rss)
+        let report = Report(count: files.count, rounds: rounds, load: load, tools: best, perRound: perRound, latency: latency, rss: rss)
         let floor = best["djpeg"]?.cpuMsPerPhoto
         if let b = best["before"] {
-            try Chart.write(before: (b.stages, "before (\(before!), this run)", floor), after: (best["photomemo"]?.stages ?? [:], floor), to: chart)
+            try Chart.write(before: (b.stages, "before (--before, this run)", floor), after: (best["photomemo"]?.stages ?? [:], floor), to: chart)
         } else {
             try Chart.write(before: (Chart.before, Chart.beforeLabel, Chart.beforeFloor), after: (best["photomemo"]?.stages ?? [:], floor), to: chart)
         }

@@ -5,6 +5,7 @@ extension E2E {
     struct Report {
         let count: Int, rounds: Int, load: String
         let tools: [String: Tool]
+        let perRound: [[String: Tool]]
         let latency: [Double]
         let rss: (first: Int, last: Int, peak: Int, photos: Int, rate: Double)?
 
@@ -35,6 +36,12 @@ extension E2E {
                     out += String(format: "photos/s / Pillow's: %.2fx (target ≥ 2.00x)\n", p.photosPerSecond / py.photosPerSecond)
                 }
             }
+            if perRound.count > 1 {
+                out += "per round (tools run one after another, so each round's ratio is one sample of the same machine state):\n"
+                out += "  CPU / djpeg: " + ratios("photomemo", "djpeg", \.cpuMsPerPhoto)
+                if tools["before"] != nil { out += "  CPU / before: " + ratios("photomemo", "before", \.cpuMsPerPhoto) }
+                out += "  photos/s / Pillow's: " + ratios("photomemo", "pillow", \.photosPerSecond)
+            }
             out += String(format: "drop → create event (20 small photos, 300 ms apart): p50 %.0f ms, max %.0f ms (targets ≤ 100, ≤ 250)\n",
                           pct(0.5), latency.max() ?? 0)
             if let r = rss {
@@ -42,6 +49,13 @@ extension E2E {
                               r.photos, r.first / 1024, r.last / 1024, r.peak / 1024, r.rate)
             }
             return out
+        }
+
+        /// `a`'s value over `b`'s in each round, and their median.
+        func ratios(_ a: String, _ b: String, _ value: KeyPath<Tool, Double>) -> String {
+            let r = perRound.compactMap { round in round[a].flatMap { x in round[b].map { x[keyPath: value] / $0[keyPath: value] } } }
+            guard !r.isEmpty else { return "not run\n" }
+            return r.map { String(format: "%.2fx", $0) }.joined(separator: " ") + String(format: " (median %.2fx)\n", r.sorted()[r.count / 2])
         }
 
         var json: [String: Any] {
