@@ -10,14 +10,19 @@ import Testing
 /// small tmpfs filled on purpose (needs root).
 @Suite(.serialized, .enabled(if: getuid() == 0))
 struct FullDiskTests {
+    /// The daemon's home on a tmpfs of its own; the closure unmounts it.
+    func smallDisk(_ d: DaemonHarness, megabytes: Int) throws -> () -> Void {
+        try FileManager.default.createDirectory(atPath: d.home, withIntermediateDirectories: true)
+        let (mounted, _, mountErr) = try DaemonHarness.spawn(["/bin/mount", "-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", d.home])
+        try #require(mounted == 0, "cannot mount a tmpfs: \(mountErr)")
+        chmod(d.home, 0o750)
+        return { _ = try? DaemonHarness.spawn(["/bin/umount", "-l", d.home]) }
+    }
+
     @Test func jobsWaitForSpaceAndFinishWhenItReturns() throws {
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
-        try FileManager.default.createDirectory(atPath: d.home, withIntermediateDirectories: true)
-        chmod(d.home, 0o750)
-        let (mounted, _, mountErr) = try DaemonHarness.spawn(["/bin/mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", d.home])
-        try #require(mounted == 0, "cannot mount a tmpfs: \(mountErr)")
-        defer { _ = try? DaemonHarness.spawn(["/bin/umount", "-l", d.home]) }
-        chmod(d.home, 0o750)
+        let unmount = try smallDisk(d, megabytes: 32)
+        defer { unmount() }
         try d.start()
         // Fill the disk so that the photos still fit in the inbox but nothing the stages
         // write after them does (renditions, the store's copies).
@@ -58,11 +63,8 @@ struct FullDiskTests {
     /// `database or disk is full`, leaving every photo until someone started it by hand.
     @Test func aDaemonKilledOnAFullDiskComesUpWhenSpaceReturns() throws {
         let d = try DaemonHarness()
-        try FileManager.default.createDirectory(atPath: d.home, withIntermediateDirectories: true)
-        let (mounted, _, mountErr) = try DaemonHarness.spawn(["/bin/mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", d.home])
-        try #require(mounted == 0, "cannot mount a tmpfs: \(mountErr)")
-        defer { _ = try? DaemonHarness.spawn(["/bin/umount", "-l", d.home]) }
-        chmod(d.home, 0o750)
+        let unmount = try smallDisk(d, megabytes: 16)
+        defer { unmount() }
         try d.start(env: ["EFFECT_SLEEP": "3"])  // the exec stage holds its jobs running
         let photos = ["orientation_landscape_1.jpg", "orientation_landscape_2.jpg", "Nikon_D70.jpg"]
         for (i, photo) in photos.enumerated() { try d.drop(photo, as: "p\(i).jpg") }
@@ -100,11 +102,8 @@ struct FullDiskTests {
     /// returns, not at the next periodic rescan (a minute by default, 10 here).
     @Test func photosTheJournalCannotTakeAreBacklogAndTakenWhenSpaceReturns() throws {
         let d = try DaemonHarness()
-        try FileManager.default.createDirectory(atPath: d.home, withIntermediateDirectories: true)
-        let (mounted, _, mountErr) = try DaemonHarness.spawn(["/bin/mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", d.home])
-        try #require(mounted == 0, "cannot mount a tmpfs: \(mountErr)")
-        defer { _ = try? DaemonHarness.spawn(["/bin/umount", "-l", d.home]) }
-        chmod(d.home, 0o750)
+        let unmount = try smallDisk(d, megabytes: 16)
+        defer { unmount() }
         try d.start(args: ["--rescan-interval", "10"])
         let photos = ["orientation_landscape_1.jpg", "orientation_landscape_2.jpg", "Nikon_D70.jpg"]
         for (i, photo) in photos.enumerated() {
