@@ -308,8 +308,9 @@ final class Scheduler {
     }
 
     /// Writes a stage run's outcomes to the journal (and quarantines failed photos), then
-    /// frees the slot. While the journal cannot write (a full disk), the jobs stay running
-    /// and the write is tried again with back-off; the journal shows down in `status`.
+    /// reports them and runs the jobs parked for their next stage. While the journal cannot
+    /// write (a full disk), the jobs stay in flight and the write is tried again with
+    /// back-off; the journal shows down in `status`.
     private func record(_ jobs: [ClaimedJob], _ outcomes: [StageOutcome], ms: Double, entry: JobDefinition.StageEntry,
                         definition def: JobDefinition, failures: Int = 0) {
         let journal = self.journal, quarantine = self.quarantine
