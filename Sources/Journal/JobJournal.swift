@@ -38,7 +38,7 @@ public protocol JobIntake: AnyObject, Sendable {
 public protocol JobControl: AnyObject, Sendable {
     func job(_ id: Int64) throws -> JobSummary?
     /// Newest first, `before` an id, optionally of one state and one owner.
-    func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String?) throws -> [JobSummary]
+    func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String?, maxBytes: Int) throws -> (jobs: [JobSummary], more: Bool)
     func history(_ id: Int64) throws -> [(event: String, at: Double, stage: String?, attempt: Int?, durationMs: Double?, message: String?)]
     /// Runs a failed or cancelled job again from where it stopped (`JobControlError` if
     /// its state does not allow it); returns the quarantined file to move back, if any.

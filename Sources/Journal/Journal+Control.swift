@@ -50,17 +50,28 @@ extension Journal {
         try read { db in Int(try db.queryOne("SELECT count(*) FROM job_events WHERE event = 'finished' AND at >= ?", [.double(since)])!.int(0)!) }
     }
 
-    /// A page of jobs, newest first, optionally in one state, with ids below `before`.
-    /// With `owner`, only that owner's jobs.
-    public func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String? = nil) throws -> [JobSummary] {
+    /// A page of jobs, newest first, optionally in one state, with ids below `before`, as
+    /// a list shows them (no results). With `owner`, only that owner's jobs. It stops early
+    /// once the memos reach about `maxBytes` (sizes read first: memos of 1 MiB each made a
+    /// page of 1,000 a gigabyte in memory); `more`: a next page may follow.
+    public func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String? = nil,
+                         maxBytes: Int = 4 << 20) throws -> (jobs: [JobSummary], more: Bool) {
         try read { db in
-            var sql = "SELECT \(Self.summaryColumns) FROM jobs WHERE id < ?"
+            var filter = "id < ?"
             var params: [SQLValue] = [.int(before ?? Int64.max)]
-            if let owner { sql += " AND owner = ?"; params.append(.text(owner)) }
-            if let state { sql += " AND state = ?"; params.append(.text(state.rawValue)) }
-            sql += " ORDER BY id DESC LIMIT ?"
-            params.append(.int(Int64(limit)))
-            return try db.query(sql, params).map(Self.summary)
+            if let owner { filter += " AND owner = ?"; params.append(.text(owner)) }
+            if let state { filter += " AND state = ?"; params.append(.text(state.rawValue)) }
+            let sizes = try db.query("SELECT length(memo) + coalesce(length(error), 0) + coalesce(length(photo), 0) + 256 FROM jobs "
+                                     + "WHERE \(filter) ORDER BY id DESC LIMIT ?", params + [.int(Int64(limit))])
+            var total = 0, fit = 0
+            for r in sizes {
+                total += Int(r.int(0) ?? 0)
+                if total > maxBytes && fit > 0 { break }
+                fit += 1
+            }
+            let jobs = try db.query("SELECT \(Self.listColumns) FROM jobs WHERE \(filter) ORDER BY id DESC LIMIT ?",
+                                    params + [.int(Int64(fit))]).map(Self.summary)
+            return (jobs, fit < sizes.count || sizes.count == limit)
         }
     }
 

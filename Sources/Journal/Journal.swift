@@ -136,6 +136,8 @@ public final class Journal: @unchecked Sendable {
     // MARK: reading jobs
 
     static let summaryColumns = "id, key, state, stage, attempts, photo, duplicate_of, error, quarantine, memo, results"
+    /// The same for a list, which shows no results: not read, nor parsed.
+    static let listColumns = "id, key, state, stage, attempts, photo, duplicate_of, error, quarantine, memo, '{}'"
 
     static func summary(_ r: Row) throws -> JobSummary {
         JobSummary(id: r.int(0)!, key: r.string(1), state: JobState(rawValue: r.string(2)!) ?? .failed,

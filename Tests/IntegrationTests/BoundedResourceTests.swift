@@ -81,6 +81,19 @@ import Testing
             since = page["next"]?.intValue ?? since
         }
         #expect(creates == 8)
+        // The jobs list is bounded the same way (its memos are the jobs' own).
+        var jobs: [Int64] = []
+        cursor = nil
+        pages = 0
+        repeat {
+            let page = try json(d, ["jobs", "--limit", "1000"] + (cursor.map { ["--cursor", $0] } ?? []))
+            let list = page["jobs"]?.arrayValue ?? []
+            #expect(list.count >= 1 && list.count <= 5, "a page of \(list.count) jobs of 800 KB")
+            jobs += list.compactMap { $0["id"]?.intValue }
+            cursor = page["cursor"]?.stringValue
+            pages += 1
+        } while cursor != nil && pages < 20
+        #expect(jobs.count == 8 && Set(jobs).count == 8, "\(jobs.count) jobs, \(Set(jobs).count) distinct")
         #expect(d.stop().status == 0)
     }
 

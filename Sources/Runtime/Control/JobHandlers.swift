@@ -69,9 +69,9 @@ final class JobHandlers: ControlHandler {
         let before = try req.string("cursor").flatMap { Int64($0) }
         let journal = self.journal, owner = caller.ownScope
         loop.reply(reply) {
-            let page = try journal.jobsPage(state: state, before: before, limit: limit, owner: owner)
-            let cursor: JSONValue = page.count == limit ? .string(String(page.last!.id)) : .null
-            return ["jobs": .array(page.map(Self.json)), "cursor": cursor]
+            let page = try journal.jobsPage(state: state, before: before, limit: limit, owner: owner, maxBytes: 4 << 20)
+            let cursor: JSONValue = page.more ? page.jobs.last.map { .string(String($0.id)) } ?? .null : .null
+            return ["jobs": .array(page.jobs.map(Self.json)), "cursor": cursor]
         }
     }
 
