@@ -32,6 +32,10 @@ public struct PhotoPolicy: Sendable {
         guard !photo.contains("/"), photo != ".", photo != "..", !photo.contains("\0") else {
             throw PhotomemoError(.badPath, "photo \"\(photo)\" must be a file name in the inbox (no '/' or '..')")
         }
+        // No such file can ever arrive: the memo would wait out its join timeout for nothing.
+        guard photo.utf8.count <= Int(NAME_MAX) else {
+            throw PhotomemoError(.badPath, "photo name is \(photo.utf8.count) bytes, longer than a file name can be (\(NAME_MAX))")
+        }
         return .inbox(name: photo)
     }
 

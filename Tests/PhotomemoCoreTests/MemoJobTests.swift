@@ -59,10 +59,13 @@ import Testing
 
     @Test func acceptsInboxNamesAndAllowedAbsolutePaths() throws {
         #expect(try policy.resolve("IMG_1.jpg") == .inbox(name: "IMG_1.jpg"))
+        let longest = String(repeating: "a", count: 251) + ".jpg"  // 255 bytes: NAME_MAX
+        #expect(try policy.resolve(longest) == .inbox(name: longest))
         #expect(try policy.resolve("/srv/photos/a/b.jpg") == .absolute(path: "/srv/photos/a/b.jpg"))
     }
 
-    @Test(arguments: ["../etc/passwd", "sub/a.jpg", "..", "/etc/passwd", "/srv/photos/../../etc/passwd", "/srv/photosX/a.jpg"])
+    @Test(arguments: ["../etc/passwd", "sub/a.jpg", "..", "/etc/passwd", "/srv/photos/../../etc/passwd", "/srv/photosX/a.jpg",
+                      String(repeating: "é", count: 128) + ".jpg"])
     func rejectsPathsEscapingTheInbox(_ p: String) {
         #expect(throws: PhotomemoError.self) { try policy.resolve(p) }
     }
