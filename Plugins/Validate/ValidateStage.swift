@@ -18,7 +18,7 @@ public struct ValidateStage: Stage {
         StageOption("max_pixels", .integer, default: 100_000_000,
                     "largest width x height accepted, as the header claims it (stops decompression bombs)"),
         StageOption("scan_data", .bool, default: true,
-                    "JPEG: also walk the image data (truncation, invalid or out-of-sequence markers), reading the whole file; false: headers only, for a job whose compress stage decodes every photo and fails on damage itself"),
+                    "JPEG: also walk the image data (truncation, invalid or out-of-sequence markers), reading the whole file; false: a sealed JPEG's headers only, for a job whose compress stage decodes every photo and fails on damage itself"),
     ]
 
     /// What a JPEG's headers fit in, nearly always (EXIF is at most 64 KB; a large ICC

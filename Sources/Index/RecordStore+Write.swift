@@ -228,7 +228,7 @@ extension RecordStore {
             var limit = limit
             if let maxBytes {
                 let sizes = try db.query("SELECT length(record) + 256 FROM changes WHERE seq > ?\(filter) ORDER BY seq LIMIT ?", params + [.int(Int64(limit))])
-                limit = Self.fitting(sizes, maxBytes) ?? limit
+                limit = Row.fitting(sizes, maxBytes) ?? limit
             }
             params.append(.int(Int64(limit)))
             return try db.query("SELECT seq, record_id, type, op, at, record FROM changes WHERE seq > ?\(filter) ORDER BY seq LIMIT ?", params)

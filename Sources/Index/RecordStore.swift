@@ -144,7 +144,7 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         do {
             if let maxBytes {
                 let sizes = "SELECT \(Self.storedLength) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
-                limit = Self.fitting(try locked { try db.query(sizes, params + orderParams + [.int(Int64(limit))]) }, maxBytes) ?? limit
+                limit = Row.fitting(try locked { try db.query(sizes, params + orderParams + [.int(Int64(limit))]) }, maxBytes) ?? limit
             }
             rows = try locked { try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))]) }
         } catch {
@@ -160,17 +160,6 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
 
     /// A record's stored text, in characters: what its JSON costs in a reply, near enough.
     static let storedLength = "length(r.memo) + length(r.fields) + length(r.assets) + length(r.exif) + length(r.acl) + 256"
-
-    /// How many of the rows (one size each, in page order) fit in `maxBytes`, at least one;
-    /// nil when all do.
-    static func fitting(_ sizes: [Row], _ maxBytes: Int) -> Int? {
-        var total = 0
-        for (i, r) in sizes.enumerated() {
-            total += Int(r.int(0) ?? 0)
-            if total > maxBytes { return max(i, 1) }
-        }
-        return nil
-    }
 
     /// Creation order: SQLite's rowid (the table's own order, so a full-text match in
     /// rowid order needs no sort and stops at the limit), `ord` on PostgreSQL.

@@ -63,15 +63,10 @@ extension Journal {
             if let state { filter += " AND state = ?"; params.append(.text(state.rawValue)) }
             let sizes = try db.query("SELECT length(memo) + coalesce(length(error), 0) + coalesce(length(photo), 0) + 256 FROM jobs "
                                      + "WHERE \(filter) ORDER BY id DESC LIMIT ?", params + [.int(Int64(limit))])
-            var total = 0, fit = 0
-            for r in sizes {
-                total += Int(r.int(0) ?? 0)
-                if total > maxBytes && fit > 0 { break }
-                fit += 1
-            }
+            let fit = Row.fitting(sizes, maxBytes) ?? limit
             let jobs = try db.query("SELECT \(Self.listColumns) FROM jobs WHERE \(filter) ORDER BY id DESC LIMIT ?",
                                     params + [.int(Int64(fit))]).map(Self.summary)
-            return (jobs, fit < sizes.count || sizes.count == limit)
+            return (jobs, jobs.count == fit)
         }
     }
 

@@ -50,6 +50,18 @@ public struct Row: Sendable {
 
     public init(values: [SQLValue]) { self.values = values }
 
+    /// How many of `sizes` (one row each, a size in its first column, in page order) fit
+    /// in `maxBytes`, at least one; nil when all do. A page reads its rows' sizes first,
+    /// then only the rows that fit (a reply of 1 MiB memos must not be built whole).
+    public static func fitting(_ sizes: [Row], _ maxBytes: Int) -> Int? {
+        var total = 0
+        for (i, r) in sizes.enumerated() {
+            total += Int(r.int(0) ?? 0)
+            if total > maxBytes { return max(i, 1) }
+        }
+        return nil
+    }
+
     public func int(_ i: Int) -> Int64? {
         switch values[i] {
         case .int(let v): return v

@@ -61,15 +61,7 @@ import Testing
         let memo = String(repeating: "word ", count: 160_000)  // 800 KB
         for i in 0..<8 { try d.append(#"{"type":"Big","memo":"\#(memo)\#(i)"}"# + "\n") }
         try d.waitIdle(jobs: 8, timeout: 120)
-        var seen: [String] = [], cursor: String?, pages = 0
-        repeat {
-            let page = try json(d, ["query", "TRUEPREDICATE", "--type", "Big", "--limit", "8"] + (cursor.map { ["--cursor", $0] } ?? []))
-            let records = page["records"]?.arrayValue ?? []
-            #expect(records.count >= 1 && records.count <= 5, "a page of \(records.count) records of 800 KB")
-            seen += records.compactMap { $0["id"]?.stringValue }
-            cursor = page["cursor"]?.stringValue
-            pages += 1
-        } while cursor != nil && pages < 20
+        let seen = try pagedIDs(d, ["query", "TRUEPREDICATE", "--type", "Big", "--limit", "8"], items: "records")
         #expect(seen.count == 8 && Set(seen).count == 8, "\(seen.count) records, \(Set(seen).count) distinct")
         var creates = 0, since: Int64 = 0
         for _ in 0..<20 {
@@ -82,19 +74,24 @@ import Testing
         }
         #expect(creates == 8)
         // The jobs list is bounded the same way (its memos are the jobs' own).
-        var jobs: [Int64] = []
-        cursor = nil
-        pages = 0
+        let jobs = try pagedIDs(d, ["jobs", "--limit", "1000"], items: "jobs")
+        #expect(jobs.count == 8 && Set(jobs).count == 8, "\(jobs.count) jobs, \(Set(jobs).count) distinct")
+        #expect(d.stop().status == 0)
+    }
+
+    /// Every page of `args` while there is a cursor (at most 20), each of 1 to 5 `items` of
+    /// 800 KB; their ids, as text.
+    func pagedIDs(_ d: DaemonHarness, _ args: [String], items: String) throws -> [String] {
+        var ids: [String] = [], cursor: String?, pages = 0
         repeat {
-            let page = try json(d, ["jobs", "--limit", "1000"] + (cursor.map { ["--cursor", $0] } ?? []))
-            let list = page["jobs"]?.arrayValue ?? []
-            #expect(list.count >= 1 && list.count <= 5, "a page of \(list.count) jobs of 800 KB")
-            jobs += list.compactMap { $0["id"]?.intValue }
+            let page = try json(d, args + (cursor.map { ["--cursor", $0] } ?? []))
+            let list = page[items]?.arrayValue ?? []
+            #expect(list.count >= 1 && list.count <= 5, "a page of \(list.count) \(items) of 800 KB")
+            ids += list.compactMap { $0["id"].flatMap { $0.stringValue ?? $0.intValue.map(String.init) } }
             cursor = page["cursor"]?.stringValue
             pages += 1
         } while cursor != nil && pages < 20
-        #expect(jobs.count == 8 && Set(jobs).count == 8, "\(jobs.count) jobs, \(Set(jobs).count) distinct")
-        #expect(d.stop().status == 0)
+        return ids
     }
 
     @Test func aClientThatAsksForManyOriginalsAndNeverReadsIsCutOffWithoutGrowingTheDaemon() throws {
