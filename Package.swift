@@ -4,7 +4,7 @@ import PackageDescription
 // The pipeline reads from the layout:
 //   Sources/CUV, CSQLite, CPQ, CCrypto, CPosix, CVips, CCurl  thin system-library targets (C headers only)
 //   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
-//   Sources/ControlProtocol         the socket's contract shared by daemon and CLI: commands, argument keys, reply envelope
+//   Sources/ControlProtocol         the socket's contract shared by daemon and CLI: commands, argument keys, reply envelope; the client (ControlClient)
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
 //   Sources/SQL                     what the journal and index need of a SQL engine: SQLConnection, values, rows, one migration runner
 //   Sources/SQLite                  the SQLite connection and statements
@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: [
-            "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "Postgres",
+            "ControlProtocol", "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "Postgres",
         ]),
         .executableTarget(name: "photomemo", dependencies: [
             "PhotomemoCore", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",

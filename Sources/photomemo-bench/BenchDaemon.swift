@@ -1,13 +1,17 @@
+import ControlProtocol
 import Foundation
 import Glibc
+import PhotomemoCore
 
 /// A real `photomemo serve` in a scratch home, for the end-to-end bench: its CPU and RSS
-/// from /proc (so only the daemon counts, not the bench or the CLI), its status and
-/// metrics through the CLI, as a user would see them.
+/// from /proc (so only the daemon counts, not the bench or the CLI), its metrics through
+/// the CLI as a user would see them, and its status on one socket connection kept open:
+/// a CLI process per poll cost the machine ~3% of its CPU while it was measured.
 final class BenchDaemon {
     let home: String
     let binary: String
     private(set) var pid: pid_t = 0
+    private lazy var control = ControlClient(socketPath: home + "/photomemo.sock", home: home)
 
     init(home: String, binary: String) throws {
         self.home = home
@@ -58,15 +62,12 @@ final class BenchDaemon {
         return data
     }
 
-    func status() throws -> [String: Any] {
-        guard let o = try JSONSerialization.jsonObject(with: cli(["status", "--json"])) as? [String: Any] else { throw Failure("bad status") }
-        return o
-    }
+    func status() throws -> JSONValue { try control.request(.status, timeoutMs: 10_000) }
 
     /// Jobs that have ended (done or failed).
     func finished() throws -> (done: Int, failed: Int) {
-        let jobs = try status()["jobs"] as? [String: Any] ?? [:]
-        return ((jobs["done"] as? Int) ?? 0, (jobs["failed"] as? Int) ?? 0)
+        let jobs = try status()["jobs"]
+        return (Int(jobs?["done"]?.intValue ?? 0), Int(jobs?["failed"]?.intValue ?? 0))
     }
 
     /// CPU seconds per stage from `metrics` (`photomemo_stage_cpu_seconds_total`).

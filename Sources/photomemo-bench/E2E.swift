@@ -33,21 +33,28 @@ enum E2E {
             if best[name].map({ t.cpuMsPerPhoto < $0.cpuMsPerPhoto }) ?? true { best[name] = t }
             perRound[perRound.count - 1][name] = t
         }
+        let djpeg = which("djpeg") != nil
         for round in 0..<rounds {
             perRound.append([:])
-            StandardStream.err("round \(round + 1)/\(rounds): photomemo\r")
-            keep("photomemo", try daemonRun(files, home: scratch + "/daemon-\(round)", binary: binary))
-            try? FileManager.default.removeItem(atPath: scratch + "/daemon-\(round)")
-            if let before {
-                StandardStream.err("round \(round + 1)/\(rounds): before   \r")
-                keep("before", try daemonRun(files, home: scratch + "/before-\(round)", binary: before))
-                try? FileManager.default.removeItem(atPath: scratch + "/before-\(round)")
-            }
-            if which("djpeg") != nil {
+            // The floor brackets the daemons: half the files before them, half after, so a
+            // drift of the machine's speed within the round moves both sides alike. The two
+            // daemons swap places each round.
+            var floor = Measurement()
+            func decode(_ part: ArraySlice<String>) {
                 StandardStream.err("round \(round + 1)/\(rounds): djpeg    \r")
-                var m = Measurement()
-                for f in files { measure(["djpeg", "-scale", "1/4", "-outfile", "/dev/null", f], into: &m) }
-                keep("djpeg", Tool(photosPerSecond: n / m.wall, cpuMsPerPhoto: m.cpu / n * 1000, failures: m.failures))
+                for f in part { measure(["djpeg", "-scale", "1/4", "-outfile", "/dev/null", f], into: &floor) }
+            }
+            if djpeg { decode(files[..<(files.count / 2)]) }
+            var daemons = [("photomemo", binary)] + (before.map { [("before", $0)] } ?? [])
+            if round % 2 == 1 { daemons.reverse() }
+            for (name, path) in daemons {
+                StandardStream.err("round \(round + 1)/\(rounds): \(name.padding(toLength: 9, withPad: " ", startingAt: 0))\r")
+                keep(name, try daemonRun(files, home: scratch + "/\(name)-\(round)", binary: path))
+                try? FileManager.default.removeItem(atPath: scratch + "/\(name)-\(round)")
+            }
+            if djpeg {
+                decode(files[(files.count / 2)...])
+                keep("djpeg", Tool(photosPerSecond: n / floor.wall, cpuMsPerPhoto: floor.cpu / n * 1000, failures: floor.failures))
             }
             if let script = pillowScript() {
                 StandardStream.err("round \(round + 1)/\(rounds): Pillow   \r")
@@ -94,7 +101,7 @@ enum E2E {
         for i in files.indices { try d.drop(String(format: "p%05d.jpg", i)) }
         var ended = (done: 0, failed: 0)
         while ended.done + ended.failed < files.count {
-            usleep(250_000)  // each status costs the daemon CPU too: not too often
+            usleep(50_000)  // each status costs the daemon a little CPU too
             ended = try d.finished()
         }
         let wall = Date().timeIntervalSince(t0)

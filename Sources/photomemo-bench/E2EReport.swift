@@ -37,7 +37,7 @@ extension E2E {
                 }
             }
             if perRound.count > 1 {
-                out += "per round (tools run one after another, so each round's ratio is one sample of the same machine state):\n"
+                out += "per round (djpeg on half the files before the daemons and half after; each round's ratio is one sample):\n"
                 out += "  CPU / djpeg: " + ratios("photomemo", "djpeg", \.cpuMsPerPhoto)
                 if tools["before"] != nil { out += "  CPU / before: " + ratios("photomemo", "before", \.cpuMsPerPhoto) }
                 out += "  photos/s / Pillow's: " + ratios("photomemo", "pillow", \.photosPerSecond)

@@ -19,6 +19,14 @@ func clientCommand(_ name: String, _ synopsis: String, _ summary: String, extra:
     }
 }
 
+extension ControlClient {
+    /// `--socket PATH`, else `HOME/photomemo.sock` with HOME from `--home` or `$PHOTOMEMO_HOME` (default ./var).
+    convenience init(_ args: ParsedArguments) {
+        let home = homeFolder(args)
+        self.init(socketPath: args.value("socket") ?? (home as NSString).appendingPathComponent("photomemo.sock"), home: home)
+    }
+}
+
 func jobID(_ s: String) throws -> JSONValue {
     guard let id = Int64(s), id > 0 else { throw UsageError("a job ID is a positive integer, got \"\(s)\"") }
     return .int(id)

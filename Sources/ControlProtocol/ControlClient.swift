@@ -1,24 +1,24 @@
-import ControlProtocol
 import Foundation
 import Glibc
 import PhotomemoCore
 
-/// The CLI's side of the control socket: connect, send one request line, read reply and
-/// event lines. Blocking (it is a command-line tool), with timeouts so it never hangs.
-final class ControlClient {
-    let socketPath: String
-    let home: String
+/// A client's side of the control socket (the CLI's, the bench's): connect, send one
+/// request line, read reply and event lines. Blocking, with timeouts so it never hangs.
+public final class ControlClient {
+    public let socketPath: String
+    public let home: String
     private var fd: Int32 = -1
     private var buffer: [UInt8] = []
     private var nextID: Int64 = 1
     /// The id of the last request sent: event lines of its stream carry it (`asset`).
-    private(set) var lastRequestID: Int64 = 0
+    public private(set) var lastRequestID: Int64 = 0
 
-    /// `--socket PATH`, else `HOME/photomemo.sock` with HOME from `--home` or `$PHOTOMEMO_HOME` (default ./var).
-    /// Connects on the first request, so a usage error is reported before the daemon is needed.
-    init(_ args: ParsedArguments) {
-        home = homeFolder(args)
-        socketPath = args.value("socket") ?? (home as NSString).appendingPathComponent("photomemo.sock")
+    /// Connects on the first request, so a usage error is reported before the daemon is
+    /// needed; a failed connect is tried again by the next request. `home` names the
+    /// daemon in errors.
+    public init(socketPath: String, home: String) {
+        self.socketPath = socketPath
+        self.home = home
     }
 
     private func connectIfNeeded() throws {
@@ -44,7 +44,7 @@ final class ControlClient {
     deinit { if fd >= 0 { close(fd) } }
 
     /// Sends a request and returns its `result`, or throws the daemon's error.
-    func request(_ cmd: ControlCommand, _ args: [String: JSONValue] = [:], timeoutMs: Int32 = 30_000) throws -> JSONValue {
+    public func request(_ cmd: ControlCommand, _ args: [String: JSONValue] = [:], timeoutMs: Int32 = 30_000) throws -> JSONValue {
         try connectIfNeeded()
         let id = nextID
         nextID += 1
@@ -62,7 +62,7 @@ final class ControlClient {
 
     /// Sends a streaming request, then calls `onEvent` for each event line until it
     /// returns false or the daemon closes the connection. `tick` runs about once a second.
-    func stream(_ cmd: ControlCommand, _ args: [String: JSONValue] = [:], tick: () -> Void = {}, onEvent: (JSONValue) -> Bool) throws {
+    public func stream(_ cmd: ControlCommand, _ args: [String: JSONValue] = [:], tick: () -> Void = {}, onEvent: (JSONValue) -> Bool) throws {
         _ = try request(cmd, args)
         while true {
             guard let line = try readLine(timeoutMs: 1000, allowTimeout: true) else { tick(); continue }
@@ -75,7 +75,7 @@ final class ControlClient {
 
     /// The next event line of request `id`'s stream (lines of other streams are skipped);
     /// an error if none comes within `timeoutMs`.
-    func nextEvent(for id: Int64, timeoutMs: Int32 = 30_000) throws -> JSONValue {
+    public func nextEvent(for id: Int64, timeoutMs: Int32 = 30_000) throws -> JSONValue {
         while true {
             guard let line = try readLine(timeoutMs: timeoutMs) else { continue }
             if line["id"] == .int(id), line["event"] != nil { return line }
