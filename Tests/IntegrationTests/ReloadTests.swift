@@ -40,6 +40,33 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A reload's max_bytes is the inbox's limit from the next drop on: a photo the old
+    /// definition took is refused unread under the new one, and a smaller one still goes.
+    @Test func aReloadedMaxBytesIsTheLimitForTheNextDrop() throws {
+        func definition(_ name: String, maxBytes: Int) -> String {
+            #"{"name": "\#(name)", "stages": [{"use": "validate", "with": {"max_bytes": \#(maxBytes)}}, {"use": "index", "with": {}}]}"#
+        }
+        let d = try DaemonHarness(stages: definition("roomy", maxBytes: 20_000))
+        try d.start()
+        try d.drop("Nikon_D70.jpg", as: "a.jpg")  // 14,034 bytes
+        try d.waitIdle(jobs: 1)
+        try definition("tight", maxBytes: 10_000).write(toFile: d.jobFile, atomically: true, encoding: .utf8)
+        #expect(try DaemonHarness.run(["reload", "--home", d.home]).0 == 0)
+        try d.waitUntil("the reload applies") { d.log.contains("reloaded job definition tight") }
+        try d.drop("Pentax_K10D.jpg", as: "b.jpg")  // 12,077 bytes
+        try d.drop("Canon_40D.jpg", as: "c.jpg")    // 7,958 bytes
+        try d.waitIdle(jobs: 3)
+        #expect(d.quarantined() == ["b.jpg"])
+        // Refused by the inbox, unread: not by the new validate stage.
+        let reason = try String(contentsOfFile: d.home + "/quarantine/b.jpg.reason.json", encoding: .utf8)
+        #expect(reason.contains(#""source":"inbox""#) && !reason.contains(#""stage""#), "\(reason)")
+        let failed = try d.jobs("state = 'failed'")
+        #expect(failed.map(\.photo) == ["b.jpg"])
+        #expect(failed.first?.error == "file is 12077 bytes, over max_bytes (10000)")
+        #expect(try d.stateCounts()["done"] == 2)
+        #expect(d.stop().status == 0)
+    }
+
     /// Reading the definition and building its stages run off the loop: while a reload's
     /// index stage waits (up to SQLite's 5 s busy timeout) to open a database another
     /// process holds locked, the socket still answers; the reload applies once it opens.
