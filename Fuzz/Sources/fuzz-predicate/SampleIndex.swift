@@ -10,14 +10,14 @@ enum SampleIndex {
         let path = NSTemporaryDirectory() + "photomemo-fuzz-predicate-\(getpid()).sqlite"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         do {
-            let store = try RecordStore.open(path: path)
+            let store = try RecordStore(path: path)
             var first: String?
             for (i, job) in jobs.enumerated() {
                 var job = job
                 if let first { job.fields["parent"] = ["ref": .string(first), "action": "deleteSelf"] }
                 let input = RecordInput(jobKey: "fuzz-\(i)", photoSHA256: nil, memo: job, assets: .emptyObject,
                                               exif: .emptyObject, width: i % 2 == 0 ? 4032 : nil, height: i % 2 == 0 ? 3024 : nil)
-                let (record, _) = try store.apply(input)
+                let (record, _) = try store.apply(input, now: 1_764_000_000)
                 first = first ?? record.id
             }
             return store
