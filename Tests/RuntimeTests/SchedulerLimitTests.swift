@@ -99,6 +99,49 @@ import Testing
         #expect(try rig.journal.setting("paused_stages") == nil)
     }
 
+    /// A job claimed for its next stage while its last outcome is still being written is
+    /// parked until that write is reported; if the next stage is paused meanwhile, the job
+    /// must not start there: it goes back to the queue unstarted (no attempt spent) and
+    /// runs there once — neither lost nor twice — after the resume.
+    @Test func aJobParkedForAStagePausedMeanwhileGoesBackToTheQueueUntilTheResume() throws {
+        let first = StageProbe(), second = StageProbe()
+        var slow: SlowDiskQueue?
+        let rig = try SchedulerRig([("first", TestStage(first), 1), ("second", TestStage(second), 1)], queue: { j in
+            let q = SlowDiskQueue(j, delay: 0.5)
+            slow = q
+            return q
+        })
+        let id = try rig.enqueue(1)[0]
+        let written = try #require(slow).written
+        var phase = 0, ticksReleased = 0, ranWhilePaused = -1
+        let run = try rig.run(timeout: 20, step: {
+            switch phase {
+            case 0:
+                // Claimed for "second" before the loop heard that "first" was written: parked.
+                guard let j = try? rig.journal.job(id), j.state == .running, j.stage == "second", written.value["\(id):first"] == nil else { return }
+                phase = 1
+                rig.scheduler.setPaused(true, stage: "second") { error in
+                    #expect(error == nil)
+                    phase = 2
+                }
+            case 2:
+                guard written.value["\(id):first"] != nil, (try? rig.state(id)) == .queued else { return }
+                ticksReleased += 1  // 20 more pumps' time to misbehave
+                guard ticksReleased == 20 else { return }
+                ranWhilePaused = second.runs.value.count
+                phase = 3
+                rig.scheduler.setPaused(false, stage: "second") { error in #expect(error == nil) }
+            default: break
+            }
+        }) { phase == 3 && (try? rig.state(id)) == .done }
+        #expect(run.met && run.closed == 0, "phase \(phase)")
+        #expect(ranWhilePaused == 0)
+        #expect(second.runs.value.map(\.attempt) == [1])
+        let history = try rig.journal.history(id).map { "\($0.event) \($0.stage ?? "-")" }
+        #expect(history.filter { $0 == "released second" }.count == 1, "\(history)")
+        #expect(history.filter { $0 == "done second" }.count == 1, "\(history)")
+    }
+
     @Test func stopLetsRunningStagesFinishAndStartsNoMore() throws {
         let probe = StageProbe()
         probe.hold.value = true

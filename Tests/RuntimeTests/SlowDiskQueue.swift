@@ -27,6 +27,9 @@ final class SlowDiskQueue: JobQueue, @unchecked Sendable {  // `written` is lock
     func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, now: Double) throws -> [ClaimedJob] {
         try journal.claim(stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects, now: now)
     }
+    func release(_ claims: [(job: ClaimedJob, stage: String)], reason: String, now: Double) throws {
+        try journal.release(claims, reason: reason, now: now)
+    }
     func expireJoins(now: Double) throws -> [Int64] { try journal.expireJoins(now: now) }
     func nextWakeAt() throws -> Double? { try journal.nextWakeAt() }
     func crashSuspectReady(stageIndexes: [Int], now: Double) throws -> Bool { try journal.crashSuspectReady(stageIndexes: stageIndexes, now: now) }
