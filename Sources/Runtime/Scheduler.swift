@@ -27,6 +27,11 @@ final class Scheduler {
     /// the last one's outcome is written (an fsync), so a stage's cores never wait on it.
     private var running: [String: Int] = [:]
     private var slotsInUse: [String: Int] = [:]
+    /// Stage runs whose outcome write failed and waits to be tried again: each keeps its
+    /// slot, so while the journal cannot record (but can still claim) a stage holds at
+    /// most its concurrency of them, instead of claiming and running job after job whose
+    /// outcomes pile up in memory (and would all run again after a crash).
+    private var unwritten: [String: Int] = [:]
     private var claiming = false
     /// A reload is moving waiting jobs to the new stages: no claim until it is done.
     private var movingStages = false
@@ -184,7 +189,8 @@ final class Scheduler {
         guard !stopping, !paused, !movingStages else { return }
         guard !claiming else { pumpAgain = true; return }
         let def = definition
-        let free = def.stages.enumerated().map { i, s in (i, s.name, s.concurrency - slotsInUse[s.name, default: 0]) }
+        let free = def.stages.enumerated()
+            .map { i, s in (i, s.name, s.concurrency - slotsInUse[s.name, default: 0] - unwritten[s.name, default: 0]) }
             .filter { $0.2 > 0 && !pausedStages.contains($0.1) }
         guard !free.isEmpty, crashSuspectRunning == nil else { return }
         claiming = true
@@ -376,6 +382,7 @@ final class Scheduler {
         }) { [unowned self] result in
             switch result {
             case .success(let (transitions, errors)):
+                if failures > 0 { self.unwritten[entry.name, default: 1] -= 1 }
                 if self.dependencies["journal"] == false {
                     self.dependencies["journal"] = true
                     Log.notice("the journal records again")
@@ -388,6 +395,7 @@ final class Scheduler {
                 self.unpark(jobs, run: true)
             case .failure(let error) where !self.stopping:
                 self.dependencies["journal"] = false
+                if failures == 0 { self.unwritten[entry.name, default: 0] += 1 }
                 let delay = retry.delayMs(afterFailures: failures + 1)
                 for job in jobs { Log.error("cannot record the outcome: \(error); trying again in \(delay) ms", job: job.context.id, stage: entry.name) }
                 self.unrecorded.append { [unowned self] in
@@ -398,6 +406,7 @@ final class Scheduler {
             case .failure(let error):
                 // Stopping: the jobs stay `running` and resume at the next start (stages are
                 // idempotent), and so do any claimed for their next stage meanwhile.
+                if failures > 0 { self.unwritten[entry.name, default: 1] -= 1 }
                 self.ended(jobs, stage: entry.name)
                 self.unpark(jobs, run: false)
                 for job in jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: entry.name) }

@@ -30,9 +30,9 @@ import Testing
     @Test func aStagesNextJobStartsWhileTheLastOutcomeIsWritten() throws {
         let first = StageProbe(), second = StageProbe()
         second.gate.value = 2  // a run waits (up to 0.5 s) for a second one: the limit must keep it out
-        var slow: SlowDiskQueue?
+        var slow: FaultyDiskQueue?
         let rig = try SchedulerRig([("first", TestStage(first), 1), ("second", TestStage(second), 1)], queue: { j in
-            let q = SlowDiskQueue(j, delay: 0.3)
+            let q = FaultyDiskQueue(j, delay: 0.3)
             slow = q
             return q
         })
@@ -48,6 +48,38 @@ import Testing
             let began = try #require(second.attempts(of: id).first).at
             #expect(began >= (written["\(id):first"] ?? .infinity), "job \(id) began its second stage before its first was written")
         }
+    }
+
+    /// While outcome writes fail but claims still succeed, a run whose outcome waits to be
+    /// written again keeps its slot: the stage stops claiming (it used to claim and run
+    /// every queued job, their outcomes piling up in memory), and once writes succeed
+    /// the rest run, each job once.
+    @Test func whileOutcomeWritesFailAStageStopsClaiming() throws {
+        let probe = StageProbe()
+        var faulty: FaultyDiskQueue?
+        let rig = try SchedulerRig([("only", TestStage(probe), 2)], queue: { j in
+            let q = FaultyDiskQueue(j)
+            q.failing.value = true
+            faulty = q
+            return q
+        })
+        let disk = try #require(faulty)
+        let ids = try rig.enqueue(12)
+        var ranAfter50 = -1, ranAfter150 = -1
+        let run = try rig.run(timeout: 20, step: {
+            let refused = disk.refused.value
+            if ranAfter50 < 0, refused >= 50 { ranAfter50 = probe.runs.value.count }
+            if ranAfter150 < 0, refused >= 150 {
+                ranAfter150 = probe.runs.value.count
+                disk.failing.value = false
+            }
+        }) { ranAfter150 >= 0 && ids.allSatisfy { (try? rig.state($0)) == .done } }
+        #expect(run.met && run.closed == 0)
+        // Two slots, and runs that returned before their first write failed (a few, on a
+        // busy machine), then no more: far from the 12 queued.
+        #expect(ranAfter50 >= 2 && ranAfter50 <= 6, "\(ranAfter50) runs while outcomes could not be written")
+        #expect(ranAfter150 == ranAfter50, "claims went on: \(ranAfter50) runs, then \(ranAfter150)")
+        #expect(probe.runs.value.count == 12 && Set(probe.runs.value.map(\.job)).count == 12)
     }
 
     @Test func aBatchStageGetsBatchesUnderBacklogAndALoneJobAtOnce() throws {
@@ -105,9 +137,9 @@ import Testing
     /// runs there once — neither lost nor twice — after the resume.
     @Test func aJobParkedForAStagePausedMeanwhileGoesBackToTheQueueUntilTheResume() throws {
         let first = StageProbe(), second = StageProbe()
-        var slow: SlowDiskQueue?
+        var slow: FaultyDiskQueue?
         let rig = try SchedulerRig([("first", TestStage(first), 1), ("second", TestStage(second), 1)], queue: { j in
-            let q = SlowDiskQueue(j, delay: 0.5)
+            let q = FaultyDiskQueue(j, delay: 0.5)
             slow = q
             return q
         })
