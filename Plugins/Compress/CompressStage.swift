@@ -36,6 +36,8 @@ public struct CompressStage: Stage {
     let maxPixels: Int64
     let maxBytes: Int64
     public var maxPhotoBytes: Int64? { maxBytes }
+    /// Every photo is decoded whole (`fail_on=warning`): validate may skip its data scan.
+    public var decodesPhotos: Bool { true }
     let outputRoot: String
 
     public init(options: StageOptions, environment: StageEnvironment) throws {

@@ -18,7 +18,7 @@ public struct ValidateStage: Stage {
         StageOption("max_pixels", .integer, default: 100_000_000,
                     "largest width x height accepted, as the header claims it (stops decompression bombs)"),
         StageOption("scan_data", .bool, default: true,
-                    "JPEG: also walk the image data (truncation, invalid or out-of-sequence markers), reading the whole file; false: a sealed JPEG's headers only, for a job whose compress stage decodes every photo and fails on damage itself"),
+                    "JPEG: also walk the image data (truncation, invalid or out-of-sequence markers), reading the whole file; false: a sealed JPEG's headers only, for a job whose compress stage decodes every photo and fails on damage itself (a job without compress is refused)"),
     ]
 
     /// What a JPEG's headers fit in, nearly always (EXIF is at most 64 KB; a large ICC
@@ -46,6 +46,14 @@ public struct ValidateStage: Stage {
         maxPixels = options.int("max_pixels")!
         scanData = options["scan_data"]?.boolValue ?? true
         guard maxBytes > 0, maxPixels > 0 else { throw PhotomemoError(.badDefinition, "limits must be positive") }
+    }
+
+    /// Without the data scan, a sealed JPEG's image data is checked only by a stage that
+    /// decodes it: a job with none would take a damaged photo as whole.
+    public func check(alongside stages: [any Stage]) throws {
+        guard !scanData, !stages.contains(where: \.decodesPhotos) else { return }
+        throw PhotomemoError(.badDefinition,
+            "\"scan_data\": false leaves a JPEG's image data to a stage that decodes it (compress), and this job has none; keep the scan (\"scan_data\": true, the default) in a job without compress")
     }
 
     public func run(_ job: JobContext) -> StageOutcome {

@@ -53,6 +53,8 @@ public protocol JobControl: AnyObject, Sendable {
     func hosts(window: Double, now: Double) throws -> [HostSummary]
     /// This daemon is alive: written with each lease renewal.
     func heartbeat(started: Double, pid: Int32, now: Double) throws
+    /// Nil while the journal's writes commit; else since when and why they fail.
+    var writeFailure: JournalWriteFailure? { get }
 }
 
 /// The whole job store the runtime holds: the scheduler's queue, intake and control.

@@ -10,6 +10,9 @@ public protocol JobQueue: AnyObject, Sendable {
     /// Persists the steps `JobStateMachine` decided for one stage run's jobs.
     func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double,
                      now: Double) throws -> [Transition]
+    /// Puts claimed jobs that will not start (their stage was paused since) back in the
+    /// queue at that stage, spending no attempt.
+    func release(_ claims: [(job: ClaimedJob, stage: String)], reason: String, now: Double) throws
     /// Fails the memos whose photo did not arrive in time; returns their ids.
     func expireJoins(now: Double) throws -> [Int64]
     /// The earliest moment a waiting job becomes runnable or a join deadline passes.

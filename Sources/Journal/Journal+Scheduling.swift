@@ -165,6 +165,9 @@ extension Journal {
                     """, params + lease + [.double(now), .text(stageName), .text(host)])
             }.sorted { ($0.double(9)!, $0.int(0)!) < ($1.double(9)!, $1.int(0)!) }
         } else {
+            // Nothing runnable (most pumps): a read, not an empty write transaction, which
+            // would commit even on a full disk and pass for the journal writing again.
+            guard try read({ try $0.queryOne("SELECT 1 FROM jobs WHERE \(runnable) LIMIT ?", params) }) != nil else { return [] }
             rows = try write(durable: false) { db in
                 let rows = try db.query("SELECT \(columns), \(seal) FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ?", params)
                 for r in rows {

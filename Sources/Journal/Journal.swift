@@ -27,6 +27,9 @@ public final class Journal: @unchecked Sendable {
     /// How long a claim holds a job before another host may take it again (the running
     /// host renews it); nil on SQLite, where a restart resumes what was running.
     public let leaseSeconds: Double?
+    private let writeHealth = JournalWriteHealth()
+    /// Nil while writes commit; since when and why they fail (`status` shows it).
+    public var writeFailure: JournalWriteFailure? { writeHealth.current }
 
     public convenience init(path: String) throws {
         let db = try Database(path: path)
@@ -56,19 +59,32 @@ public final class Journal: @unchecked Sendable {
     func write<T>(durable: Bool = true, _ body: (any SQLConnection) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
-        if db.dialect == .sqlite, relaxed == durable {
-            try db.exec(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
-            relaxed = !durable
-        }
-        return try db.transaction {
-            if db.dialect == .postgres { try db.run("SELECT pg_advisory_xact_lock(hashtext('photomemo:journal'))") }
-            return try body(db)
+        do {
+            if db.dialect == .sqlite, relaxed == durable {
+                try db.exec(durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+                relaxed = !durable
+            }
+            let result = try db.transaction {
+                if db.dialect == .postgres { try db.run("SELECT pg_advisory_xact_lock(hashtext('photomemo:journal'))") }
+                return try body(db)
+            }
+            writeHealth.succeeded()
+            return result
+        } catch {
+            writeHealth.failed(error)
+            throw error
         }
     }
 
     /// One statement that is atomic by itself (a PostgreSQL claim whose row locks are
-    /// enough), outside the journal lock.
-    func statement<T>(_ body: (any SQLConnection) throws -> T) throws -> T { try read(body) }
+    /// enough), outside the journal lock. Its failure is the journal's, but its success
+    /// proves little (a claim of nothing writes nothing): only `write` clears a failure.
+    func statement<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        do { return try read(body) } catch {
+            writeHealth.failed(error)
+            throw error
+        }
+    }
 
     var dialect: SQLDialect { db.dialect }
 

@@ -99,6 +99,11 @@ public struct JobDefinition: Sendable {
             }
             entries.append(StageEntry(name: use, stage: stage, concurrency: concurrency))
         }
+        for (i, entry) in entries.enumerated() {
+            do { try entry.stage.check(alongside: entries.map(\.stage)) } catch let e as PhotomemoError {
+                throw PhotomemoError(.badDefinition, "\(source): job \"\(name)\": stages[\(i)] (\(entry.name)): \(e.message)")
+            }
+        }
         var retry = RetryPolicy.default
         if let r = o["retry"] {
             guard case .object(let ro) = r else { throw PhotomemoError(.badDefinition, "\(source): \"retry\" must be an object") }

@@ -52,7 +52,23 @@ public struct MemoJob: Sendable, Equatable {
         } catch let e as PhotomemoError {
             throw PhotomemoError(.badJob, "not valid JSON: \(e.message)")
         }
-        return try MemoJob(json: value)
+        return try MemoJob(line: value)
+    }
+
+    /// A job line as a producer wrote it (a queue line, `enqueue`'s `job`): the rules of a
+    /// stored job (`init(json:)`) and a NUL refused anywhere in it — a rule older versions
+    /// lacked, so a job stored with one still reads.
+    public init(line value: JSONValue) throws {
+        if case .object(let o) = value {
+            for (k, v) in o where k != "fields" { try Self.refuseNUL(v, at: "\"\(k)\"") }
+            if case .object(let fields)? = o["fields"] {
+                for (name, v) in fields {
+                    if name.utf8.contains(0) { throw Self.nulError("field name \(name.debugDescription)") }
+                    try Self.refuseNUL(v, at: "field \"\(name)\"")
+                }
+            }
+        }
+        try self.init(json: value)
     }
 
     public init(json value: JSONValue) throws {
@@ -117,6 +133,26 @@ public struct MemoJob: Sendable, Equatable {
             throw PhotomemoError(.badJob,
                 "field \"\(name)\" must be a string, number, bool, list of strings or reference, got \(v.typeName)")
         }
+    }
+
+    /// U+0000 anywhere in a line (memo, field names and values, key, photo...) makes it a
+    /// bad line at intake: PostgreSQL's text cannot hold it (SQLite's can), so the job would
+    /// otherwise fail late, at the index write, and only on one engine. `place` names where.
+    static func refuseNUL(_ v: JSONValue, at place: String) throws {
+        switch v {
+        case .string(let s): if s.utf8.contains(0) { throw nulError(place) }
+        case .array(let a): for (i, e) in a.enumerated() { try refuseNUL(e, at: "\(place)[\(i)]") }
+        case .object(let o):
+            for (k, e) in o {
+                if k.utf8.contains(0) { throw nulError("\(place) key \(k.debugDescription)") }
+                try refuseNUL(e, at: "\(place).\(k)")
+            }
+        default: return
+        }
+    }
+
+    static func nulError(_ place: String) -> PhotomemoError {
+        PhotomemoError(.badJob, "\(place) contains a NUL character (U+0000), which a job or record cannot hold")
     }
 
     public static func isIdentifier(_ s: String) -> Bool {

@@ -23,6 +23,14 @@ public protocol Stage: Sendable {
     /// The largest photo file this stage accepts (its `max_bytes`), if it has a limit:
     /// intake refuses a bigger file before reading a byte of it.
     var maxPhotoBytes: Int64? { get }
+
+    /// Whether it decodes every photo's image data, so it fails on damage that only
+    /// shows in the pixels (compress).
+    var decodesPhotos: Bool { get }
+
+    /// What its options need of the job's other stages, checked once all are built (a
+    /// `badDefinition` error says what is missing).
+    func check(alongside stages: [any Stage]) throws
 }
 
 /// A stage that takes several jobs in one call, to share a cost between them (the index
@@ -43,6 +51,8 @@ extension BatchStage {
 
 extension Stage {
     public var maxPhotoBytes: Int64? { nil }
+    public var decodesPhotos: Bool { false }
+    public func check(alongside stages: [any Stage]) throws {}
 
     /// How many jobs the scheduler may hand this stage at once (1 unless it is a `BatchStage`).
     public static var jobsPerRun: Int { (Self.self as? any BatchStage.Type)?.batchLimit ?? 1 }

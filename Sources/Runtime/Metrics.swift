@@ -62,7 +62,6 @@ enum Metrics {
         family("photomemo_sha256_bytes_total", "counter", "Bytes this daemon hashed with SHA-256 (photos, renditions, keys).")
         sample("photomemo_sha256_bytes_total", [], Double(SHA256.processBytes))
         family("photomemo_dependency_up", "gauge", "1 when a dependency answers, 0 when a stage found it down.")
-        sample("photomemo_dependency_up", [("dependency", "journal")], 1)
         for (d, up) in snapshot.dependencies.sorted(by: { $0.key < $1.key }) {
             sample("photomemo_dependency_up", [("dependency", d)], up ? 1 : 0)
         }

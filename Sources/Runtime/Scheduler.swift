@@ -27,13 +27,19 @@ final class Scheduler {
     /// the last one's outcome is written (an fsync), so a stage's cores never wait on it.
     private var running: [String: Int] = [:]
     private var slotsInUse: [String: Int] = [:]
+    /// Stage runs whose outcome write failed and waits to be tried again: each keeps its
+    /// slot, so while the journal cannot record (but can still claim) a stage holds at
+    /// most its concurrency of them, instead of claiming and running job after job whose
+    /// outcomes pile up in memory (and would all run again after a crash).
+    private var unwritten: [String: Int] = [:]
     private var claiming = false
     /// A reload is moving waiting jobs to the new stages: no claim until it is done.
     private var movingStages = false
     private var pumpAgain = false
     private var stopping = false
     private let wakeTimer: LoopTimer
-    /// Stage runs whose outcomes the journal could not write yet, and when to try again.
+    /// Stage runs whose outcomes (or jobs to put back in the queue) the journal could not
+    /// write yet, and when to try again.
     private var unrecorded: [() -> Void] = []
     private let recordTimer: LoopTimer
     private var onIdle: (() -> Void)?
@@ -56,6 +62,9 @@ final class Scheduler {
     /// its stage and is dispatched right after that stage is reported, so a job's events
     /// keep their order and it is never in two stages at once.
     private var parked: [Int64: (job: ClaimedJob, definition: JobDefinition)] = [:]
+    /// Jobs claimed for a stage paused since (parked, or claimed while the pause was
+    /// written) that go back to the queue instead of starting: their writes in flight.
+    private var releasing = 0
     /// A job that crashed the daemon once runs alone (nothing else starts meanwhile), so
     /// a second crash names it and no bystander.
     private var crashSuspectRunning: Int64?
@@ -171,7 +180,7 @@ final class Scheduler {
     }
 
     private func checkIdle() {
-        guard stopping, runningCount == 0, !claiming, let done = onIdle else { return }
+        guard stopping, runningCount == 0, releasing == 0, !claiming, let done = onIdle else { return }
         onIdle = nil
         done()
     }
@@ -180,7 +189,8 @@ final class Scheduler {
         guard !stopping, !paused, !movingStages else { return }
         guard !claiming else { pumpAgain = true; return }
         let def = definition
-        let free = def.stages.enumerated().map { i, s in (i, s.name, s.concurrency - slotsInUse[s.name, default: 0]) }
+        let free = def.stages.enumerated()
+            .map { i, s in (i, s.name, s.concurrency - slotsInUse[s.name, default: 0] - unwritten[s.name, default: 0]) }
             .filter { $0.2 > 0 && !pausedStages.contains($0.1) }
         guard !free.isEmpty, crashSuspectRunning == nil else { return }
         claiming = true
@@ -246,14 +256,49 @@ final class Scheduler {
         wakeTimer.start(afterMs: UInt64(ms.rounded(.up)) + 1) { [unowned self] in self.pump() }
     }
 
-    /// Runs claimed jobs, a batch stage's in batches of its size.
+    /// Runs claimed jobs, a batch stage's in batches of its size; those of a stage paused
+    /// since the claim go back to the queue instead (a paused stage starts no run).
     private func dispatchClaimed(_ claimed: [ClaimedJob], definition def: JobDefinition) {
-        for index in Set(claimed.map(\.stageIndex)).sorted() {
-            let jobs = claimed.filter { $0.stageIndex == index }
+        let isPaused = { (job: ClaimedJob) in self.paused || self.pausedStages.contains(def.stages[job.stageIndex].name) }
+        release(claimed.filter(isPaused), definition: def)
+        let runnable = claimed.filter { !isPaused($0) }
+        for index in Set(runnable.map(\.stageIndex)).sorted() {
+            let jobs = runnable.filter { $0.stageIndex == index }
             let size = type(of: def.stages[index].stage).jobsPerRun
             for start in stride(from: 0, to: jobs.count, by: size) {
                 dispatch(Array(jobs[start..<min(jobs.count, start + size)]), definition: def)
             }
+        }
+    }
+
+    /// Puts claimed jobs back in the queue unstarted (no attempt spent); a write that
+    /// fails is tried again with back-off, like an outcome. Stopping, they stay claimed and
+    /// resume at the next start, as parked jobs do.
+    private func release(_ jobs: [ClaimedJob], definition def: JobDefinition, failures: Int = 0) {
+        guard !jobs.isEmpty else { return }
+        if failures == 0 { releasing += jobs.count }
+        if let suspect = crashSuspectRunning, jobs.contains(where: { $0.context.id == suspect }) { crashSuspectRunning = nil }
+        let journal = self.journal
+        let claims = jobs.map { (job: $0, stage: def.stages[$0.stageIndex].name) }
+        loop.submit({ () -> Error? in
+            do {
+                try journal.release(claims, reason: "not started: the stage was paused after the job was claimed", now: unixNow())
+                return nil
+            } catch { return error }
+        }) { [unowned self] error in
+            if let error, !self.stopping {
+                let delay = def.retry.delayMs(afterFailures: failures + 1)
+                Log.error("cannot put \(jobs.count) jobs of a paused stage back in the queue: \(error); trying again in \(delay) ms")
+                self.unrecorded.append { [unowned self] in self.release(jobs, definition: def, failures: failures + 1) }
+                self.recordTimer.start(afterMs: UInt64(delay)) { [unowned self] in self.retryUnrecorded() }
+                return
+            }
+            self.releasing -= jobs.count
+            for (job, stage) in claims {
+                if let error { Log.error("cannot put the job back in the queue: \(error)", job: job.context.id, stage: stage) }
+                else { Log.info("back in the queue: the stage was paused after the claim", job: job.context.id, stage: stage) }
+            }
+            self.checkIdle()
         }
     }
 
@@ -337,6 +382,7 @@ final class Scheduler {
         }) { [unowned self] result in
             switch result {
             case .success(let (transitions, errors)):
+                if failures > 0 { self.unwritten[entry.name, default: 1] -= 1 }
                 if self.dependencies["journal"] == false {
                     self.dependencies["journal"] = true
                     Log.notice("the journal records again")
@@ -349,6 +395,7 @@ final class Scheduler {
                 self.unpark(jobs, run: true)
             case .failure(let error) where !self.stopping:
                 self.dependencies["journal"] = false
+                if failures == 0 { self.unwritten[entry.name, default: 0] += 1 }
                 let delay = retry.delayMs(afterFailures: failures + 1)
                 for job in jobs { Log.error("cannot record the outcome: \(error); trying again in \(delay) ms", job: job.context.id, stage: entry.name) }
                 self.unrecorded.append { [unowned self] in
@@ -359,6 +406,7 @@ final class Scheduler {
             case .failure(let error):
                 // Stopping: the jobs stay `running` and resume at the next start (stages are
                 // idempotent), and so do any claimed for their next stage meanwhile.
+                if failures > 0 { self.unwritten[entry.name, default: 1] -= 1 }
                 self.ended(jobs, stage: entry.name)
                 self.unpark(jobs, run: false)
                 for job in jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: entry.name) }

@@ -45,6 +45,10 @@ func printStatus(_ s: JSONValue) {
     let deps = (s["dependencies"]?.objectValue ?? [:]).sorted { $0.key < $1.key }
         .map { "\($0.key) " + ($0.value == "up" ? Output.tint("up", .green) : Output.tint("down", .red)) }
     Output.line("deps        " + deps.joined(separator: "  "))
+    if let failing = s["journal_write_error"]?.objectValue {
+        Output.line("journal     " + Output.tint("failing since \(failing["since"]?.stringValue ?? "?"): "
+            + Output.text(failing["error"]?.stringValue ?? "?"), .red))
+    }
     Output.line("throughput  \(String(format: "%.2f", s["throughput"]?["jobs_per_s"]?.doubleValue ?? 0)) jobs/s (\(s["throughput"]?["jobs_last_minute"]?.intValue ?? 0) in the last minute)")
     Output.line()
     let stages = s["stages"]?.objectValue ?? [:]

@@ -78,6 +78,31 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A NUL (U+0000) in a memo or a field value is a bad line at intake, on either engine:
+    /// it used to be taken, then stored by SQLite but refused by PostgreSQL's index write,
+    /// so the job failed late, and on one engine only. The line after them goes on.
+    @Test(arguments: ["sqlite", "postgres"])
+    func aNULInAMemoOrAFieldIsABadLineOnEitherEngine(_ engine: String) throws {
+        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+        if engine == "postgres" { d.database = try PostgresServer.freshDatabase() }
+        try d.start()
+        try d.append(#"{"memo":"a\u0000b"}"# + "\n")
+        try d.append(#"{"memo":"fine","fields":{"code":"A\u0000"}}"# + "\n")
+        try d.append(#"{"memo":"after them","fields":{"code":"A-1"}}"# + "\n")
+        try d.waitIdle(jobs: 1)
+        #expect(try d.stateCounts()["done"] == 1)
+        let q = d.quarantined()
+        #expect(q.count == 2 && q.allSatisfy { $0.hasPrefix("queue-line-") }, "\(q)")
+        let reasons = try q.map { try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: d.home + "/quarantine/" + $0 + ".reason.json"))) }
+            .sorted { ($0["line"]?.intValue ?? 0) < ($1["line"]?.intValue ?? 0) }
+        #expect(reasons.map { $0["line"]?.intValue } == [1, 2])
+        #expect(reasons.first?["reason"]?.stringValue == #""memo" contains a NUL character (U+0000), which a job or record cannot hold"#)
+        #expect(reasons.last?["reason"]?.stringValue?.hasPrefix(#"field "code" contains a NUL character"#) == true)
+        let records = try json(d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue ?? []
+        #expect(records.map { $0["memo"]?.stringValue } == ["after them"])
+        #expect(d.stop().status == 0)
+    }
+
     /// A photo deleted before its stage ran fails as gone; the quarantine entry of an
     /// earlier photo of the same name keeps its own reason (it used to be overwritten
     /// with the later job's "gone", so the quarantined file no longer said why it was there).

@@ -97,6 +97,36 @@ struct FullDiskTests {
         #expect(p.terminationStatus == 0)
     }
 
+    /// While the journal cannot write, `status` says so — `journal` down, since when and
+    /// why, in the JSON and in the table — not only through a backlog that grows; once a
+    /// write commits again, it is up and the failure is gone.
+    @Test func statusShowsTheJournalFailingWhileItCannotWriteAndUpOnceItCan() throws {
+        let d = try DaemonHarness()
+        let unmount = try smallDisk(d, megabytes: 16)
+        defer { unmount() }
+        try d.start()
+        try FileManager.default.copyItem(atPath: testPhotos.appendingPathComponent("Nikon_D70.jpg").path, toPath: d.home + "/inbox/.p.part")
+        let filler = d.home + "/filler"
+        _ = try DaemonHarness.spawn(["/bin/sh", "-c", "head -c 20000000 /dev/zero > \(filler)"])
+        rename(d.home + "/inbox/.p.part", d.home + "/inbox/p.jpg")
+        try d.waitUntil("the journal refuses the photo") { d.log.contains("cannot record inbox file") }
+        let s = try json(d, ["status"])
+        #expect(s["dependencies"]?["journal"] == "down", "\(s)")
+        let since = try #require(s["journal_write_error"]?["since"]?.stringValue, "\(s)")
+        #expect(s["journal_write_error"]?["error"]?.stringValue?.contains("database or disk is full") == true, "\(s)")
+        let (status, table, _) = try DaemonHarness.run(["status", "--home", d.home])
+        #expect(status == 0 && table.contains("journal     failing since \(since): ") && table.contains("database or disk is full"), "\(table)")
+        #expect(table.contains("journal down"), "\(table)")
+
+        unlink(filler)
+        try d.waitIdle(jobs: 1, timeout: 30)
+        let after = try json(d, ["status"])
+        #expect(after["dependencies"]?["journal"] == "up" && after["journal_write_error"] == .null, "\(after)")
+        let (_, healthy, _) = try DaemonHarness.run(["status", "--home", d.home])
+        #expect(!healthy.contains("failing since") && healthy.contains("journal up"), "\(healthy)")
+        #expect(d.stop().status == 0)
+    }
+
     /// Photos dropped while the journal cannot write are not yet jobs: they are the
     /// backlog (so `status` is not "idle" while they wait) and are taken soon after space
     /// returns, not at the next periodic rescan (a minute by default, 10 here).

@@ -82,6 +82,24 @@ import Testing
         (status, _, _) = try DaemonHarness.run(["chek", d.jobFile])
         #expect(status == 2)
     }
+
+    /// validate's `scan_data: false` leaves a sealed JPEG's image data to compress's
+    /// decoder: a job without compress would take a damaged photo as whole, so it is
+    /// refused at load, naming the job and the option; with compress it loads.
+    @Test func checkRefusesValidateWithoutItsDataScanInAJobWithoutCompress() throws {
+        let d = try DaemonHarness()
+        let file = d.root + "/nightly.json"
+        func check(_ stages: String) throws -> (Int32, String) {
+            try #"{"name": "nightly", "stages": [{"use": "validate", "with": {"scan_data": false}}, "#.appending(stages + "]}")
+                .write(toFile: file, atomically: true, encoding: .utf8)
+            let (status, _, err) = try DaemonHarness.run(["check", file])
+            return (status, err)
+        }
+        let (refused, err) = try check(#"{"use": "upload", "with": {}}"#)
+        #expect(refused == 1)
+        #expect(err.contains(#"nightly.json: job "nightly": stages[0] (validate): "scan_data": false leaves a JPEG's image data to a stage that decodes it (compress), and this job has none"#), "\(err)")
+        #expect(try check(#"{"use": "compress", "with": {}}, {"use": "upload", "with": {}}"#).0 == 0)
+    }
 }
 
 @Suite(.serialized) struct SystemdNotifyTests {

@@ -34,6 +34,23 @@ import TestSupport
         #expect(try db.queryOne("SELECT state FROM jobs WHERE id = ?", [.int(claimed[0].context.id)])?.string(0) == "running")
     }
 
+    /// A claim released because its stage was paused meanwhile is queued again at that
+    /// stage with no attempt spent; only this host's claim is undone (another host's is
+    /// left alone), and the next claim runs it as its first attempt.
+    @Test func aReleasedClaimIsQueuedAgainAtItsStageWithNoAttemptSpent() throws {
+        let a = try host("a"), b = try host("b")
+        _ = try a.commitPhotos([photo("p.jpg", sha: "s1", on: "a")], now: unixNow())
+        let job = try #require(try a.claim(stageIndex: 0, stageName: "validate", limit: 10).first)
+        try b.release([(job, "validate")], reason: "paused", now: unixNow())
+        #expect(try a.job(job.context.id)?.state == .running, "another host's claim was undone")
+        try a.release([(job, "validate")], reason: "paused", now: unixNow())
+        let queued = try #require(try a.job(job.context.id))
+        #expect(queued.state == .queued && queued.attempts == 0)
+        #expect(try a.history(job.context.id).map(\.event) == ["accepted", "started", "released"])
+        let again = try a.claim(stageIndex: 0, stageName: "validate", limit: 10)
+        #expect(again.map(\.context.id) == [job.context.id] && again.first?.context.attempt == 1)
+    }
+
     @Test func photoStagesRunOnlyWhereThePhotoIsAndLaterStagesAnywhere() throws {
         let a = try host("a"), b = try host("b")
         _ = try a.commitPhotos([photo("p.jpg", sha: "s1", on: "a")], now: unixNow())

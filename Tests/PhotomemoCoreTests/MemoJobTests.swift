@@ -34,6 +34,12 @@ import Testing
         (#"{"type":"no spaces"}"#, "\"type\" must be a name"),
         (#"{"photo":""}"#, "\"photo\" is empty"),
         (#"{"memo":"x""#, "not valid JSON"),
+        (#"{"memo":"a\u0000b"}"#, #""memo" contains a NUL character (U+0000)"#),
+        (#"{"fields":{"code":"A\u0000"}}"#, #"field "code" contains a NUL character"#),
+        (#"{"fields":{"tags":["a","\u0000"]}}"#, #"field "tags"[1] contains a NUL character"#),
+        (#"{"fields":{"a\u0000b":1}}"#, #"field name "a\0b" contains a NUL character"#),
+        (#"{"key":"k\u0000","photo":"a.jpg"}"#, #""key" contains a NUL character"#),
+        (#"{"photo":"a\u0000.jpg"}"#, #""photo" contains a NUL character"#),
     ])
     func rejectsBadLinesWithAClearReason(_ line: String, _ reason: String) {
         do {
@@ -45,6 +51,14 @@ import Testing
         } catch {
             Issue.record("unexpected \(error)")
         }
+    }
+
+    /// Lines have been refused for a NUL only since it broke PostgreSQL's index write: a
+    /// job stored with one before (on SQLite) must still read.
+    @Test func aStoredJobWithANULStillReads() throws {
+        let stored = try JSONValue.parse(#"{"memo":"a\u0000b","type":"Memo","fields":{}}"#)
+        #expect(try MemoJob(json: stored).memo == "a\u{0}b")
+        #expect(throws: PhotomemoError.self) { try MemoJob(line: stored) }
     }
 
     @Test func rejectsInvalidUTF8AndLinesOverOneMebibyte() {

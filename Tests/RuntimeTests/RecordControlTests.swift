@@ -51,6 +51,21 @@ import Testing
         #expect(listed.first?["owner"]?.stringValue == ControlRig.owner.name)
     }
 
+    /// An update holds the memo and fields of a job line, so a NUL in them is refused as
+    /// in a job line (PostgreSQL's text cannot hold one) and the record stays as it was.
+    @Test func updateRefusesANULInTheMemoOrAField() throws {
+        let c = try ControlRig()
+        let id = try record(c, owner: ControlRig.owner, memo: "lunch")
+        let r = try c.run([C(command: "update", args: ["record": .string(id), "memo": "a\u{0}b"], caller: ControlRig.owner),
+                           C(command: "update", args: ["record": .string(id), "fields": ["code": "A\u{0}"]], caller: ControlRig.owner),
+                           C(command: "get", args: ["record": .string(id)], caller: ControlRig.owner)])
+        #expect(r.closed == 0)
+        #expect(r.replies[0].code == .badRequest && r.replies[0].message?.hasPrefix(#""memo" contains a NUL character"#) == true)
+        #expect(r.replies[1].code == .badRequest && r.replies[1].message?.hasPrefix(#"field "code" contains a NUL character"#) == true)
+        let got = try #require(r.replies[2].value)
+        #expect(got["memo"] == "lunch" && got["fields"]?["code"] == nil, "\(got)")
+    }
+
     @Test func statusReportsCountsStagesAndDependencies() throws {
         let c = try ControlRig()
         _ = try c.failedJob(owner: nil)

@@ -30,9 +30,9 @@ import Testing
     @Test func aStagesNextJobStartsWhileTheLastOutcomeIsWritten() throws {
         let first = StageProbe(), second = StageProbe()
         second.gate.value = 2  // a run waits (up to 0.5 s) for a second one: the limit must keep it out
-        var slow: SlowDiskQueue?
+        var slow: FaultyDiskQueue?
         let rig = try SchedulerRig([("first", TestStage(first), 1), ("second", TestStage(second), 1)], queue: { j in
-            let q = SlowDiskQueue(j, delay: 0.3)
+            let q = FaultyDiskQueue(j, delay: 0.3)
             slow = q
             return q
         })
@@ -48,6 +48,38 @@ import Testing
             let began = try #require(second.attempts(of: id).first).at
             #expect(began >= (written["\(id):first"] ?? .infinity), "job \(id) began its second stage before its first was written")
         }
+    }
+
+    /// While outcome writes fail but claims still succeed, a run whose outcome waits to be
+    /// written again keeps its slot: the stage stops claiming (it used to claim and run
+    /// every queued job, their outcomes piling up in memory), and once writes succeed
+    /// the rest run, each job once.
+    @Test func whileOutcomeWritesFailAStageStopsClaiming() throws {
+        let probe = StageProbe()
+        var faulty: FaultyDiskQueue?
+        let rig = try SchedulerRig([("only", TestStage(probe), 2)], queue: { j in
+            let q = FaultyDiskQueue(j)
+            q.failing.value = true
+            faulty = q
+            return q
+        })
+        let disk = try #require(faulty)
+        let ids = try rig.enqueue(12)
+        var ranAfter50 = -1, ranAfter150 = -1
+        let run = try rig.run(timeout: 20, step: {
+            let refused = disk.refused.value
+            if ranAfter50 < 0, refused >= 50 { ranAfter50 = probe.runs.value.count }
+            if ranAfter150 < 0, refused >= 150 {
+                ranAfter150 = probe.runs.value.count
+                disk.failing.value = false
+            }
+        }) { ranAfter150 >= 0 && ids.allSatisfy { (try? rig.state($0)) == .done } }
+        #expect(run.met && run.closed == 0)
+        // Two slots, and runs that returned before their first write failed (a few, on a
+        // busy machine), then no more: far from the 12 queued.
+        #expect(ranAfter50 >= 2 && ranAfter50 <= 6, "\(ranAfter50) runs while outcomes could not be written")
+        #expect(ranAfter150 == ranAfter50, "claims went on: \(ranAfter50) runs, then \(ranAfter150)")
+        #expect(probe.runs.value.count == 12 && Set(probe.runs.value.map(\.job)).count == 12)
     }
 
     @Test func aBatchStageGetsBatchesUnderBacklogAndALoneJobAtOnce() throws {
@@ -97,6 +129,49 @@ import Testing
         #expect(persisted == "second")
         #expect(second.runs.value.count == 4)
         #expect(try rig.journal.setting("paused_stages") == nil)
+    }
+
+    /// A job claimed for its next stage while its last outcome is still being written is
+    /// parked until that write is reported; if the next stage is paused meanwhile, the job
+    /// must not start there: it goes back to the queue unstarted (no attempt spent) and
+    /// runs there once — neither lost nor twice — after the resume.
+    @Test func aJobParkedForAStagePausedMeanwhileGoesBackToTheQueueUntilTheResume() throws {
+        let first = StageProbe(), second = StageProbe()
+        var slow: FaultyDiskQueue?
+        let rig = try SchedulerRig([("first", TestStage(first), 1), ("second", TestStage(second), 1)], queue: { j in
+            let q = FaultyDiskQueue(j, delay: 0.5)
+            slow = q
+            return q
+        })
+        let id = try rig.enqueue(1)[0]
+        let written = try #require(slow).written
+        var phase = 0, ticksReleased = 0, ranWhilePaused = -1
+        let run = try rig.run(timeout: 20, step: {
+            switch phase {
+            case 0:
+                // Claimed for "second" before the loop heard that "first" was written: parked.
+                guard let j = try? rig.journal.job(id), j.state == .running, j.stage == "second", written.value["\(id):first"] == nil else { return }
+                phase = 1
+                rig.scheduler.setPaused(true, stage: "second") { error in
+                    #expect(error == nil)
+                    phase = 2
+                }
+            case 2:
+                guard written.value["\(id):first"] != nil, (try? rig.state(id)) == .queued else { return }
+                ticksReleased += 1  // 20 more pumps' time to misbehave
+                guard ticksReleased == 20 else { return }
+                ranWhilePaused = second.runs.value.count
+                phase = 3
+                rig.scheduler.setPaused(false, stage: "second") { error in #expect(error == nil) }
+            default: break
+            }
+        }) { phase == 3 && (try? rig.state(id)) == .done }
+        #expect(run.met && run.closed == 0, "phase \(phase)")
+        #expect(ranWhilePaused == 0)
+        #expect(second.runs.value.map(\.attempt) == [1])
+        let history = try rig.journal.history(id).map { "\($0.event) \($0.stage ?? "-")" }
+        #expect(history.filter { $0 == "released second" }.count == 1, "\(history)")
+        #expect(history.filter { $0 == "done second" }.count == 1, "\(history)")
     }
 
     @Test func stopLetsRunningStagesFinishAndStartsNoMore() throws {

@@ -102,6 +102,20 @@ import Testing
         #expect(try stage().run(job(link, sha256: try SHA256.hexOfFile(atPath: real).hex)) == .fail(reason: "photo is a symlink: \(link)"))
     }
 
+    /// Without the data scan only a stage that decodes the photo checks a sealed JPEG's
+    /// image data, so a job without one is refused (`photomemo check` tries the real
+    /// compress); with the scan, validate needs nothing of the others.
+    @Test func withoutTheDataScanTheJobNeedsAStageThatDecodes() throws {
+        let headers = try stage(["scan_data": false]), full = try stage()
+        do {
+            try headers.check(alongside: [headers, full])
+            Issue.record("accepted scan_data false with nothing that decodes")
+        } catch let e as PhotomemoError {
+            #expect(e.code == .badDefinition && e.message.hasPrefix(#""scan_data": false leaves a JPEG's image data to a stage"#), "\(e)")
+        }
+        try full.check(alongside: [full])
+    }
+
     /// `scan_data: false`: a sealed JPEG's headers decide, read from its first bytes. Damage
     /// in its image data passes (the decoder's to find); a header past the first 256 KB is
     /// still read; damaged headers and other formats fail as before. An unsealed photo is

@@ -121,7 +121,7 @@ final class JobHandlers: ControlHandler {
     func enqueue(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         guard let line = req.values["job"] else { throw PhotomemoError(.badRequest, "argument \"job\" (a job line object) is required") }
         var parsed: MemoJob
-        do { parsed = try MemoJob(json: line) } catch let e as PhotomemoError {
+        do { parsed = try MemoJob(line: line) } catch let e as PhotomemoError {
             throw PhotomemoError(.badRequest, e.message)
         }
         if parsed.owner == nil || !caller.isAdmin { parsed.owner = caller.name }

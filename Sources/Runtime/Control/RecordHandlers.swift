@@ -66,9 +66,8 @@ final class RecordHandlers: ControlHandler {
             }
         case .update:
             let id = try req.requiredString("record")
-            let memo = try req.string("memo")
+            let (memo, fields) = try Self.memoAndFields(req)
             let ifTag = try req.string("if_tag")
-            let fields = try Self.fieldsArgument(req)
             let acl = try req.values["acl"].map { v -> ACL in
                 guard case .object = v else { throw PhotomemoError(.badRequest, "\"acl\" must be {\"read\": [...], \"write\": [...], \"public\": bool}") }
                 return ACL(json: v)
@@ -112,14 +111,21 @@ final class RecordHandlers: ControlHandler {
     /// of 1 MiB memos would otherwise be built whole in memory, per request.
     static let pageBytes = 4 << 20
 
-    /// `fields` of an update: the same rules as a job line (names, types); null removes a field.
-    static func fieldsArgument(_ req: ControlRequest) throws -> [String: JSONValue] {
-        guard let f = req.values["fields"] else { return [:] }
-        guard case .object(let o) = f else { throw PhotomemoError(.badRequest, "\"fields\" must be an object") }
-        do { _ = try MemoJob(json: ["fields": .object(o.filter { $0.value != .null })]) } catch let e as PhotomemoError {
+    /// `memo` and `fields` of an update: the same rules as a job line (field names and
+    /// types, no NUL anywhere); a null field removes it.
+    static func memoAndFields(_ req: ControlRequest) throws -> (memo: String?, fields: [String: JSONValue]) {
+        let memo = try req.string("memo")
+        var fields: [String: JSONValue] = [:]
+        if let f = req.values["fields"] {
+            guard case .object(let o) = f else { throw PhotomemoError(.badRequest, "\"fields\" must be an object") }
+            fields = o
+        }
+        var line: [String: JSONValue] = ["fields": .object(fields.filter { $0.value != .null })]
+        line["memo"] = memo.map(JSONValue.string)
+        do { _ = try MemoJob(line: .object(line)) } catch let e as PhotomemoError {
             throw PhotomemoError(.badRequest, e.message)
         }
-        return o
+        return (memo, fields)
     }
 
     /// Record changes made over the socket show in `watch` like the pipeline's.

@@ -91,9 +91,12 @@ final class StatusHandlers: ControlHandler {
                     "p99_ms": s.percentile(0.99).map(JSONValue.double) ?? .null,
                 ]
             }
-            var deps: [String: JSONValue] = ["journal": "up"]
+            var deps: [String: JSONValue] = [:]
             for (d, up) in snapshot.dependencies { deps[d] = up ? "up" : "down" }
             if journalError != nil { deps["journal"] = "down" }
+            let writeError = snapshot.journalWriteFailure.map { f -> JSONValue in
+                ["since": .string(isoTimestamp(f.since)), "error": .string(f.error)]
+            }
             return [
                 "version": .string(PhotomemoVersion.current),
                 "host": .string(host),
@@ -111,6 +114,7 @@ final class StatusHandlers: ControlHandler {
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60)],
                 "clients": ["connected": .int(Int64(snapshot.clients)), "watching": .int(Int64(snapshot.watchers))],
                 "journal_error": journalError.map(JSONValue.string) ?? .null,
+                "journal_write_error": writeError ?? .null,
             ]
         }
     }
@@ -122,7 +126,9 @@ final class StatusHandlers: ControlHandler {
         let definition: String
         let stageNames: [String]
         let running: [String: Int]
+        /// Every dependency seen, `journal` always: down while its writes fail.
         let dependencies: [String: Bool]
+        let journalWriteFailure: JournalWriteFailure?
         let backlog: (inboxFiles: Int, queueUnreadBytes: Int64)
         let clients: Int
         let watchers: Int
@@ -132,9 +138,13 @@ final class StatusHandlers: ControlHandler {
     func loopSnapshot() -> LoopSnapshot {
         let s = scheduler
         let names = s.definition.stages.map(\.name)
+        let writeFailure = journal.writeFailure
+        var deps = s.dependencies
+        deps["journal"] = deps["journal", default: true] && writeFailure == nil
         return LoopSnapshot(started: started, paused: s.paused, pausedStages: s.pausedStages, definition: s.definition.name,
                             stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
-                            dependencies: s.dependencies, backlog: live.backlog(), clients: live.clients(), watchers: live.watching())
+                            dependencies: deps, journalWriteFailure: writeFailure, backlog: live.backlog(), clients: live.clients(),
+                            watchers: live.watching())
     }
 
     func metrics(_ reply: @escaping Reply) {

@@ -3,20 +3,27 @@ import Journal
 import PhotomemoCore
 
 /// The real journal behind a disk whose outcome writes take `delay` seconds (a slow
-/// fsync): every call goes to the journal; `recordSteps` returns `delay` after its commit
+/// fsync), or fail while `failing` is set (a full disk that still lets claims through):
+/// every other call goes to the journal; `recordSteps` returns `delay` after its commit
 /// (so claims see the commit before the scheduler hears of it), and notes when each
 /// job's outcome was written, by stage.
-final class SlowDiskQueue: JobQueue, @unchecked Sendable {  // `written` is locked
+final class FaultyDiskQueue: JobQueue, @unchecked Sendable {  // `written` is locked
     let journal: Journal
     let delay: Double
     let written = LockedValue<[String: Double]>([:])  // "job:stage" → when recordSteps returned
+    let failing = LockedValue(false)
+    let refused = LockedValue(0)  // outcome writes failed so far
 
-    init(_ journal: Journal, delay: Double) {
+    init(_ journal: Journal, delay: Double = 0) {
         self.journal = journal
         self.delay = delay
     }
 
     func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double, now: Double) throws -> [Transition] {
+        if failing.value {
+            refused.withLock { $0 += 1 }
+            throw PhotomemoError(.database, "database or disk is full")
+        }
         let t = try journal.recordSteps(runs, stageName: stageName, durationMs: durationMs, now: now)
         usleep(UInt32(delay * 1_000_000))
         let at = unixNow()
@@ -26,6 +33,9 @@ final class SlowDiskQueue: JobQueue, @unchecked Sendable {  // `written` is lock
 
     func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, now: Double) throws -> [ClaimedJob] {
         try journal.claim(stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects, now: now)
+    }
+    func release(_ claims: [(job: ClaimedJob, stage: String)], reason: String, now: Double) throws {
+        try journal.release(claims, reason: reason, now: now)
     }
     func expireJoins(now: Double) throws -> [Int64] { try journal.expireJoins(now: now) }
     func nextWakeAt() throws -> Double? { try journal.nextWakeAt() }
