@@ -110,6 +110,24 @@ extension JSONValue {
     public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a }; return nil }
     public var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o }; return nil }
 
+    /// Where the first U+0000 is (in a string, or an object's key), this value named
+    /// `place`: `place.key[2]`; nil if there is none. PostgreSQL's text cannot hold one, so
+    /// nothing the daemon keeps may (job lines, socket requests).
+    public func placeOfNUL(_ place: String) -> String? {
+        switch self {
+        case .string(let s): return s.utf8.contains(0) ? place : nil
+        case .array(let a):
+            for (i, e) in a.enumerated() { if let p = e.placeOfNUL("\(place)[\(i)]") { return p } }
+        case .object(let o):
+            for (k, e) in o.sorted(by: { $0.key < $1.key }) {
+                if k.utf8.contains(0) { return "\(place) key \(k.debugDescription)" }
+                if let p = e.placeOfNUL("\(place).\(k)") { return p }
+            }
+        default: break
+        }
+        return nil
+    }
+
     /// The JSON type name, for error messages ("expected integer, got string").
     public var typeName: String {
         switch self {

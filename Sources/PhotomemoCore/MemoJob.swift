@@ -139,16 +139,7 @@ public struct MemoJob: Sendable, Equatable {
     /// bad line at intake: PostgreSQL's text cannot hold it (SQLite's can), so the job would
     /// otherwise fail late, at the index write, and only on one engine. `place` names where.
     static func refuseNUL(_ v: JSONValue, at place: String) throws {
-        switch v {
-        case .string(let s): if s.utf8.contains(0) { throw nulError(place) }
-        case .array(let a): for (i, e) in a.enumerated() { try refuseNUL(e, at: "\(place)[\(i)]") }
-        case .object(let o):
-            for (k, e) in o {
-                if k.utf8.contains(0) { throw nulError("\(place) key \(k.debugDescription)") }
-                try refuseNUL(e, at: "\(place).\(k)")
-            }
-        default: return
-        }
+        if let p = v.placeOfNUL(place) { throw nulError(p) }
     }
 
     static func nulError(_ place: String) -> PhotomemoError {

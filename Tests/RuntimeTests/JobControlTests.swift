@@ -19,15 +19,16 @@ import Testing
         #expect(r.reply.message?.contains("commands: ") == true)
     }
 
-    /// `enqueue` takes a job line, so a NUL in its memo or a field is refused as in a
-    /// queue file, and nothing is enqueued.
+    /// A NUL in `enqueue`'s job line (its memo, a field) is refused, as in a queue file,
+    /// naming where it is, and nothing is enqueued.
     @Test func enqueueRefusesANULInTheMemoOrAField() throws {
         let c = try ControlRig()
         let r = try c.run([C(command: "enqueue", args: ["job": ["memo": "a\u{0}b"]], caller: ControlRig.owner),
                            C(command: "enqueue", args: ["job": ["memo": "ok", "fields": ["tags": ["x", "\u{0}"]]]], caller: ControlRig.owner)])
         #expect(r.closed == 0)
-        #expect(r.replies[0].code == .badRequest && r.replies[0].message?.hasPrefix(#""memo" contains a NUL character"#) == true)
-        #expect(r.replies[1].code == .badRequest && r.replies[1].message?.hasPrefix(#"field "tags"[1] contains a NUL character"#) == true)
+        #expect(r.replies[0].code == .badRequest && r.replies[0].message?.hasPrefix(#"argument "job".memo contains a NUL character"#) == true)
+        #expect(r.replies[1].code == .badRequest
+                && r.replies[1].message?.hasPrefix(#"argument "job".fields.tags[1] contains a NUL character"#) == true)
         #expect(try c.journal.counts().values.reduce(0, +) == 0)
     }
 

@@ -16,6 +16,30 @@ import Testing
                                               assets: .emptyObject, exif: .emptyObject, width: nil, height: nil)).record.id
     }
 
+    /// Every command refuses a NUL in any argument, before it runs: a subscription's alert
+    /// or predicate, an ACL's user names (on PostgreSQL they failed at the write, as an
+    /// internal error; on SQLite they were kept). Nothing is made or changed.
+    @Test func noCommandTakesANULInAnyArgument() throws {
+        let c = try ControlRig()
+        let id = try record(c, owner: ControlRig.owner, memo: "lunch")
+        let r = try c.run([
+            C(command: "subscribe", args: ["type": "Houses", "alert": "new\u{0}house", "follow": false], caller: ControlRig.owner),
+            C(command: "subscribe", args: ["type": "Houses", "predicate": "address == \"T\u{0}\"", "follow": false], caller: ControlRig.owner),
+            C(command: "update", args: ["record": .string(id), "acl": ["read": ["bob\u{0}"]]], caller: ControlRig.owner),
+            C(command: "query", args: ["type": "Memo", "sort": "date\u{0}"], caller: ControlRig.owner),
+            C(command: "subscriptions", args: [:], caller: ControlRig.owner),
+            C(command: "get", args: ["record": .string(id)], caller: ControlRig.owner)])
+        #expect(r.closed == 0)
+        let refused = r.replies.prefix(4).map(\.message)
+        #expect(refused == [#"argument "alert" contains a NUL character (U+0000), which no request may carry"#,
+                            #"argument "predicate" contains a NUL character (U+0000), which no request may carry"#,
+                            #"argument "acl".read[0] contains a NUL character (U+0000), which no request may carry"#,
+                            #"argument "sort" contains a NUL character (U+0000), which no request may carry"#])
+        #expect(r.replies.prefix(4).allSatisfy { $0.code == .badRequest })
+        #expect(r.replies[4].value?["subscriptions"]?.arrayValue?.isEmpty == true, "\(String(describing: r.replies[4].value))")
+        #expect(r.replies[5].value?["acl"]?["read"]?.arrayValue?.isEmpty ?? true, "\(String(describing: r.replies[5].value))")
+    }
+
     @Test func queryAnswersABadPredicateWithABadRequestAndAUserSeesOnlyTheirRecords() throws {
         let c = try ControlRig()
         let mine = try record(c, owner: ControlRig.owner, memo: "lunch receipt")
@@ -51,8 +75,8 @@ import Testing
         #expect(listed.first?["owner"]?.stringValue == ControlRig.owner.name)
     }
 
-    /// An update holds the memo and fields of a job line, so a NUL in them is refused as
-    /// in a job line (PostgreSQL's text cannot hold one) and the record stays as it was.
+    /// A NUL in an update's memo or fields is refused (PostgreSQL's text cannot hold one)
+    /// and the record stays as it was.
     @Test func updateRefusesANULInTheMemoOrAField() throws {
         let c = try ControlRig()
         let id = try record(c, owner: ControlRig.owner, memo: "lunch")
@@ -60,8 +84,8 @@ import Testing
                            C(command: "update", args: ["record": .string(id), "fields": ["code": "A\u{0}"]], caller: ControlRig.owner),
                            C(command: "get", args: ["record": .string(id)], caller: ControlRig.owner)])
         #expect(r.closed == 0)
-        #expect(r.replies[0].code == .badRequest && r.replies[0].message?.hasPrefix(#""memo" contains a NUL character"#) == true)
-        #expect(r.replies[1].code == .badRequest && r.replies[1].message?.hasPrefix(#"field "code" contains a NUL character"#) == true)
+        #expect(r.replies[0].code == .badRequest && r.replies[0].message?.hasPrefix(#"argument "memo" contains a NUL character"#) == true)
+        #expect(r.replies[1].code == .badRequest && r.replies[1].message?.hasPrefix(#"argument "fields".code contains a NUL character"#) == true)
         let got = try #require(r.replies[2].value)
         #expect(got["memo"] == "lunch" && got["fields"]?["code"] == nil, "\(got)")
     }

@@ -36,6 +36,13 @@ final class ControlRouter: ControlDispatch {
                 let hint = didYouMean(cmd, names).map { " (did you mean \"\($0)\"?)" } ?? ""
                 throw PhotomemoError(.unknownCommand, "unknown command \"\(cmd)\"\(hint); commands: \(names.joined(separator: ", "))")
             }
+            // No command's argument may carry a NUL: nothing the daemon keeps can hold one
+            // (subscriptions, ACLs, predicates...), and C strings would cut it short.
+            for (name, v) in req.values.sorted(by: { $0.key < $1.key }) {
+                if let place = v.placeOfNUL("argument \"\(name)\"") {
+                    throw PhotomemoError(.badRequest, "\(place) contains a NUL character (U+0000), which no request may carry")
+                }
+            }
             let caller = caller ?? conn.caller
             try AccessPolicy.check(command, req.values, by: caller)
             try handler.handle(command, req, caller, from: conn, reply: reply)
