@@ -12,7 +12,9 @@ enum Engine: String, CaseIterable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 }
 
-struct JournalFixture {
+/// A fresh journal in a folder of its own, removed with the fixture (the suites ran
+/// hundreds of them a day into /tmp).
+final class JournalFixture {
     let engine: Engine
     let dir: String
     let url: String?
@@ -25,6 +27,8 @@ struct JournalFixture {
         url = engine == .postgres ? try PostgresServer.freshDatabase(test) : nil
         journal = try Self.open(engine, dir: dir, url: url)
     }
+
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
 
     static func open(_ engine: Engine, dir: String, url: String?) throws -> Journal {
         switch engine {
