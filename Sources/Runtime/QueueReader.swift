@@ -50,6 +50,8 @@ final class QueueReader: @unchecked Sendable {
     /// file, generation and offset, and the offset searched to): each read searches only
     /// what was appended since.
     private var searched: (inode: UInt64, generation: Int64, line: Int64, to: Int64)?
+    /// Its owner is at `MemoIntake.maxUnfinishedPerUser` (said once in the log, not every read).
+    private var holding = false
 
     struct Report: Sendable {
         var lines = 0
@@ -102,7 +104,15 @@ final class QueueReader: @unchecked Sendable {
         }
         if let h = held, h.inode != pathInode {
             // Replaced (or removed): finish the old file first, through the fd we hold.
-            if pos.inode == h.inode { try drain(h.fd, &pos, &report) }
+            if pos.inode == h.inode {
+                try drain(h.fd, &pos, &report, maxLines: Self.linesPerRead)
+                if report.more {
+                    // Its budget ran out: the old file's rest comes first at the next read.
+                    if fd >= 0 { close(fd) }
+                    report.owner = queueOwner
+                    return report
+                }
+            }
             close(h.fd)
             held = nil
             report.notes.append("\(name) replaced")
@@ -128,7 +138,17 @@ final class QueueReader: @unchecked Sendable {
             report.notes.append("\(name) was rewritten before byte \(pos.offset): reading from the start")
             pos = pos.restarted(inode: ino)
         }
-        try drain(held!.fd, &pos, &report)
+        // A user's lines wait unread while they have as many unfinished jobs as they may.
+        let room = try MemoIntake.room(for: queueOwnerName, uid: queueOwner, in: journal)
+        if room <= 0 {
+            if !holding {
+                report.notes.append("\(name): \(queueOwnerName) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; the rest of the file is read as they finish")
+            }
+            holding = true
+        } else {
+            holding = false
+            try drain(held!.fd, &pos, &report, maxLines: min(Self.linesPerRead, room))
+        }
         fstat(held!.fd, &st)
         report.unreadBytes = max(0, Int64(st.st_size) - pos.offset)
         return report
@@ -144,7 +164,8 @@ final class QueueReader: @unchecked Sendable {
         return "\(n):" + SHA256.hex(Data(buf[0..<n]))
     }
 
-    private func drain(_ fd: Int32, _ pos: inout QueuePosition, _ report: inout Report) throws {
+    /// Reads complete lines from `pos` into jobs, at most `maxLines` of them.
+    private func drain(_ fd: Int32, _ pos: inout QueuePosition, _ report: inout Report, maxLines: Int) throws {
         var buf = [UInt8](repeating: 0, count: Self.chunkBytes)
         var linesRead = 0
         while true {
@@ -162,9 +183,9 @@ final class QueueReader: @unchecked Sendable {
                 next.offset += Int64(nl + 1 - start)
                 start = nl + 1
                 linesRead += 1
-                if next.line - pos.line >= Self.linesPerCommit {
+                if next.line - pos.line >= Self.linesPerCommit || linesRead >= maxLines {
                     try commit(&memos, at: next, fd, &pos, &report)
-                    if linesRead >= Self.linesPerRead { report.more = true; return }
+                    if linesRead >= maxLines { report.more = true; return }
                 }
             }
             if start == 0 && n - start > MemoJob.maxLineBytes {
@@ -180,7 +201,7 @@ final class QueueReader: @unchecked Sendable {
             }
             if next.offset != pos.offset { try commit(&memos, at: next, fd, &pos, &report) }
             if pos.offset == chunkAt { return }  // no whole line in this chunk yet
-            if linesRead >= Self.linesPerRead { report.more = true; return }
+            if linesRead >= maxLines { report.more = true; return }
             if n < buf.count { return }
         }
     }

@@ -26,4 +26,20 @@ import SQL
         #expect(try f.journal.crashSuspectReady(stageIndexes: [0]))
         #expect(try !f.journal.crashSuspectReady(stageIndexes: [1]))
     }
+
+    /// Read before each turn of a user's queue file: only their unfinished jobs, up to the limit.
+    @Test(arguments: Engine.allCases) func unfinishedJobsCountsOneOwnersOpenJobsUpToTheLimit(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        func memo(_ key: String, _ owner: String) -> QueuedMemo {
+            QueuedMemo(memo: MemoJob(memo: key, owner: owner), photo: .none, key: key, source: "test")
+        }
+        _ = try f.journal.commitMemos((0..<5).map { memo("a\($0)", "alice") } + (0..<3).map { memo("m\($0)", "mallory") },
+                                      position: nil, joinTimeoutSeconds: 60)
+        let first = try #require(try f.journal.jobs(limit: 100).first { $0.memo.owner == "alice" })
+        try f.journal.cancel(job: first.id)
+        #expect(try f.journal.unfinishedJobs(owner: "alice", limit: 100) == 4)
+        #expect(try f.journal.unfinishedJobs(owner: "alice", limit: 2) == 2)
+        #expect(try f.journal.unfinishedJobs(owner: "mallory", limit: 100) == 3)
+        #expect(try f.journal.unfinishedJobs(owner: "bob", limit: 100) == 0)
+    }
 }
