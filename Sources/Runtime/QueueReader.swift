@@ -50,7 +50,8 @@ final class QueueReader: @unchecked Sendable {
     /// file, generation and offset, and the offset searched to): each read searches only
     /// what was appended since.
     private var searched: (inode: UInt64, generation: Int64, line: Int64, to: Int64)?
-    /// Its owner is at `MemoIntake.maxUnfinishedPerUser` (said once in the log, not every read).
+    /// Its owner reached `MemoIntake.maxUnfinishedPerUser` since the file was last read to
+    /// its end (said once in the log, not at every read).
     private var holding = false
 
     struct Report: Sendable {
@@ -146,8 +147,8 @@ final class QueueReader: @unchecked Sendable {
             }
             holding = true
         } else {
-            holding = false
             try drain(held!.fd, &pos, &report, maxLines: min(Self.linesPerRead, room))
+            if !report.more { holding = false }  // read to its end: a later hold is news again
         }
         fstat(held!.fd, &st)
         report.unreadBytes = max(0, Int64(st.st_size) - pos.offset)
