@@ -148,6 +148,12 @@ final class InboxScanner: @unchecked Sendable {
                 return reject(name, identity, owner, "a \(Files.kind(st)) is not a photo", &report)
             }
             if let why = MemoIntake.overLimit(size: Int64(st.st_size), maxPhotoBytes) { return reject(name, identity, owner, why, &report) }
+            // A daemon not run as root cannot read another user's mode-600 file: that never
+            // passes by waiting (it was retried as if the disk were full, logged every few
+            // seconds, and the daemon was never idle again).
+            if access(path, R_OK) != 0 && errno == EACCES {
+                return reject(name, identity, owner, "the daemon (uid \(getuid())) may not read it; make it readable (chmod a+r) and drop it again", &report)
+            }
             // The very file lstat saw: a FIFO or a link renamed over it meanwhile is not read.
             let sha: String
             do {
