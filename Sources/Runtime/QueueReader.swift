@@ -105,7 +105,12 @@ final class QueueReader: @unchecked Sendable {
         }
         if let h = held, h.inode != pathInode {
             // Replaced (or removed): finish the old file first, through the fd we hold.
-            if pos.inode == h.inode {
+            var old = stat()
+            fstat(h.fd, &old)
+            if pos.inode == h.inode, let refused = Self.refusal(old, path: path) {
+                // Made writable by others before it was replaced: its rest could be anyone's.
+                report.notes.append("\(name) replaced; the rest of the old file is not read: \(refused)")
+            } else if pos.inode == h.inode {
                 try drain(h.fd, &pos, &report, maxLines: Self.linesPerRead)
                 if report.more {
                     // Its budget ran out: the old file's rest comes first at the next read.
