@@ -70,3 +70,10 @@ static inline unsigned long pm_filesystem_type(int fd) {
     struct statfs fs;
     return fstatfs(fd, &fs) == 0 ? (unsigned long)fs.f_type : 0;
 }
+
+/* SEEK_DATA (Linux 3.1) needs _GNU_SOURCE: the offset of the next byte at or after `offset`
+   that is not in a hole, so a sparse file's unwritten ranges are skipped, not read.
+   -1 with errno ENXIO when only a hole (or nothing) is left. */
+static inline off_t pm_seek_data(int fd, off_t offset) {
+    return lseek(fd, offset, 3 /* SEEK_DATA */);
+}

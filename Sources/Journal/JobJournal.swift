@@ -17,6 +17,8 @@ public protocol JobIntake: AnyObject, Sendable {
     /// Commits complete inbox files as jobs: each joins a waiting memo, is a duplicate of
     /// a job with the same bytes (and owner), or becomes a photo job.
     func commitPhotos(_ photos: [TakenPhoto], now: Double) throws -> [IntakeOutcome]
+    /// How many of `owner`'s jobs are queued, running or waiting, counted up to `limit`.
+    func unfinishedJobs(owner: String, limit: Int) throws -> Int
     /// Whether an inbox file with this name and identity is already a job.
     func isTaken(name: String, identity: String) throws -> Bool
     /// An inbox entry that can never be a photo: a failed job, already quarantined.

@@ -112,6 +112,16 @@ extension Journal {
 
     /// Commits a batch of complete inbox files as jobs: each joins a memo waiting for its
     /// name, or is a duplicate of a job with the same bytes, or becomes a `Photo` job.
+    public func unfinishedJobs(owner: String, limit: Int) throws -> Int {
+        // SQLite has no statistics and would pick jobs_owner, every job the owner ever had.
+        let index = dialect == .sqlite ? " INDEXED BY jobs_owner_unfinished" : ""
+        return try read { db in
+            Int(try db.queryOne("""
+                SELECT count(*) FROM (SELECT 1 FROM jobs\(index) WHERE owner = ? AND state IN ('queued', 'running', 'waiting') LIMIT ?) t
+                """, [.text(owner), .int(Int64(limit))])?.int(0) ?? 0)
+        }
+    }
+
     public func commitPhotos(_ photos: [TakenPhoto], now: Double = unixNow()) throws -> [IntakeOutcome] {
         try write { db in
             var out: [IntakeOutcome] = []

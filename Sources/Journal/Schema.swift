@@ -140,6 +140,9 @@ enum Schema {
         // 6: the photo's seal (`PhotoSeal.seal`: its identity and ctime when hashed), so
         // stages and the local store trust intake's hash for it. NULL: never sealed.
         "ALTER TABLE inbox_taken ADD COLUMN seal TEXT;",
+        // 7: a user's unfinished jobs, counted before their queue file is read
+        // (`unfinishedJobs`), without walking the jobs they finished.
+        "CREATE INDEX jobs_owner_unfinished ON jobs(owner) WHERE state IN ('queued', 'running', 'waiting');",
     ]
 
     /// The same schema on PostgreSQL, where it starts at what SQLite's migrations reach.
@@ -233,5 +236,7 @@ enum Schema {
         // 3: the photo's seal (`PhotoSeal.seal`: its identity and ctime when hashed), so
         // stages and the local store trust intake's hash for it. NULL: never sealed.
         "ALTER TABLE inbox_taken ADD COLUMN seal TEXT;",
+        // 4: as SQLite's 7, a user's unfinished jobs.
+        "CREATE INDEX jobs_owner_unfinished ON jobs(owner) WHERE state IN ('queued', 'running', 'waiting');",
     ]
 }

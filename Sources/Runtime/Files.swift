@@ -13,6 +13,14 @@ enum Files {
         return st
     }
 
+    /// What a symlink says (readlink), not what it leads to; nil if `path` is no link.
+    static func linkText(_ path: String) -> String? {
+        var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink(path, &buf, buf.count - 1)
+        guard n >= 0 else { return nil }
+        return String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     static func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0

@@ -137,9 +137,10 @@ final class InboxScanner: @unchecked Sendable {
             case S_IFREG: break
             case S_IFLNK:
                 // A photo belongs to the owner of the file, so a link (whose owner need not
-                // own what it points to) is never followed.
-                let target = realpath(path, nil).map { p in defer { free(p) }; return String(cString: p) }
-                if let target, !target.hasPrefix(realInbox + "/") {
+                // own what it points to) is never followed — nor resolved: the daemon (root)
+                // would tell the link's owner what exists, and where links lead, in folders
+                // they cannot read. The reason shows only the link's own text.
+                if let target = Files.linkText(path), !isLexicallyInInbox(target) {
                     return reject(name, identity, owner, "symlink escapes the inbox (points to \(target))", &report)
                 }
                 return reject(name, identity, owner, "a symlink is not taken (a photo belongs to its file's owner): move or copy the file in", &report)
@@ -147,6 +148,12 @@ final class InboxScanner: @unchecked Sendable {
                 return reject(name, identity, owner, "a \(Files.kind(st)) is not a photo", &report)
             }
             if let why = MemoIntake.overLimit(size: Int64(st.st_size), maxPhotoBytes) { return reject(name, identity, owner, why, &report) }
+            // A daemon not run as root cannot read another user's mode-600 file: that never
+            // passes by waiting (it was retried as if the disk were full, logged every few
+            // seconds, and the daemon was never idle again).
+            if access(path, R_OK) != 0 && errno == EACCES {
+                return reject(name, identity, owner, "the daemon (uid \(getuid())) may not read it; make it readable (chmod a+r) and drop it again", &report)
+            }
             // The very file lstat saw: a FIFO or a link renamed over it meanwhile is not read.
             let sha: String
             do {
@@ -164,6 +171,18 @@ final class InboxScanner: @unchecked Sendable {
             report.untaken += 1
             return nil
         }
+    }
+
+    /// Whether a link's text names a path in the inbox, by its words alone (`.` and `..`
+    /// folded, no link looked up).
+    private func isLexicallyInInbox(_ target: String) -> Bool {
+        let full = target.hasPrefix("/") ? target : inbox + "/" + target
+        var parts: [Substring] = []
+        for part in full.split(separator: "/") where part != "." {
+            if part == ".." { _ = parts.popLast() } else { parts.append(part) }
+        }
+        let normal = "/" + parts.joined(separator: "/")
+        return [inbox, realInbox].contains { normal.hasPrefix($0 + "/") }
     }
 
     /// A name that is not UTF-8 can be no record's photo name: the file goes to quarantine

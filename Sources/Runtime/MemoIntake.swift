@@ -13,6 +13,18 @@ struct MemoIntake: Sendable {
     /// bigger photo is refused unread, not hashed in full to be refused by validate.
     let maxPhotoBytes: LockedValue<Int64?>
 
+    /// A user (not an admin) has at most this many jobs queued, running or waiting: the
+    /// rest of their queue files waits unread until some finish, and `enqueue` answers
+    /// `too_many_jobs`. Jobs run oldest first, so one user's flood (a 4 MiB file of `{}`
+    /// lines is 1.4 million jobs) is never more than this ahead of anyone else's photo.
+    static let maxUnfinishedPerUser = 1000
+
+    /// How many more jobs `owner` may have now; unlimited for an admin.
+    static func room(for owner: String, uid: UInt32, in journal: any JobIntake) throws -> Int {
+        if UnixUser.isAdmin(uid: uid) { return .max }
+        return maxUnfinishedPerUser - (try journal.unfinishedJobs(owner: owner, limit: maxUnfinishedPerUser))
+    }
+
     init(photos: PhotoPolicy, joinTimeoutSeconds: Int, maxPhotoBytes: Int64? = nil) {
         self.photos = photos
         self.joinTimeoutSeconds = LockedValue(joinTimeoutSeconds)

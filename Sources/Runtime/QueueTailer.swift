@@ -92,6 +92,8 @@ final class QueueTailer {
                     if let refused = report.refused, self.files[name]?.refused != refused { Log.error(refused) }
                     self.log(report, source: name)
                     jobs = jobs || !report.outcomes.isEmpty
+                    // Stopped at its budget: the rest is read next, behind what else waits on the lane.
+                    if report.more { self.again = true }
                 case .failure(let error):
                     Log.error("reading \(name): \(error); will retry")
                     if let old = self.files[name] { next[name] = old }

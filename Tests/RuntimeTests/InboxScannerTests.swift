@@ -52,4 +52,25 @@ import Testing
         #expect(try t.jobs().filter { $0.state == .failed }.count == 4)
         #expect(!FileManager.default.fileExists(atPath: t.home.inbox + "/fifo.jpg"))
     }
+
+    /// The daemon runs as root: resolving a link would tell its owner what exists, and
+    /// where links lead, in folders they cannot read (`/root/.ssh/id_rsa` exists or not).
+    /// The reason says only what the link's text says.
+    @Test func aSymlinksReasonTellsNothingTheLinkItselfDoesNot() throws {
+        let t = try TestHome()
+        let hidden = t.home.root + "/private"
+        try FileManager.default.createDirectory(atPath: hidden, withIntermediateDirectories: false)
+        symlink("/etc/passwd", hidden + "/inner")
+        chmod(hidden, 0o700)
+        symlink(hidden + "/inner", t.home.inbox + "/chain.jpg")
+        symlink("/nonexistent-\(getpid())/id_rsa", t.home.inbox + "/missing.jpg")
+        symlink("../../outside.jpg", t.home.inbox + "/up.jpg")
+        symlink("./sub/../real.jpg", t.home.inbox + "/near.jpg")
+        let report = t.scanner().take([("chain.jpg", false), ("missing.jpg", false), ("up.jpg", false), ("near.jpg", false)])
+        #expect(report.rejected.count == 4)
+        #expect(try t.reason("chain.jpg")["reason"] == .string("symlink escapes the inbox (points to \(hidden)/inner)"))
+        #expect(try t.reason("missing.jpg")["reason"] == .string("symlink escapes the inbox (points to /nonexistent-\(getpid())/id_rsa)"))
+        #expect(try t.reason("up.jpg")["reason"] == "symlink escapes the inbox (points to ../../outside.jpg)")
+        #expect(try t.reason("near.jpg")["reason"]?.stringValue?.hasPrefix("a symlink is not taken") == true)
+    }
 }

@@ -214,5 +214,22 @@ import Testing
         #expect(size == 16 << 20)
         #expect(try t.jobs().map(\.memo.memo) == ["after it"])
     }
-}
 
+    /// StrictModes holds for a replaced file too: one made writable by others after it was
+    /// read, then replaced, was drained through the descriptor without the check, so lines
+    /// anyone had appended meanwhile became its owner's jobs.
+    @Test func aReplacedFileOthersCouldWriteIsNotDrained() throws {
+        let t = try TestHome()
+        let r = t.queueReader()
+        try t.append(#"{"memo":"mine"}"# + "\n")
+        _ = try r.catchUp()
+        chmod(t.home.queueFile, 0o666)
+        try t.append(#"{"memo":"anyone's"}"# + "\n")
+        let next = t.home.root + "/queue.next"
+        try t.append(#"{"memo":"new file"}"# + "\n", to: next)
+        rename(next, t.home.queueFile)
+        let report = try r.catchUp()
+        #expect(try t.jobs().map(\.memo.memo) == ["mine", "new file"])
+        #expect(report.notes.contains { $0.hasPrefix("queue.jsonl replaced; the rest of the old file is not read: ") && $0.contains("mode 666") })
+    }
+}

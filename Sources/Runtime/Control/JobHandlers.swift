@@ -132,6 +132,9 @@ final class JobHandlers: ControlHandler {
         // Through the intake lane, so joining a photo never races the inbox scanner.
         lane.enqueue({ () -> Result<IntakeOutcome, PhotomemoError> in
             do {
+                if !caller.isAdmin, try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal) <= 0 {
+                    return .failure(PhotomemoError(.tooManyJobs, "\(caller.name) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; enqueue again once some have finished"))
+                }
                 let photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
                 let queued = QueuedMemo(memo: memo, photo: photo, key: key, source: "socket", origin: "socket")
                 return .success(try journal.commitMemos([queued], position: nil, file: "queue.jsonl", joinTimeoutSeconds: join, now: unixNow())[0])

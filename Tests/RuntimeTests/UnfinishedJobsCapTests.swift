@@ -1,0 +1,53 @@
+import Foundation
+import Glibc
+import Journal
+import PhotomemoCore
+import Testing
+@testable import Runtime
+
+/// Jobs run oldest first, so one user's flood must not be unbounded: a 4 MiB queue file of
+/// `{}` lines made 1.4 million jobs, and another user's photo dropped after it waited
+/// behind all of them (hours). A user has at most `MemoIntake.maxUnfinishedPerUser`
+/// unfinished jobs; the rest of their file waits, unread, and nothing is lost.
+@Suite(.serialized) struct UnfinishedJobsCapTests {
+    static let cap = MemoIntake.maxUnfinishedPerUser
+
+    @Test func aUsersQueueFileIsReadOnlyWhileTheyHaveRoomForMoreJobs() throws {
+        let t = try TestHome()
+        let path = t.home.queueFolder + "/m.jsonl"
+        try t.append(String(repeating: "{}\n", count: Self.cap + 500), to: path)
+        #expect(chown(path, 60_001, 60_001) == 0)
+        let r = QueueReader(path: path, name: "queue.d/m.jsonl", journal: t.journal, quarantine: t.quarantine,
+                            intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 600))
+        var report = try r.catchUp()
+        while report.more { report = try r.catchUp() }
+        #expect(try t.journal.counts()[.queued] == Self.cap)
+        #expect(report.unreadBytes == 500 * 3)
+        #expect(report.notes.contains { $0.contains("60001 has \(Self.cap) unfinished jobs") })
+        // As jobs finish, the rest is read; an admin's file is never held.
+        for job in try t.journal.jobs(limit: 400) { try t.journal.cancel(job: job.id) }
+        report = try r.catchUp()
+        #expect(report.lines == 400 && report.unreadBytes == 100 * 3)
+        report = try r.catchUp()
+        #expect(report.notes.isEmpty)  // held again, but said once
+        try t.append(String(repeating: "{}\n", count: 2 * Self.cap))
+        report = try t.queueReader().catchUp()
+        #expect(report.lines == 2 * Self.cap)
+    }
+
+    @Test func enqueueAnswersTooManyJobsAtTheCapAndAdminsAreNotCapped() throws {
+        let rig = try ControlRig()
+        _ = try rig.rig.enqueue(Self.cap, owner: ControlRig.owner.name)
+        _ = try rig.rig.enqueue(Self.cap)
+        let (replies, closed) = try rig.run([
+            .init(command: "enqueue", args: ["job": ["memo": "one more"]], caller: ControlRig.owner),
+            .init(command: "enqueue", args: ["job": ["memo": "other user"]], caller: ControlRig.other),
+            .init(command: "enqueue", args: ["job": ["memo": "admin"]], caller: ControlRig.admin),
+        ])
+        #expect(closed == 0)
+        #expect(replies.map(\.code) == [.tooManyJobs, nil, nil])
+        if case .failure(let e) = replies[0] {
+            #expect(e.message == "60001 has \(Self.cap) unfinished jobs, the most a user may have; enqueue again once some have finished")
+        }
+    }
+}
