@@ -42,7 +42,7 @@ enum E2E {
             var floor = Measurement()
             func decode(_ part: ArraySlice<String>) {
                 StandardStream.err("round \(round + 1)/\(rounds): djpeg    \r")
-                for f in part { measure(["djpeg", "-scale", "1/4", "-outfile", "/dev/null", f], into: &floor) }
+                for f in part { measureCPU(["djpeg", "-scale", "1/4", "-outfile", "/dev/null", f], into: &floor) }
             }
             if djpeg { decode(files[..<(files.count / 2)]) }
             var daemons = [("photomemo", binary)] + (before.map { [("before", $0)] } ?? [])
