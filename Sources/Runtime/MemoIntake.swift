@@ -25,6 +25,13 @@ struct MemoIntake: Sendable {
         return maxUnfinishedPerUser - (try journal.unfinishedJobs(owner: owner, limit: maxUnfinishedPerUser))
     }
 
+    /// `too_many_jobs` for a user at the cap who asks the socket for one more (`action`:
+    /// "enqueue", "retry"); admins are not capped.
+    static func checkRoom(for caller: Caller, in journal: any JobIntake, then action: String) throws {
+        guard !caller.isAdmin, try room(for: caller.name, uid: caller.uid, in: journal) <= 0 else { return }
+        throw PhotomemoError(.tooManyJobs, "\(caller.name) has \(maxUnfinishedPerUser) unfinished jobs, the most a user may have; \(action) again once some have finished")
+    }
+
     init(photos: PhotoPolicy, joinTimeoutSeconds: Int, maxPhotoBytes: Int64? = nil) {
         self.photos = photos
         self.joinTimeoutSeconds = LockedValue(joinTimeoutSeconds)

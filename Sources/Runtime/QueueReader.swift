@@ -30,6 +30,10 @@ final class QueueReader: @unchecked Sendable {
     let quarantine: Quarantine
     let intake: MemoIntake
     private var held: (fd: Int32, inode: UInt64)?
+    /// Files that replaced `held` while its rest was still to read, oldest first, each held
+    /// open from the first read that saw it: a file renamed over one that is renamed over
+    /// in turn before the old rest is read loses no line.
+    private var pending: [(fd: Int32, inode: UInt64)] = []
     /// The uid owning the queue file being read.
     private var queueOwner: UInt32 = 0
     private var queueOwnerName = ""
@@ -76,7 +80,7 @@ final class QueueReader: @unchecked Sendable {
         self.intake = intake
     }
 
-    deinit { if let held { close(held.fd) } }
+    deinit { for f in (held.map { [$0] } ?? []) + pending { close(f.fd) } }
 
     /// Why a queue file may not be read, or nil.
     static func refusal(_ st: stat, path: String) -> String? {
@@ -103,28 +107,39 @@ final class QueueReader: @unchecked Sendable {
             fstat(fd, &st)
             pathInode = UInt64(st.st_ino)
         }
-        if let h = held, h.inode != pathInode {
-            // Replaced (or removed): finish the old file first, through the fd we hold.
+        // `fd` is kept open (among `pending`) when it replaced the file being read.
+        var adopted = false
+        if let h = held, let ino = pathInode, h.inode != ino, !pending.contains(where: { $0.inode == ino }) {
+            pending.append((fd, ino))
+            adopted = true
+        }
+        while let h = held, h.inode != pathInode {
+            // Replaced (or removed): finish the old file first, through the fd we hold, then
+            // each file that replaced it, in turn; under the owner's cap like any read.
+            if pos.inode != h.inode { pos = pos.restarted(inode: h.inode) }  // a replacement not read yet
             var old = stat()
             fstat(h.fd, &old)
-            if pos.inode == h.inode, let refused = Self.refusal(old, path: path) {
+            if let refused = Self.refusal(old, path: path) {
                 // Made writable by others before it was replaced: its rest could be anyone's.
                 report.notes.append("\(name) replaced; the rest of the old file is not read: \(refused)")
-            } else if pos.inode == h.inode {
-                try drain(h.fd, &pos, &report, maxLines: Self.linesPerRead)
-                if report.more {
-                    // Its budget ran out: the old file's rest comes first at the next read.
-                    if fd >= 0 { close(fd) }
-                    report.owner = queueOwner
+            } else {
+                queueOwner = old.st_uid
+                queueOwnerName = UnixUser.nameOrNumber(old.st_uid)
+                report.owner = old.st_uid
+                let room = try roomOrHold(&report)
+                if room > 0 { try drain(h.fd, &pos, &report, maxLines: min(Self.linesPerRead, room)) }
+                if room <= 0 || report.more {
+                    // Held at the cap, or its budget ran out: the old file's rest comes first.
+                    if fd >= 0 && !adopted { close(fd) }
                     return report
                 }
             }
             close(h.fd)
-            held = nil
+            held = pending.isEmpty ? nil : pending.removeFirst()
             report.notes.append("\(name) replaced")
         }
         guard let ino = pathInode else { return report }
-        if held == nil { held = (fd, ino) } else { close(fd) }
+        if held == nil { held = (fd, ino) } else if !adopted { close(fd) }
         var st = stat()
         fstat(held!.fd, &st)
         queueOwner = st.st_uid
@@ -144,20 +159,27 @@ final class QueueReader: @unchecked Sendable {
             report.notes.append("\(name) was rewritten before byte \(pos.offset): reading from the start")
             pos = pos.restarted(inode: ino)
         }
-        // A user's lines wait unread while they have as many unfinished jobs as they may.
-        let room = try MemoIntake.room(for: queueOwnerName, uid: queueOwner, in: journal)
-        if room <= 0 {
-            if !holding {
-                report.notes.append("\(name): \(queueOwnerName) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; the rest of the file is read as they finish")
-            }
-            holding = true
-        } else {
+        let room = try roomOrHold(&report)
+        if room > 0 {
             try drain(held!.fd, &pos, &report, maxLines: min(Self.linesPerRead, room))
             if !report.more { holding = false }  // read to its end: a later hold is news again
         }
         fstat(held!.fd, &st)
         report.unreadBytes = max(0, Int64(st.st_size) - pos.offset)
         return report
+    }
+
+    /// How many more jobs the file's owner may have. A user's lines wait unread while they
+    /// have as many unfinished jobs as they may (said once until the file is read to its end).
+    private func roomOrHold(_ report: inout Report) throws -> Int {
+        let room = try MemoIntake.room(for: queueOwnerName, uid: queueOwner, in: journal)
+        if room <= 0 {
+            if !holding {
+                report.notes.append("\(name): \(queueOwnerName) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; the rest of the file is read as they finish")
+            }
+            holding = true
+        }
+        return room
     }
 
     /// "LENGTH:SHA256" of the (up to) `tailBytes` bytes before `offset`.

@@ -298,6 +298,9 @@ final class Scheduler {
                 if let error { Log.error("cannot put the job back in the queue: \(error)", job: job.context.id, stage: stage) }
                 else { Log.info("back in the queue: the stage was paused after the claim", job: job.context.id, stage: stage) }
             }
+            // Queued again: if the stage was resumed meanwhile, nothing else may wake it
+            // (SQLite has no NOTIFY, and the next wake-up looks only at waiting jobs).
+            if error == nil { self.pump() }
             self.checkIdle()
         }
     }

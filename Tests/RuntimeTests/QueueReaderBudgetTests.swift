@@ -28,6 +28,29 @@ import Testing
         #expect(try t.journal.counts()[.queued] == 20_000)
     }
 
+    /// A file renamed over the one being read, then renamed over in turn before the old
+    /// file's rest was read (a rotation by rename, while the reads take turns), loses no
+    /// line: each replacement is held open from the first read that saw it.
+    @Test func aReplacementReplacedBeforeItsTurnLosesNoLine() throws {
+        let t = try TestHome()
+        try t.append(String(repeating: "{}\n", count: 20_000))
+        let r = t.queueReader()
+        func replace(with memo: String) throws {
+            let next = t.home.queueFile + ".next"
+            try (#"{"memo":"\#(memo)"}"# + "\n").write(toFile: next, atomically: false, encoding: .utf8)
+            #expect(rename(next, t.home.queueFile) == 0)
+        }
+        var report = try r.catchUp()
+        #expect(report.more)
+        try replace(with: "b")
+        report = try r.catchUp()  // the old file's rest, still
+        #expect(report.more)
+        try replace(with: "c")    // b is unlinked before its turn
+        for _ in 0..<5 { report = try r.catchUp() }
+        #expect(try t.journal.counts()[.queued] == 20_002)
+        #expect(try t.journal.jobs(limit: 30_000).map(\.memo.memo).filter { !$0.isEmpty } == ["b", "c"])
+    }
+
     /// A sparse file costs its writer nothing: 1 TiB with no newline was read whole on every
     /// poll (the intake lane, and every user's photos, stalled; so did SIGTERM). Holes are
     /// skipped, so the line's end is found at once when it comes.

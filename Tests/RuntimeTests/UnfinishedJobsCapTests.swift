@@ -35,6 +35,41 @@ import Testing
         #expect(report.lines == 2 * Self.cap)
     }
 
+    /// Removing or replacing a held file does not lift the cap: the old file's rest, read
+    /// through the descriptor held open, waits like any of the user's lines.
+    @Test func aReplacedOrRemovedFileStaysUnderTheCap() throws {
+        let t = try TestHome()
+        let path = t.home.queueFolder + "/m.jsonl"
+        try t.append(String(repeating: "{}\n", count: Self.cap + 20_000), to: path)
+        #expect(chown(path, 60_001, 60_001) == 0)
+        let r = QueueReader(path: path, name: "queue.d/m.jsonl", journal: t.journal, quarantine: t.quarantine,
+                            intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 600))
+        var report = try r.catchUp()
+        while report.more { report = try r.catchUp() }
+        #expect(try t.journal.counts()[.queued] == Self.cap)
+        #expect(unlink(path) == 0)
+        for _ in 0..<5 { report = try r.catchUp() }
+        #expect(try t.journal.counts()[.queued] == Self.cap)
+    }
+
+    /// A retried job is unfinished again, so `retry` answers `too_many_jobs` at the cap too:
+    /// cancelled jobs retried in bulk got past it. An admin's retry is not capped.
+    @Test func retryAnswersTooManyJobsAtTheCap() throws {
+        let rig = try ControlRig()
+        let cancelled = try rig.rig.enqueue(1, owner: ControlRig.owner.name)[0]
+        try rig.journal.cancel(job: cancelled)
+        _ = try rig.rig.enqueue(Self.cap, owner: ControlRig.owner.name)
+        let (replies, closed) = try rig.run([
+            .init(command: "retry", args: ["job": .int(cancelled)], caller: ControlRig.owner),
+            .init(command: "retry", args: ["job": .int(cancelled)], caller: ControlRig.admin),
+        ])
+        #expect(closed == 0)
+        #expect(replies.map(\.code) == [.tooManyJobs, nil])
+        if case .failure(let e) = replies[0] {
+            #expect(e.message == "60001 has \(Self.cap) unfinished jobs, the most a user may have; retry again once some have finished")
+        }
+    }
+
     @Test func enqueueAnswersTooManyJobsAtTheCapAndAdminsAreNotCapped() throws {
         let rig = try ControlRig()
         _ = try rig.rig.enqueue(Self.cap, owner: ControlRig.owner.name)

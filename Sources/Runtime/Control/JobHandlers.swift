@@ -132,14 +132,12 @@ final class JobHandlers: ControlHandler {
         // Through the intake lane, so joining a photo never races the inbox scanner.
         lane.enqueue({ () -> Result<IntakeOutcome, PhotomemoError> in
             do {
-                if !caller.isAdmin, try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal) <= 0 {
-                    return .failure(PhotomemoError(.tooManyJobs, "\(caller.name) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; enqueue again once some have finished"))
-                }
+                try MemoIntake.checkRoom(for: caller, in: journal, then: "enqueue")
                 let photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
                 let queued = QueuedMemo(memo: memo, photo: photo, key: key, source: "socket", origin: "socket")
                 return .success(try journal.commitMemos([queued], position: nil, file: "queue.jsonl", joinTimeoutSeconds: join, now: unixNow())[0])
             } catch let e as PhotomemoError {
-                return .failure(e.code == .forbidden ? e : PhotomemoError(.badRequest, e.message))
+                return .failure([.forbidden, .tooManyJobs].contains(e.code) ? e : PhotomemoError(.badRequest, e.message))
             } catch {
                 return .failure(PhotomemoError(.internalError, "\(error)"))
             }
@@ -173,6 +171,8 @@ final class JobHandlers: ControlHandler {
         }) {
             let owner = try journal.job(id)?.memo.owner
             try AccessPolicy.checkJob(id, owner: owner, by: caller)
+            // A retried job is unfinished again: cancelled jobs retried in bulk would pass the cap.
+            try MemoIntake.checkRoom(for: caller, in: journal, then: "retry")
             let (quarantined, photoPath) = try journal.retry(job: id, joinTimeoutSeconds: join, now: unixNow())
             // A quarantined photo goes back where the job expects it.
             if let q = quarantined, let photo = photoPath, !FileManager.default.fileExists(atPath: photo) {

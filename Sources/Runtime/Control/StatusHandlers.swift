@@ -8,6 +8,7 @@ import PhotomemoCore
 /// status, metrics and hosts: counts from the journal (the whole cluster's, on a shared
 /// database), live state from the loop (this host's).
 final class StatusHandlers: ControlHandler {
+    static let withheld = "the journal's error is shown to admins"
     let commands: Set<ControlCommand> = [.status, .metrics, .hosts]
     /// The live state a report reads, as the daemon wires it.
     struct Sources {
@@ -113,8 +114,10 @@ final class StatusHandlers: ControlHandler {
                 "queue_files": .array(queueFiles),
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60)],
                 "clients": ["connected": .int(Int64(snapshot.clients)), "watching": .int(Int64(snapshot.watchers))],
-                "journal_error": journalError.map(JSONValue.string) ?? .null,
-                "journal_write_error": writeError ?? .null,
+                // The engine's own words can name another user's keys (PostgreSQL's DETAIL):
+                // an admin's to read. Anyone sees that, and since when, the journal fails.
+                "journal_error": journalError.map { .string(caller.isAdmin ? $0 : Self.withheld) } ?? .null,
+                "journal_write_error": writeError.map { caller.isAdmin ? $0 : ["since": $0["since"] ?? .null, "error": .string(Self.withheld)] } ?? .null,
             ]
         }
     }
