@@ -12,16 +12,22 @@ import Testing
 @Suite(.serialized) struct UnfinishedJobsCapTests {
     static let cap = MemoIntake.maxUnfinishedPerUser
 
-    @Test func aUsersQueueFileIsReadOnlyWhileTheyHaveRoomForMoreJobs() throws {
-        let t = try TestHome()
+    /// A user's (uid 60001) queue file of `lines` `{}` lines, read until it is held at the cap.
+    static func heldAtTheCap(_ t: TestHome, lines: Int) throws -> (path: String, reader: QueueReader, report: QueueReader.Report) {
         let path = t.home.queueFolder + "/m.jsonl"
-        try t.append(String(repeating: "{}\n", count: Self.cap + 500), to: path)
+        try t.append(String(repeating: "{}\n", count: lines), to: path)
         #expect(chown(path, 60_001, 60_001) == 0)
         let r = QueueReader(path: path, name: "queue.d/m.jsonl", journal: t.journal, quarantine: t.quarantine,
                             intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 600))
         var report = try r.catchUp()
         while report.more { report = try r.catchUp() }
         #expect(try t.journal.counts()[.queued] == Self.cap)
+        return (path, r, report)
+    }
+
+    @Test func aUsersQueueFileIsReadOnlyWhileTheyHaveRoomForMoreJobs() throws {
+        let t = try TestHome()
+        var (_, r, report) = try Self.heldAtTheCap(t, lines: Self.cap + 500)
         #expect(report.unreadBytes == 500 * 3)
         #expect(report.notes.contains { $0.contains("60001 has \(Self.cap) unfinished jobs") })
         // As jobs finish, the rest is read; an admin's file is never held.
@@ -39,16 +45,9 @@ import Testing
     /// through the descriptor held open, waits like any of the user's lines.
     @Test func aReplacedOrRemovedFileStaysUnderTheCap() throws {
         let t = try TestHome()
-        let path = t.home.queueFolder + "/m.jsonl"
-        try t.append(String(repeating: "{}\n", count: Self.cap + 20_000), to: path)
-        #expect(chown(path, 60_001, 60_001) == 0)
-        let r = QueueReader(path: path, name: "queue.d/m.jsonl", journal: t.journal, quarantine: t.quarantine,
-                            intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 600))
-        var report = try r.catchUp()
-        while report.more { report = try r.catchUp() }
-        #expect(try t.journal.counts()[.queued] == Self.cap)
+        let (path, r, _) = try Self.heldAtTheCap(t, lines: Self.cap + 20_000)
         #expect(unlink(path) == 0)
-        for _ in 0..<5 { report = try r.catchUp() }
+        for _ in 0..<5 { _ = try r.catchUp() }
         #expect(try t.journal.counts()[.queued] == Self.cap)
     }
 
