@@ -13,7 +13,7 @@ import PhotomemoCore
 ///   as the jobs of the lines before it, never earlier: a crash re-reads, it never skips.
 /// - A partial last line waits for its newline.
 /// - Replacement (new inode) drains the old file through the fd held open, then starts
-///   the new one at 0; truncation (size below the offset) or a rewrite (the bytes before
+///   the new one at 0 (a replacement replaced in turn before its turn is held open too); truncation (size below the offset) or a rewrite (the bytes before
 ///   the offset changed) starts over at 0. Each start-over is a new generation, and the
 ///   generation is part of every derived job key, so a new line never repeats an old key.
 /// - Lines belong to the file's owner (fstat). An `"owner"` in a line counts only in a
