@@ -1,18 +1,29 @@
 import Foundation
 import PhotomemoCore
 
+/// The longest command's name and two spaces: `subscriptions` ran into its summary.
+let nameWidth = (commands.map(\.name.count).max() ?? 0) + 2
+
 let usage = """
 usage: photomemo <command> [options]
 
 commands:
-\(commands.map { "  " + $0.name.padding(toLength: 10, withPad: " ", startingAt: 0) + firstSentence($0.summary) }.joined(separator: "\n"))
+\(commands.map { "  " + $0.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + firstSentence($0.summary) }.joined(separator: "\n"))
 
 Run `photomemo <command> --help` for a command's options.
 """
 
+/// Up to the first ". ", not counting an "e.g. " or "i.e. " inside the sentence.
 func firstSentence(_ s: String) -> String {
     let flat = s.replacingOccurrences(of: "\n", with: " ")
-    return flat.range(of: ". ").map { String(flat[..<$0.lowerBound]) + "." } ?? flat
+    var from = flat.startIndex
+    while let r = flat.range(of: ". ", range: from..<flat.endIndex) {
+        if !flat[..<r.lowerBound].hasSuffix("e.g"), !flat[..<r.lowerBound].hasSuffix("i.e") {
+            return String(flat[..<r.lowerBound]) + "."
+        }
+        from = r.upperBound
+    }
+    return flat
 }
 
 func main() -> Int32 {

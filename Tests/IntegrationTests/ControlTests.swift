@@ -218,6 +218,17 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// `--help` lists every command with its summary after it, whole names apart from their
+    /// first sentence: `subscriptions` ran into its summary, and "e.g." ended a sentence.
+    @Test func helpListsEveryCommandApartFromItsSummary() throws {
+        let (status, out, _) = try DaemonHarness.run(["--help"])
+        #expect(status == 0)
+        for name in ["serve", "unsubscribe", "subscriptions", "gallery"] {
+            #expect(out.split(separator: "\n").contains { $0.hasPrefix("  \(name) ") }, "\(name) in:\n\(out)")
+        }
+        #expect(out.contains("a predicate, e.g. 'salesPrice"), "\(out)")
+    }
+
     @Test func clientsSayWhenTheDaemonIsNotRunning() throws {
         let d = try DaemonHarness()
         let (status, _, err) = try DaemonHarness.run(["status", "--home", d.home])
