@@ -30,9 +30,8 @@ enum CommandArguments {
             _ = try req.requiredString("record")
         case "update":
             _ = try req.requiredString("record")
-            _ = try req.string("memo")
             _ = try req.string("if_tag")
-            _ = try RecordHandlers.fieldsArgument(req)
+            _ = try RecordHandlers.memoAndFields(req)
             if let acl = req.values["acl"] { _ = ACL(json: acl) }
         case "changes":
             _ = try req.int("since")
