@@ -37,11 +37,11 @@ enum PredicateCompiler {
             }
             flatten(p)
             return joined(terms.map { compile($0, dialect, &params, perRecord: perRecord) }, "OR")
-        case .compare(let key, let op, let value): return compare(key, sqlOp(op), value, &params, perRecord: perRecord)
+        case .compare(let key, let op, let value): return compare(key, sqlOp(op), value, dialect, &params, perRecord: perRecord)
         case .between(let key, let low, let high):
-            return "(\(compare(key, ">=", low, &params, perRecord: perRecord)) AND \(compare(key, "<=", high, &params, perRecord: perRecord)))"
+            return "(\(compare(key, ">=", low, dialect, &params, perRecord: perRecord)) AND \(compare(key, "<=", high, dialect, &params, perRecord: perRecord)))"
         case .oneOf(let key, let values):
-            return joined(values.map { compare(key, "=", $0, &params, perRecord: perRecord) }, "OR")
+            return joined(values.map { compare(key, "=", $0, dialect, &params, perRecord: perRecord) }, "OR")
         case .beginsWith(let key, let prefix):
             // A range on the binary collation: case-sensitive and able to use an index.
             let upper = prefix + "\u{10FFFF}"
@@ -51,7 +51,7 @@ enum PredicateCompiler {
             }
             if numberKeys[key] != nil { return falseSQL }
             params += [.text(key), .text(prefix), .text(upper)]
-            return fieldMatch("name = ? AND kind IN ('s','l') AND text_value >= ? AND text_value < ?", perRecord: perRecord)
+            return fieldMatch("name = ? AND kind IN ('s','l') AND text_value >= ? AND text_value < ?", dialect, perRecord: perRecord)
         case .contains(let key, let value):
             return contains(key, value, dialect, &params, perRecord: perRecord)
         }
@@ -94,7 +94,7 @@ enum PredicateCompiler {
                 conditions.append("\(g.column) \(op) ?")
                 params.append(value)
             }
-            parts.append(fieldMatch(joined(conditions, "AND"), perRecord: perRecord))
+            parts.append(fieldMatch(joined(conditions, "AND"), dialect, perRecord: perRecord))
         }
         for o in others { parts.append(compile(o, dialect, &params, perRecord: perRecord)) }
         return joined(parts, "AND")
@@ -172,7 +172,8 @@ enum PredicateCompiler {
         }
     }
 
-    static func compare(_ key: String, _ op: String, _ value: RecordPredicate.Literal, _ params: inout [SQLValue], perRecord: Bool) -> String {
+    static func compare(_ key: String, _ op: String, _ value: RecordPredicate.Literal, _ dialect: SQLDialect, _ params: inout [SQLValue],
+                        perRecord: Bool) -> String {
         if let col = textKeys[key] {
             guard case .string(let s) = value else { return falseSQL }
             params.append(.text(s))
@@ -186,7 +187,7 @@ enum PredicateCompiler {
         }
         let v = stored(value)
         params += [.text(key), v.value]
-        return fieldMatch("name = ? AND kind IN \(v.kinds) AND \(v.column) \(op) ?", perRecord: perRecord)
+        return fieldMatch("name = ? AND kind IN \(v.kinds) AND \(v.column) \(op) ?", dialect, perRecord: perRecord)
     }
 
     static func contains(_ key: String, _ value: RecordPredicate.Literal, _ dialect: SQLDialect,
@@ -206,16 +207,22 @@ enum PredicateCompiler {
         let v = stored(value)
         let kinds = v.column == "text_value" ? "('l','s','r')" : v.kinds
         params += [.text(key), v.value]
-        return fieldMatch("name = ? AND kind IN \(kinds) AND \(v.column) = ?", perRecord: perRecord)
+        return fieldMatch("name = ? AND kind IN \(kinds) AND \(v.column) = ?", dialect, perRecord: perRecord)
     }
 
     /// Records with a `record_fields` row meeting `conditions`: as a set, from the (name,
-    /// value) indexes over every owner's rows (admins); or, per record, a lookup of that
+    /// value) indexes over every owner's rows (admins); or, per record, a test of that
     /// record's own rows (users). A scalar subquery, not EXISTS: neither engine turns it
     /// into a set over the whole table (SQLite's EXISTS-to-IN, PostgreSQL's semi-joins).
-    static func fieldMatch(_ conditions: String, perRecord: Bool) -> String {
-        perRecord ? "(SELECT 1 FROM record_fields WHERE record_id = r.id AND \(conditions) LIMIT 1) IS NOT NULL"
-            : "r.id IN (SELECT record_id FROM record_fields WHERE \(conditions))"
+    /// Left to itself, the planner may still look a rare value up in the (name, value)
+    /// index and check the record id after, so the rows are reached by record id only:
+    /// SQLite's INDEXED BY, and PostgreSQL's OFFSET 0 fence (no condition goes inside).
+    static func fieldMatch(_ conditions: String, _ dialect: SQLDialect, perRecord: Bool) -> String {
+        guard perRecord else { return "r.id IN (SELECT record_id FROM record_fields WHERE \(conditions))" }
+        let own = dialect == .sqlite
+            ? "record_fields INDEXED BY record_fields_record WHERE record_id = r.id"
+            : "(SELECT name, kind, text_value, num_value FROM record_fields WHERE record_id = r.id OFFSET 0) f WHERE 1 = 1"
+        return "(SELECT 1 FROM \(own) AND \(conditions) LIMIT 1) IS NOT NULL"
     }
 
     /// Sort expressions for a key, each with the parameters it needs wherever it is used:
