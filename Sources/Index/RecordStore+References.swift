@@ -16,6 +16,10 @@ extension RecordStore {
         }
     }
 
+    public func checkReferences(in fields: [String: JSONValue], viewer: Viewer) throws {
+        try locked { try checkReferences(fields, viewer: viewer) }
+    }
+
     func isReadable(_ id: String, _ viewer: Viewer) throws -> Bool {
         var params: [SQLValue] = [.text(id)]
         let vis = Self.visible(viewer, &params)
