@@ -131,8 +131,8 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         var whereSQL = PredicateCompiler.compile(predicate, dialect, &params, perRecord: user)
         if let type { whereSQL += " AND r.type = ?"; params.append(.text(type)) }
         // Sort expressions (each with its own parameters), then `ord` (creation order) for
-        // a total order: with no sort keys the engine walks records in that order and stops
-        // at the limit instead of sorting every match.
+        // a total order: with no sort keys an admin's query walks records in that order and
+        // stops at the limit instead of sorting every match (a user's sorts what they may read).
         var exprs: [(sql: String, params: [SQLValue], descending: Bool)] = []
         for k in sort { for e in PredicateCompiler.sortExpressions(k) { exprs.append((e.sql, e.params, k.descending)) } }
         if let cursor {

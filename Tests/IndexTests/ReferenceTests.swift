@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import SQL
 import Testing
 @testable import Index
 
@@ -43,6 +44,9 @@ import Testing
             let (bobs, _) = try s.apply(input("b2", memo: "bob's visit", fields: Self.ref(place.id), owner: "bob"))
             let (deleted, _, _) = try s.delete(place.id, viewer: .user("bob"))
             #expect(Set(deleted) == [place.id, shared.id, bobs.id])  // never alice's own id
+            for table in ["record_readers", "record_fields"] + (engine == .sqlite ? ["record_tokens"] : []) {
+                #expect(try s.db.queryOne("SELECT count(*) FROM \(table) WHERE record_id = ?", [.text(place.id)])?.int(0) == 0, "\(table)")
+            }
             let kept = try #require(try s.get(alices.id, viewer: .user("alice")))
             #expect(kept.fields["place"]?["ref"] == .string(place.id))
             #expect(try s.danglingReferences(of: kept, viewer: .user("alice")) == ["place"])
