@@ -20,18 +20,16 @@ extension RecordStore {
         return keys
     }
 
-    /// Rewrites a record's reader rows and (SQLite) its memo tokens; in `write`'s transaction.
-    /// A record no user may read (an admin's, unshared: every record of a one-user daemon)
-    /// has neither — no user's query can reach it, and an ACL change rewrites both.
+    /// Rewrites a record's reader rows and (SQLite) its memo tokens (every record's: a
+    /// subscription tests one record on them, `matchSQL`); in `write`'s transaction.
     func writeReaders(_ r: Record) throws {
-        let keys = Self.readerKeys(r)
         try db.run("DELETE FROM record_readers WHERE record_id = ?", [.text(r.id)])
-        for key in keys.sorted() {
+        for key in Self.readerKeys(r).sorted() {
             try db.run("INSERT INTO record_readers(reader, record_id) VALUES (?, ?)", [.text(key), .text(r.id)])
         }
         guard dialect == .sqlite else { return }
         try db.run("DELETE FROM record_tokens WHERE record_id = ?", [.text(r.id)])
-        for token in keys.isEmpty ? [] : Set(FullText.tokens(r.memo)).sorted() {
+        for token in Set(FullText.tokens(r.memo)).sorted() {
             try db.run("INSERT INTO record_tokens(record_id, token) VALUES (?, ?)", [.text(r.id), .text(token)])
         }
     }

@@ -51,3 +51,27 @@ import Testing
         }
     }
 }
+
+extension ReadableQueryTests {
+    /// A subscription's predicate is tested on the changed record alone (fan-out runs in the
+    /// writer's transaction, so its cost would show in their reply): by record id, never
+    /// through an index over every owner's values.
+    @Test(arguments: Engine.allCases) func aSubscriptionTestsTheChangedRecordOnItsOwnRows(_ engine: Engine) throws {
+        try withStore(engine) { s in
+            _ = try s.apply(batch: (0..<2000).map {
+                input("v\($0)", type: "Secret", memo: "payroll note", fields: ["secret": "S3cr3t-XYZ", "ssn": "123-45-6789", "n": .int(Int64($0 % 40))],
+                      owner: "victim")
+            })
+            let (mine, _) = try s.apply(input("m", memo: "mine", fields: ["secret": "mine"], owner: "mallory"))
+            if engine == .postgres { try s.db.exec("ANALYZE") }
+            for p in Self.predicates {
+                let (sql, params) = s.matchSQL(try PredicateParser.parse(p), recordID: mine.id)
+                let plan = (engine == .sqlite
+                    ? try s.db.query("EXPLAIN QUERY PLAN " + sql, params).compactMap { $0.string(3) }
+                    : try s.db.query("EXPLAIN " + sql, params).compactMap { $0.string(0) }).joined(separator: "\n")
+                for index in Self.everyOwnersIndexes { #expect(!plan.contains(index), "\(p): \(plan)") }
+                #expect(!plan.contains("SCAN record_") && !plan.contains("Seq Scan"), "\(p): \(plan)")
+            }
+        }
+    }
+}
