@@ -31,12 +31,12 @@ extension WhoMayDoWhatTests {
         #expect(try records(alice, d, "Secret").count == 100)  // a page of hers: the secret is there
 
         let predicates = Self.timedPairs.flatMap { [$0.0, $0.1] }
-        let (medians, counts) = try queryMedians(bob, d, predicates, rounds: 60)
+        let (medians, counts) = try queryMedians(bob, d, predicates, rounds: 100)
         #expect(counts.allSatisfy { $0 == 0 }, "bob sees none of alice's records: \(counts)")
         for (i, pair) in Self.timedPairs.enumerated() {
             let (matching, other) = (medians[2 * i], medians[2 * i + 1])
             #expect(max(matching, other) <= 1.5 * min(matching, other),
-                    "\(pair.0): \(matching) ms vs \(pair.1): \(other) ms (medians over 60 queries)")
+                    "\(pair.0): \(matching) ms vs \(pair.1): \(other) ms (medians over 100 queries)")
         }
     }
 
