@@ -85,7 +85,7 @@ let package = Package(
         .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
         .testTarget(name: "NotifyTests", dependencies: ["Notify", "PhotomemoCore", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "EventLoop", "Journal", "Index", "Stores"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "SQLite", "Postgres", "PhotomemoCore", "TestSupport", "CompressStage", "photomemo"],
+        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "Index", "SQLite", "Postgres", "PhotomemoCore", "TestSupport", "CompressStage", "photomemo"],
                     exclude: ["Fixtures"]),
     ]
 )

@@ -31,6 +31,8 @@ public struct IndexStage: BatchStage {
                 return Self.outcome(try store.apply(Self.input(job)))
             } catch RecordWriteError.notFound {
                 return .fail(reason: "record \(job.memo.record ?? "?") named by the job does not exist (or is not visible to \(job.memo.owner ?? "its owner"))")
+            } catch RecordWriteError.badReference(let field, let record) {
+                return .fail(reason: RecordWriteError.badReferenceMessage(field: field, record: record))
             } catch RecordWriteError.forbidden {
                 return .fail(reason: "record \(job.memo.record ?? "?") named by the job may not be changed by \(job.memo.owner ?? "its owner")")
             } catch {

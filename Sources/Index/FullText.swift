@@ -28,8 +28,20 @@ enum FullText {
     static let lexemesSQL = "array_to_tsvector(string_to_array(CAST(? AS TEXT), ' '))"
 
     /// The condition for `memo CONTAINS text` on `dialect`, or nil when no token could match.
-    static func condition(_ text: String, _ dialect: SQLDialect, _ params: inout [SQLValue]) -> String? {
+    /// `perRecord` (a user's query, PredicateCompiler): tested on each record the caller may
+    /// read — on SQLite against the record's own tokens (`record_tokens`) instead of FTS5's
+    /// lists over every owner's memos; PostgreSQL's `memo_tsv @@` is a test of the row already.
+    static func condition(_ text: String, _ dialect: SQLDialect, _ params: inout [SQLValue], perRecord: Bool = false) -> String? {
         switch dialect {
+        case .sqlite where perRecord:
+            var seen = Set<String>()
+            let words = tokens(text).filter { seen.insert($0).inserted }
+            guard !words.isEmpty else { return nil }
+            params += words.map(SQLValue.text)
+            // Balanced (`joined`): a long text must not make a chain deeper than SQLite allows.
+            return PredicateCompiler.joined(words.map { _ in
+                "(SELECT 1 FROM record_tokens WHERE record_id = r.id AND token = ? LIMIT 1) IS NOT NULL"
+            }, "AND")
         case .sqlite:
             // Each token a quoted FTS5 string: operators in user text (OR, NEAR, *, column
             // filters) are inert; FTS5 folds them as it folded the memo.

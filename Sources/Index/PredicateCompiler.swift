@@ -10,21 +10,25 @@ import PhotomemoCore
 /// SQLite refuses an expression tree deeper than 1000 (SQLITE_MAX_EXPR_DEPTH) and a flat
 /// `a OR b OR c ...` is as deep as it is long, so every list of terms is joined as a
 /// balanced tree (`joined`); with the parser's limits the SQL stays a few hundred deep.
+///
+/// `perRecord`: a user's query walks only the records they may read (RecordStore+Readers),
+/// so each term tests that record's own rows instead of walking an index over every
+/// owner's (whose cost would show how many of others' records match).
 enum PredicateCompiler {
     static let textKeys = ["id": "r.id", "type": "r.type", "memo": "r.memo", "owner": "r.owner"]
     static let numberKeys = ["created": "r.created", "modified": "r.modified", "taken": "r.taken", "width": "r.width", "height": "r.height"]
     static let trueSQL = "1 = 1"
     static let falseSQL = "1 = 0"
 
-    static func compile(_ p: RecordPredicate, _ dialect: SQLDialect, _ params: inout [SQLValue]) -> String {
+    static func compile(_ p: RecordPredicate, _ dialect: SQLDialect, _ params: inout [SQLValue], perRecord: Bool = false) -> String {
         switch p {
         case .always: return trueSQL
         case .never: return falseSQL
         // NOT NOT x is x (also for NULL); a lone NOT needs no parentheses of its own: every
         // compound term below is parenthesised and NOT binds looser than comparisons.
-        case .not(.not(let inner)): return compile(inner, dialect, &params)
-        case .not(let inner): return "NOT " + compile(inner, dialect, &params)
-        case .and: return conjunction(p, dialect, &params)
+        case .not(.not(let inner)): return compile(inner, dialect, &params, perRecord: perRecord)
+        case .not(let inner): return "NOT " + compile(inner, dialect, &params, perRecord: perRecord)
+        case .and: return conjunction(p, dialect, &params, perRecord: perRecord)
         case .or:
             // The parser's balanced tree, read back as one flat list of terms.
             var terms: [RecordPredicate] = []
@@ -32,12 +36,12 @@ enum PredicateCompiler {
                 if case .or(let a, let b) = q { flatten(a); flatten(b) } else { terms.append(q) }
             }
             flatten(p)
-            return joined(terms.map { compile($0, dialect, &params) }, "OR")
-        case .compare(let key, let op, let value): return compare(key, sqlOp(op), value, &params)
+            return joined(terms.map { compile($0, dialect, &params, perRecord: perRecord) }, "OR")
+        case .compare(let key, let op, let value): return compare(key, sqlOp(op), value, dialect, &params, perRecord: perRecord)
         case .between(let key, let low, let high):
-            return "(\(compare(key, ">=", low, &params)) AND \(compare(key, "<=", high, &params)))"
+            return "(\(compare(key, ">=", low, dialect, &params, perRecord: perRecord)) AND \(compare(key, "<=", high, dialect, &params, perRecord: perRecord)))"
         case .oneOf(let key, let values):
-            return joined(values.map { compare(key, "=", $0, &params) }, "OR")
+            return joined(values.map { compare(key, "=", $0, dialect, &params, perRecord: perRecord) }, "OR")
         case .beginsWith(let key, let prefix):
             // A range on the binary collation: case-sensitive and able to use an index.
             let upper = prefix + "\u{10FFFF}"
@@ -47,16 +51,16 @@ enum PredicateCompiler {
             }
             if numberKeys[key] != nil { return falseSQL }
             params += [.text(key), .text(prefix), .text(upper)]
-            return "r.id IN (SELECT record_id FROM record_fields WHERE name = ? AND kind IN ('s','l') AND text_value >= ? AND text_value < ?)"
+            return fieldMatch("name = ? AND kind IN ('s','l') AND text_value >= ? AND text_value < ?", dialect, perRecord: perRecord)
         case .contains(let key, let value):
-            return contains(key, value, dialect, &params)
+            return contains(key, value, dialect, &params, perRecord: perRecord)
         }
     }
 
     /// An AND chain, with the comparisons on one field merged into a single index range:
     /// `n >= 100 AND n <= 500` reads only the rows between 100 and 500 of the (name,
     /// number) index instead of intersecting two half-open ranges.
-    static func conjunction(_ p: RecordPredicate, _ dialect: SQLDialect, _ params: inout [SQLValue]) -> String {
+    static func conjunction(_ p: RecordPredicate, _ dialect: SQLDialect, _ params: inout [SQLValue], perRecord: Bool) -> String {
         var terms: [RecordPredicate] = []
         func flatten(_ q: RecordPredicate) {
             switch q {
@@ -90,9 +94,9 @@ enum PredicateCompiler {
                 conditions.append("\(g.column) \(op) ?")
                 params.append(value)
             }
-            parts.append("r.id IN (SELECT record_id FROM record_fields WHERE \(joined(conditions, "AND")))")
+            parts.append(fieldMatch(joined(conditions, "AND"), dialect, perRecord: perRecord))
         }
-        for o in others { parts.append(compile(o, dialect, &params)) }
+        for o in others { parts.append(compile(o, dialect, &params, perRecord: perRecord)) }
         return joined(parts, "AND")
     }
 
@@ -168,7 +172,8 @@ enum PredicateCompiler {
         }
     }
 
-    static func compare(_ key: String, _ op: String, _ value: RecordPredicate.Literal, _ params: inout [SQLValue]) -> String {
+    static func compare(_ key: String, _ op: String, _ value: RecordPredicate.Literal, _ dialect: SQLDialect, _ params: inout [SQLValue],
+                        perRecord: Bool) -> String {
         if let col = textKeys[key] {
             guard case .string(let s) = value else { return falseSQL }
             params.append(.text(s))
@@ -182,15 +187,15 @@ enum PredicateCompiler {
         }
         let v = stored(value)
         params += [.text(key), v.value]
-        return "r.id IN (SELECT record_id FROM record_fields WHERE name = ? AND kind IN \(v.kinds) AND \(v.column) \(op) ?)"
+        return fieldMatch("name = ? AND kind IN \(v.kinds) AND \(v.column) \(op) ?", dialect, perRecord: perRecord)
     }
 
     static func contains(_ key: String, _ value: RecordPredicate.Literal, _ dialect: SQLDialect,
-                         _ params: inout [SQLValue]) -> String {
+                         _ params: inout [SQLValue], perRecord: Bool) -> String {
         if key == "memo" {
             // Full-text: every token must occur.
             guard case .string(let s) = value else { return falseSQL }
-            return FullText.condition(s, dialect, &params) ?? falseSQL
+            return FullText.condition(s, dialect, &params, perRecord: perRecord) ?? falseSQL
         }
         if let col = textKeys[key] {
             guard case .string(let s) = value else { return falseSQL }
@@ -202,7 +207,22 @@ enum PredicateCompiler {
         let v = stored(value)
         let kinds = v.column == "text_value" ? "('l','s','r')" : v.kinds
         params += [.text(key), v.value]
-        return "r.id IN (SELECT record_id FROM record_fields WHERE name = ? AND kind IN \(kinds) AND \(v.column) = ?)"
+        return fieldMatch("name = ? AND kind IN \(kinds) AND \(v.column) = ?", dialect, perRecord: perRecord)
+    }
+
+    /// Records with a `record_fields` row meeting `conditions`: as a set, from the (name,
+    /// value) indexes over every owner's rows (admins); or, per record, a test of that
+    /// record's own rows (users). A scalar subquery, not EXISTS: neither engine turns it
+    /// into a set over the whole table (SQLite's EXISTS-to-IN, PostgreSQL's semi-joins).
+    /// Left to itself, the planner may still look a rare value up in the (name, value)
+    /// index and check the record id after, so the rows are reached by record id only:
+    /// SQLite's INDEXED BY, and PostgreSQL's OFFSET 0 fence (no condition goes inside).
+    static func fieldMatch(_ conditions: String, _ dialect: SQLDialect, perRecord: Bool) -> String {
+        guard perRecord else { return "r.id IN (SELECT record_id FROM record_fields WHERE \(conditions))" }
+        let own = dialect == .sqlite
+            ? "record_fields INDEXED BY record_fields_record WHERE record_id = r.id"
+            : "(SELECT name, kind, text_value, num_value FROM record_fields WHERE record_id = r.id OFFSET 0) f WHERE 1 = 1"
+        return "(SELECT 1 FROM \(own) AND \(conditions) LIMIT 1) IS NOT NULL"
     }
 
     /// Sort expressions for a key, each with the parameters it needs wherever it is used:

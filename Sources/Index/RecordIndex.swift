@@ -21,6 +21,11 @@ public protocol RecordIndex: AnyObject, Sendable {
     // MARK: reading
 
     func get(_ id: String, viewer: Viewer) throws -> Record?
+    /// Throws `RecordWriteError.badReference` when a reference in `fields` names a record
+    /// `viewer` may not read, or none (an early answer for `enqueue`; writes check again).
+    func checkReferences(in fields: [String: JSONValue], viewer: Viewer) throws
+    /// The names of the record's reference fields whose target the viewer cannot read.
+    func danglingReferences(of record: Record, viewer: Viewer) throws -> [String]
     /// Keyset-paged: the cursor stays right while records are added or removed.
     /// With `maxBytes`, the page stops before the record whose stored text would take it
     /// past that (keeping at least one), with a cursor for the rest: sizes are read first,

@@ -52,12 +52,19 @@ extension RecordStore {
         try locked { try db.queryOne("SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE id = ?", [.text(id)]).map(Self.subscription) }
     }
 
+    /// The test of one record, on that record's own rows (`perRecord`): a subscriber's
+    /// predicate never walks an index over others' values, so how long the write that fans
+    /// out to it takes tells them nothing either.
+    func matchSQL(_ predicate: RecordPredicate, recordID: String) -> (sql: String, params: [SQLValue]) {
+        var params: [SQLValue] = [.text(recordID)]
+        return ("SELECT 1 FROM records r WHERE r.id = ? AND " + PredicateCompiler.compile(predicate, dialect, &params, perRecord: true), params)
+    }
+
     /// Whether record `recordID` matches `predicate`; the engine refusing the compiled SQL
     /// is a `PredicateSyntaxError`. Inside a transaction on PostgreSQL, a savepoint keeps
     /// the refusal from aborting it (fan-out parks the subscription and goes on).
     func matches(_ predicate: RecordPredicate, recordID: String) throws -> Bool {
-        var params: [SQLValue] = [.text(recordID)]
-        let sql = "SELECT 1 FROM records r WHERE r.id = ? AND " + PredicateCompiler.compile(predicate, dialect, &params)
+        let (sql, params) = matchSQL(predicate, recordID: recordID)
         do {
             guard dialect == .postgres else { return try db.queryOne(sql, params) != nil }
             try db.exec("SAVEPOINT predicate")

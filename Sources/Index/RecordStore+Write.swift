@@ -33,6 +33,7 @@ extension RecordStore {
         // are one record per owner).
         var target: Row?
         let viewer = Viewer(owner: input.memo.owner)
+        try checkReferences(input.memo.fields, viewer: viewer)
         if let id = input.memo.record {
             var vis: [SQLValue] = [.text(id)]
             guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) else {
@@ -111,6 +112,7 @@ extension RecordStore {
             try db.run("INSERT INTO record_acl(record_id, \"user\", can_write) VALUES (?,?,?)",
                        [.text(r.id), .text(u), .int(r.acl.writers.contains(u) ? 1 : 0)])
         }
+        try writeReaders(r)
         let before = try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(r.id)]).compactMap { $0.string(0) }
         try db.run("DELETE FROM record_assets WHERE record_id = ?", [.text(r.id)])
         for key in Set((r.assets.objectValue ?? [:]).values.compactMap { $0["key"]?.stringValue }) {
@@ -164,6 +166,7 @@ extension RecordStore {
             // Who may see and change a record is its owner's to say (and an admin's), not a writer's.
             if acl != nil, case .user(let name) = viewer, r.owner != name { throw RecordWriteError.forbidden }
             if let ifTag, ifTag != r.changeTag { throw RecordWriteError.conflict(current: r.changeTag) }
+            try checkReferences(fields, viewer: viewer)
             if let memo { r.memo = memo }
             for (k, v) in fields { if v == .null { r.fields.removeValue(forKey: k) } else { r.fields[k] = v } }
             if let acl { r.acl = acl }
@@ -174,8 +177,9 @@ extension RecordStore {
     }
 
     /// Deletes a record and, through `deleteSelf` references, the records that refer to
-    /// it. Returns the deleted ids, the asset keys no remaining record uses, and the photos
-    /// (bytes, owner) whose records are gone.
+    /// it that the viewer may write (others keep a dangling reference). Returns the deleted
+    /// ids, the asset keys no remaining record uses, and the photos (bytes, owner) whose
+    /// records are gone.
     public func delete(_ id: String, viewer: Viewer, now: Double) throws
         -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
         try writing {
@@ -195,6 +199,7 @@ extension RecordStore {
                 guard !deleted.contains(next),
                       let r = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(next)]) else { continue }
                 let rec = try Self.record(r)
+                guard Self.canWrite(rec, viewer) else { continue }
                 if let sha = try db.queryOne("SELECT photo_sha256 FROM records WHERE id = ?", [.text(next)])?.string(0) {
                     photos.append((sha, rec.owner))
                 }

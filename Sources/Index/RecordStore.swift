@@ -82,13 +82,6 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
                changeTag: row.string(offset + 10)!)
     }
 
-    /// SQL that is true when the viewer may read record `r`.
-    static func visible(_ viewer: Viewer, _ params: inout [SQLValue]) -> String {
-        guard case .user(let name) = viewer else { return PredicateCompiler.trueSQL }
-        params += [.text(name), .text(name)]
-        return "(r.owner = ? OR r.public_read = 1 OR r.id IN (SELECT record_id FROM record_acl WHERE \"user\" = ?))"
-    }
-
     public func get(_ id: String, viewer: Viewer) throws -> Record? {
         try locked {
             var params: [SQLValue] = [.text(id)]
@@ -102,13 +95,44 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     /// position (keyset paging), so it stays right while records are added or removed.
     public func query(_ predicate: RecordPredicate, type: String? = nil, sort: [SortKey] = [], limit: Int = 100,
                       cursor: String? = nil, viewer: Viewer, maxBytes: Int? = nil) throws -> RecordPage {
+        let q = try querySQL(predicate, type: type, sort: sort, cursor: cursor, viewer: viewer)
+        let rows: [Row]
+        var limit = limit
+        do {
+            if let maxBytes {
+                let sizes = "SELECT \(Self.storedLength) FROM \(q.from) WHERE \(q.whereSQL) ORDER BY \(q.order) LIMIT ?"
+                limit = Row.fitting(try locked { try db.query(sizes, q.params + q.orderParams + [.int(Int64(limit))]) }, maxBytes) ?? limit
+            }
+            rows = try locked { try db.query(q.sql, q.selectParams + q.params + q.orderParams + [.int(Int64(limit))]) }
+        } catch {
+            throw PredicateCompiler.refusal(error, dialect)
+        }
+        let records = try rows.map { try Self.record($0) }
+        var next: String?
+        if rows.count == limit, let last = rows.last {
+            next = Self.encode(Array(last.values[12..<(12 + q.sortCount)]), last.int(11)!)
+        }
+        return RecordPage(records: records, cursor: next)
+    }
+
+    /// A query's statement, its parts and their parameters (the statement ends `LIMIT ?`):
+    /// `selectParams + params + orderParams + [limit]`.
+    func querySQL(_ predicate: RecordPredicate, type: String?, sort: [SortKey], cursor: String?, viewer: Viewer) throws
+        -> (sql: String, from: String, whereSQL: String, order: String, selectParams: [SQLValue], params: [SQLValue],
+            orderParams: [SQLValue], sortCount: Int) {
         var params: [SQLValue] = []
-        var whereSQL = PredicateCompiler.compile(predicate, dialect, &params)
+        var from = "records r"
+        var fromParams: [SQLValue] = []
+        var user = false
+        if case .user(let name) = viewer {
+            from = readable(by: name, &fromParams)
+            user = true
+        }
+        var whereSQL = PredicateCompiler.compile(predicate, dialect, &params, perRecord: user)
         if let type { whereSQL += " AND r.type = ?"; params.append(.text(type)) }
-        whereSQL += " AND " + Self.visible(viewer, &params)
         // Sort expressions (each with its own parameters), then `ord` (creation order) for
-        // a total order: with no sort keys the engine walks records in that order and stops
-        // at the limit instead of sorting every match.
+        // a total order: with no sort keys an admin's query walks records in that order and
+        // stops at the limit instead of sorting every match (a user's sorts what they may read).
         var exprs: [(sql: String, params: [SQLValue], descending: Bool)] = []
         for k in sort { for e in PredicateCompiler.sortExpressions(k) { exprs.append((e.sql, e.params, k.descending)) } }
         if let cursor {
@@ -119,11 +143,10 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         let extra = exprs.map { e -> String in selectParams += e.params; return ", " + e.sql }.joined()
         // When the first sort key is a numeric field the predicate bounds (`n >= a AND
         // n <= b ... sorted by n`), walk the (name, number) index in sort order and stop
-        // at the limit, instead of collecting every match and sorting it.
-        var from = "records r"
-        var fromParams: [SQLValue] = []
+        // at the limit, instead of collecting every match and sorting it. Not for a user:
+        // that index holds every owner's values.
         var orderExprs = exprs.map { (sql: $0.sql, params: $0.params, descending: $0.descending) }
-        if let first = sort.first, let range = PredicateCompiler.numericRange(on: first.key, in: predicate) {
+        if !user, let first = sort.first, let range = PredicateCompiler.numericRange(on: first.key, in: predicate) {
             from = "record_fields d JOIN records r ON r.id = d.record_id"
             // The bounds are repeated on `d` so SQLite walks that index range in order.
             whereSQL = "d.name = ? AND d.kind IN \(range.kinds)" + range.conditions.map { " AND d.num_value \($0.op) ?" }.joined()
@@ -138,24 +161,7 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
             return "\(e.sql) \(e.descending ? "DESC" : "ASC")" + (e.sql == "d.num_value" ? "" : " NULLS LAST")
         } + ["\(creationOrder) ASC"]).joined(separator: ", ")
         let sql = "SELECT \(Self.columns), \(creationOrder)\(extra) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
-        params = fromParams + params
-        let rows: [Row]
-        var limit = limit
-        do {
-            if let maxBytes {
-                let sizes = "SELECT \(Self.storedLength) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
-                limit = Row.fitting(try locked { try db.query(sizes, params + orderParams + [.int(Int64(limit))]) }, maxBytes) ?? limit
-            }
-            rows = try locked { try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))]) }
-        } catch {
-            throw PredicateCompiler.refusal(error, dialect)
-        }
-        let records = try rows.map { try Self.record($0) }
-        var next: String?
-        if rows.count == limit, let last = rows.last {
-            next = Self.encode(Array(last.values[12..<(12 + exprs.count)]), last.int(11)!)
-        }
-        return RecordPage(records: records, cursor: next)
+        return (sql, from, whereSQL, order, selectParams, fromParams + params, orderParams, exprs.count)
     }
 
     /// A record's stored text, in characters: what its JSON costs in a reply, near enough.

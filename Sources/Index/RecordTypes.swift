@@ -8,6 +8,13 @@ public enum RecordWriteError: Error, Equatable {
     case forbidden
     /// The record changed since the tag the client named.
     case conflict(current: String)
+    /// Field `field` refers to a record that does not exist or that the writer may not read.
+    case badReference(field: String, record: String)
+
+    /// What a user is told of a bad reference (the same whether the record exists or not).
+    public static func badReferenceMessage(field: String, record: String) -> String {
+        "field \"\(field)\": reference to \(record): no such record, or not one you may read"
+    }
 }
 
 /// What the index stage writes for a job.

@@ -98,5 +98,18 @@ extension IndexSchema {
         CREATE TABLE applied_jobs(job_key TEXT PRIMARY KEY, record_id TEXT NOT NULL);
         CREATE TABLE released_assets(key TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL);
         """,
+        // 2: who may read each record, as SQLite's 7 (full text needs no table of its own:
+        // `memo_tsv @@` tests one row).
+        """
+        CREATE TABLE record_readers(
+            reader TEXT COLLATE "C" NOT NULL,
+            record_id TEXT COLLATE "C" NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+            PRIMARY KEY(reader, record_id)
+        );
+        CREATE INDEX record_readers_record ON record_readers(record_id);
+        INSERT INTO record_readers SELECT owner, id FROM records WHERE owner IS NOT NULL AND owner <> '' ON CONFLICT DO NOTHING;
+        INSERT INTO record_readers SELECT "user", record_id FROM record_acl WHERE "user" <> '' ON CONFLICT DO NOTHING;
+        INSERT INTO record_readers SELECT '', id FROM records WHERE public_read = 1 ON CONFLICT DO NOTHING;
+        """,
     ]
 }

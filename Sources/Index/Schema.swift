@@ -116,5 +116,28 @@ enum IndexSchema {
         ALTER TABLE deliveries ADD COLUMN claimed_by TEXT;
         ALTER TABLE deliveries ADD COLUMN claimed_until REAL;
         """,
+        // 7: who may read each record, the rows a user's query starts from (its cost then
+        // depends only on what they may read): the owner, each named reader and writer, and
+        // '' when public (RecordStore+Readers). And each record's memo tokens, for testing
+        // one record's memo without FTS5's lists over every owner's (taken from FTS5 itself).
+        """
+        CREATE TABLE record_readers(
+            reader TEXT NOT NULL,
+            record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+            PRIMARY KEY(reader, record_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX record_readers_record ON record_readers(record_id);
+        INSERT OR IGNORE INTO record_readers SELECT owner, id FROM records WHERE owner IS NOT NULL AND owner <> '';
+        INSERT OR IGNORE INTO record_readers SELECT "user", record_id FROM record_acl WHERE "user" <> '';
+        INSERT OR IGNORE INTO record_readers SELECT '', id FROM records WHERE public_read = 1;
+        CREATE TABLE record_tokens(
+            record_id TEXT NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+            token TEXT NOT NULL,
+            PRIMARY KEY(record_id, token)
+        ) WITHOUT ROWID;
+        CREATE VIRTUAL TABLE temp.records_vocab USING fts5vocab(main, records_fts, instance);
+        INSERT OR IGNORE INTO record_tokens SELECT r.id, v.term FROM temp.records_vocab v JOIN records r ON r.rowid = v.doc;
+        DROP TABLE temp.records_vocab;
+        """,
     ]
 }

@@ -22,6 +22,7 @@ public struct PhotomemoError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let unknownCommand = Code(rawValue: "unknown_command")
         public static let requestTooLarge = Code(rawValue: "request_too_large")
         public static let conflict = Code(rawValue: "conflict")
+        public static let badReference = Code(rawValue: "bad_reference")
         public static let forbidden = Code(rawValue: "forbidden")
         public static let tooSlow = Code(rawValue: "too_slow")
         public static let tooManyJobs = Code(rawValue: "too_many_jobs")

@@ -175,7 +175,7 @@ public final class Daemon {
         }
         // The control plane: handlers per concern with their dependencies, behind the router.
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
-                               reload: { reloader.reload($0) })
+                               records: records, reload: { reloader.reload($0) })
         var clients: () -> Int = { 0 }  // the server is made after the router it serves
         let router = ControlRouter([
             jobs,

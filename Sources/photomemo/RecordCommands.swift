@@ -37,8 +37,10 @@ let getCommand = clientCommand("get", "ID [--json]", "Shows one record: its fiel
     for k in ["memo", "owner", "created", "modified", "change_tag"] {
         Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(Output.text(r[k]?.stringValue ?? "-"))")
     }
+    let dangling = Set((r["dangling"]?.arrayValue ?? []).compactMap(\.stringValue))
     for (k, v) in (r["fields"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
-        Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(Output.text(v.stringValue ?? v.jsonString))")
+        let note = dangling.contains(k) ? " (dangling: not a record you may read)" : ""
+        Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(Output.text(v.stringValue ?? v.jsonString))\(note)")
     }
     Output.line("  acl         \(Output.text(r["acl"]?.jsonString ?? "{}"))")
     for (k, v) in (r["assets"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {

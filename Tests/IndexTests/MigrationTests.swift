@@ -1,6 +1,9 @@
 import Foundation
 import PhotomemoCore
+import Postgres
+import SQL
 import SQLite
+import TestSupport
 import Testing
 @testable import Index
 
@@ -36,5 +39,52 @@ import Testing
         } while cursor != nil
         #expect(paged == all)
         #expect(try s.query(PredicateParser.parse(#"memo CONTAINS "old""#), limit: 10, viewer: .admin).records.count == 2)
+    }
+}
+
+/// SQLite migration 7 / PostgreSQL 2: who may read each record (and, on SQLite, each
+/// record's memo tokens) filled in from the records an earlier release wrote, so a user's
+/// queries on an old home answer as before.
+@Suite struct ReadersMigrationTests {
+    @Test(arguments: Engine.allCases) func aHomeFromBeforeRecordReadersAnswersUsersAsBefore(_ engine: Engine) throws {
+        let url: String
+        let old: any SQLConnection
+        switch engine {
+        case .sqlite:
+            let dir = NSTemporaryDirectory() + "pm-index-v6-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            url = dir + "/index.sqlite"
+            old = try Database(path: url)
+            try old.migrate(Array(IndexSchema.migrations.prefix(6)), versionTable: "index_schema_version", what: "record index")
+        case .postgres:
+            url = try PostgresServer.freshDatabase()
+            old = try PostgresDatabase(url: url)
+            try old.migrate(Array(IndexSchema.postgresMigrations.prefix(1)), versionTable: "index_schema_version", what: "record index")
+        }
+        // As the earlier store wrote them: alice's, bob's public, bob's shared with alice, bob's own.
+        let rows: [(id: String, owner: String, memo: String, code: String, isPublic: Bool, sharedWith: String?)] = [
+            ("ra", "alice", "alice lunch", "A-1", false, nil), ("rb", "bob", "bob public dinner", "B-1", true, nil),
+            ("rc", "bob", "bob shared", "B-2", false, "alice"), ("rd", "bob", "bob secret", "A-1", false, nil)]
+        for (i, r) in rows.enumerated() {
+            try old.run("INSERT INTO records(id, type, memo, owner, public_read, created, modified, change_tag, ord) VALUES (?, 'Memo', ?, ?, ?, 1, 1, '1', ?)",
+                        [.text(r.id), .text(r.memo), .text(r.owner), .int(r.isPublic ? 1 : 0), .int(Int64(i + 1))])
+            if engine == .postgres {
+                try old.run("UPDATE records SET memo_tsv = \(FullText.lexemesSQL) WHERE id = ?", [.text(FullText.lexemes(r.memo)), .text(r.id)])
+            } else {
+                try old.run("INSERT INTO records_fts(rowid, memo) SELECT rowid, memo FROM records WHERE id = ?", [.text(r.id)])
+            }
+            try old.run("INSERT INTO record_fields(record_id, name, kind, text_value) VALUES (?, 'code', 's', ?)", [.text(r.id), .text(r.code)])
+            if let u = r.sharedWith { try old.run("INSERT INTO record_acl(record_id, \"user\", can_write) VALUES (?, ?, 0)", [.text(r.id), .text(u)]) }
+        }
+        let s = engine == .sqlite ? try RecordStore(path: url) : try RecordStore(connection: PostgresDatabase(url: url), path: url)
+        func ids(_ p: String, _ who: String) throws -> [String] {
+            try s.query(PredicateParser.parse(p), limit: 100, viewer: .user(who)).records.map(\.id)
+        }
+        #expect(try ids("TRUEPREDICATE", "alice") == ["ra", "rb", "rc"])
+        #expect(try ids("TRUEPREDICATE", "carol") == ["rb"])
+        #expect(try ids(#"code == "A-1""#, "alice") == ["ra"])
+        #expect(try ids(#"memo CONTAINS "DINNER""#, "alice") == ["rb"])
+        #expect(try ids(#"memo CONTAINS "secret""#, "alice").isEmpty && ids(#"memo CONTAINS "secret""#, "bob") == ["rd"])
+        #expect(try s.get("rc", viewer: .user("alice")) != nil && s.get("rd", viewer: .user("alice")) == nil)
     }
 }

@@ -25,6 +25,7 @@ import Testing
         var flag: Bool?      // bool field
         var id = ""
         var order = 0        // creation order: the last tie-breaker
+        var alice = true     // alice may read it (hers, public or shared with her)
     }
 
     func randomModel(_ g: inout Rng) -> Model {
@@ -154,18 +155,36 @@ import Testing
         try withStore(engine) { try check($0) }
     }
 
-    func check(_ store: RecordStore) throws {
+    /// A user's query takes another way (from the records they may read, each tested on
+    /// its own rows): the same answers, among records of several owners.
+    @Test(arguments: Engine.allCases) func aUsersQueriesAgreeToo(_ engine: Engine) throws {
+        try withStore(engine) { try check($0, viewer: .user("alice")) }
+    }
+
+    func check(_ store: RecordStore, viewer: Viewer = .admin) throws {
         var g = Rng(state: 20261129)
+        var owners = Rng(state: 7)  // its own sequence: the admin's cases stay what they were
         var models: [Model] = []
         for i in 0..<80 {
             var m = randomModel(&g)
+            let owner = viewer == .admin ? nil : ["alice", "bob", nil].randomElement(using: &owners)!
             let (r, _) = try store.apply(RecordInput(jobKey: "k\(i)", photoSHA256: nil,
-                                                           memo: MemoJob(memo: m.memo, type: m.type, fields: fields(m)),
+                                                           memo: MemoJob(memo: m.memo, type: m.type, fields: fields(m), owner: owner),
                                                            assets: .emptyObject, exif: .emptyObject, width: nil, height: nil))
+            if owner == "alice", Int.random(in: 0..<3, using: &owners) == 0 {  // hers and public: listed once
+                _ = try store.update(r.id, memo: nil, fields: [:], acl: ACL(readers: ["alice"], publicRead: true), ifTag: nil, viewer: .admin)
+            } else if owner != "alice", viewer != .admin {
+                switch Int.random(in: 0..<3, using: &owners) {
+                case 0: m.alice = false
+                case 1: _ = try store.update(r.id, memo: nil, fields: [:], acl: ACL(publicRead: true), ifTag: nil, viewer: .admin)
+                default: _ = try store.update(r.id, memo: nil, fields: [:], acl: ACL(readers: ["carol", "alice"]), ifTag: nil, viewer: .admin)
+                }
+            }
             m.id = r.id
             m.order = i
             models.append(m)
         }
+        models = models.filter(\.alice)
         let sortChoices: [[SortKey]] = [[], [SortKey(key: "n", descending: false)], [SortKey(key: "n", descending: true)],
                                         [SortKey(key: "code", descending: false), SortKey(key: "n", descending: true)],
                                         [SortKey(key: "day", descending: true), SortKey(key: "code", descending: false)]]
@@ -175,7 +194,7 @@ import Testing
             let sort = sortChoices.randomElement(using: &g)!
             let expected = sorted(models.filter { p.eval($0) }, by: sort).map(\.id)
             let parsed = try RecordPredicate.parse(p.text)
-            let got = try store.query(parsed, sort: sort, limit: 1000, viewer: .admin).records.map(\.id)
+            let got = try store.query(parsed, sort: sort, limit: 1000, viewer: viewer).records.map(\.id)
             #expect(got == expected, "\(p.text) sorted by \(sort)")
             if got != expected { break }
             // Paging with cursors returns the same list, 7 at a time.
@@ -183,7 +202,7 @@ import Testing
                 var paged: [String] = []
                 var cursor: String?
                 repeat {
-                    let page = try store.query(parsed, sort: sort, limit: 7, cursor: cursor, viewer: .admin)
+                    let page = try store.query(parsed, sort: sort, limit: 7, cursor: cursor, viewer: viewer)
                     paged += page.records.map(\.id)
                     cursor = page.cursor
                 } while cursor != nil

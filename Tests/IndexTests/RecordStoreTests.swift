@@ -135,7 +135,10 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
                 (0..<256).map { "n >= \($0)" }.joined(separator: " AND "),
                 (0..<256).map { "code != \"x\($0)\"" }.joined(separator: " AND "),
             ]
-            for text in chains { #expect(try ids(s, text) == ["hit"], "\(text.prefix(40))") }
+            for text in chains {
+                #expect(try ids(s, text) == ["hit"], "\(text.prefix(40))")
+                #expect(try ids(s, text, viewer: .user("alice")) == ["hit"], "\(text.prefix(40))")  // per record
+            }
             // 16 x (NOT, parenthesis, NOT, parenthesis) = 64 levels, 15 terms at each.
             var nested = "n == 255"
             for level in 0..<16 {
@@ -143,6 +146,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
                 nested = "NOT (NOT (\(terms) OR \(nested)))"
             }
             #expect(try ids(s, nested) == ["hit"])
+            #expect(try ids(s, nested, viewer: .user("alice")) == ["hit"])
             // A shape within the parser's limits that SQLite's parser stack still cannot take
             // (64 levels alternating "(x OR (y AND (...") is a predicate error, not a database failure.
             let tooComplex = String(repeating: "(n == 1 OR (code == \"x\" AND ", count: 32) + "n == 2" + String(repeating: "))", count: 32)

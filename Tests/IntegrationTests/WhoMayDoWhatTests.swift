@@ -11,9 +11,11 @@ import Testing
 struct WhoMayDoWhatTests {
     let bob = "nobody", alice = "daemon"
 
-    /// The per-user setup of the README: home traversable, inbox and queue.d drop boxes.
-    func start(_ extra: [String] = []) throws -> DaemonHarness {
+    /// The per-user setup of the README: home traversable, inbox and queue.d drop boxes;
+    /// on `database` (a `postgres://` URL) when given.
+    func start(_ extra: [String] = [], database: String? = nil) throws -> DaemonHarness {
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+        if let database { d.database = database }
         for dir in [d.root, d.home] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             chmod(dir, 0o751)

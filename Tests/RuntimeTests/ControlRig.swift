@@ -39,7 +39,7 @@ final class ControlRig {
         let intake = MemoIntake(photos: rig.t.photos, joinTimeoutSeconds: 600)
         let followers = try Followers(loop: loop, records: records)
         let jobs = JobHandlers(loop: loop, journal: rig.journal, scheduler: rig.scheduler, events: rig.events, lane: lane, intake: intake,
-                               reload: { $0(.failure(PhotomemoError(.badDefinition, "no reload in this test"))) })
+                               records: records, reload: { $0(.failure(PhotomemoError(.badDefinition, "no reload in this test"))) })
         handlers = [
             jobs,
             StatusHandlers(loop: loop, journal: rig.journal, scheduler: rig.scheduler,

@@ -15,6 +15,8 @@ final class JobHandlers: ControlHandler {
     private let events: EventBus
     private let lane: SerialLane
     private let intake: MemoIntake
+    /// For `enqueue`'s answer about references (RecordStore+References).
+    private let records: any RecordIndex
     /// Re-reads the job definition (off the loop) and answers when it is applied or refused.
     private let reload: (@escaping DefinitionReloader.Reply) -> Void
     /// Connections following `watch`.
@@ -22,7 +24,8 @@ final class JobHandlers: ControlHandler {
     var watching: Int { watchers.count }
 
     init(loop: EventLoop, journal: any JobJournal, scheduler: Scheduler, events: EventBus, lane: SerialLane, intake: MemoIntake,
-         reload: @escaping (@escaping DefinitionReloader.Reply) -> Void) {
+         records: any RecordIndex, reload: @escaping (@escaping DefinitionReloader.Reply) -> Void) {
+        self.records = records
         self.loop = loop
         self.journal = journal
         self.scheduler = scheduler
@@ -126,18 +129,22 @@ final class JobHandlers: ControlHandler {
         }
         if parsed.owner == nil || !caller.isAdmin { parsed.owner = caller.name }
         let memo = parsed
-        let intake = self.intake, journal = self.journal, events = self.events, scheduler = self.scheduler
+        let intake = self.intake, journal = self.journal, events = self.events, scheduler = self.scheduler, records = self.records
         let key = memo.key.map { JobKey.scoped($0, owner: memo.owner) } ?? "socket:" + UUID().uuidString.lowercased()
         let join = intake.joinTimeoutSeconds.value
         // Through the intake lane, so joining a photo never races the inbox scanner.
         lane.enqueue({ () -> Result<IntakeOutcome, PhotomemoError> in
             do {
                 try MemoIntake.checkRoom(for: caller, in: journal, then: "enqueue")
+                // A reference its owner may not read is refused now (the index stage checks again).
+                do { try records.checkReferences(in: memo.fields, viewer: Viewer(owner: memo.owner)) } catch RecordWriteError.badReference(let field, let record) {
+                    throw PhotomemoError(.badReference, RecordWriteError.badReferenceMessage(field: field, record: record))
+                }
                 let photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
                 let queued = QueuedMemo(memo: memo, photo: photo, key: key, source: "socket", origin: "socket")
                 return .success(try journal.commitMemos([queued], position: nil, file: "queue.jsonl", joinTimeoutSeconds: join, now: unixNow())[0])
             } catch let e as PhotomemoError {
-                return .failure([.forbidden, .tooManyJobs].contains(e.code) ? e : PhotomemoError(.badRequest, e.message))
+                return .failure([.forbidden, .tooManyJobs, .badReference].contains(e.code) ? e : PhotomemoError(.badRequest, e.message))
             } catch {
                 return .failure(PhotomemoError(.internalError, "\(error)"))
             }

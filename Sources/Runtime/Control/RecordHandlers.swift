@@ -34,6 +34,8 @@ final class RecordHandlers: ControlHandler {
         switch error {
         case RecordWriteError.notFound: PhotomemoError(.notFound, "no such record (or not visible to you)")
         case RecordWriteError.forbidden: PhotomemoError(.forbidden, "the record's ACL does not let you change it")
+        case RecordWriteError.badReference(let field, let record):
+            PhotomemoError(.badReference, RecordWriteError.badReferenceMessage(field: field, record: record))
         case RecordWriteError.conflict(let current):
             PhotomemoError(.conflict, "the record changed since that tag; its change_tag is now \(current)")
         case let e as PredicateSyntaxError: PhotomemoError(.badRequest, "predicate: \(e.description)")
@@ -62,7 +64,10 @@ final class RecordHandlers: ControlHandler {
             let id = try req.requiredString("record")
             offLoopRecords(reply) {
                 guard let r = try store.get(id, viewer: viewer) else { throw RecordWriteError.notFound }
-                return r.json
+                // Reference fields the caller cannot follow (the target is gone or not theirs to read).
+                var o = r.json.objectValue ?? [:]
+                o["dangling"] = .array(try store.danglingReferences(of: r, viewer: viewer).map(JSONValue.string))
+                return .object(o)
             }
         case .update:
             let id = try req.requiredString("record")
