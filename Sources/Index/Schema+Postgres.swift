@@ -98,5 +98,12 @@ extension IndexSchema {
         CREATE TABLE applied_jobs(job_key TEXT PRIMARY KEY, record_id TEXT NOT NULL);
         CREATE TABLE released_assets(key TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL);
         """,
+        // 2: the secret new record ids are keyed with (SQLite's 7), one for the cluster, so
+        // every host computes the same id for a job: 244 random bits (two v4 UUIDs), hashed.
+        """
+        CREATE TABLE index_secrets(name TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO index_secrets(name, value)
+            VALUES ('record_id', encode(sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8')), 'hex'));
+        """,
     ]
 }
