@@ -27,11 +27,15 @@ struct DeliverySchedule {
     private(set) var inFlight: [String: Bool] = [:]
     private var perUser: [String: Int] = [:]
     private var probing = 0
-    /// The turn at which each subscription last started a delivery (round robin).
+    /// The turn at which each subscription due or in flight last started a delivery (round
+    /// robin). One that is neither has nothing waiting: it is forgotten, and comes first
+    /// when it has something again.
     private var served: [String: UInt64] = [:]
     private var turn: UInt64 = 0
-    /// Timeouts in a row per subscription; gone at its first delivery that does not time out.
-    private var timeouts: [String: Int] = [:]
+    /// Timeouts in a row per subscription, and when the last was; gone at its first
+    /// delivery that does not time out, or once it has not timed out for `forgetTimeoutsAfter`.
+    private var timeouts: [String: (count: Int, at: Double)] = [:]
+    static let forgetTimeoutsAfter = 1800.0
 
     var isIdle: Bool { inFlight.isEmpty }
     /// No slot of either kind is free: claiming now would only claim to release.
@@ -41,6 +45,8 @@ struct DeliverySchedule {
     /// recently served subscription first; the rest wait for a later claim.
     mutating func pick(_ due: [OutboxDelivery]) -> (start: [OutboxDelivery], later: [OutboxDelivery]) {
         var start: [OutboxDelivery] = [], later: [OutboxDelivery] = []
+        let dueIDs = Set(due.map(\.subscription.id))
+        served = served.filter { dueIDs.contains($0.key) || inFlight[$0.key] != nil }
         // Stable: ties (never served) keep the claim's order, oldest due first.
         let order = due.enumerated().sorted { (served[$0.element.subscription.id] ?? 0, $0.offset) < (served[$1.element.subscription.id] ?? 0, $1.offset) }
         for d in order.map(\.element) {
@@ -63,7 +69,7 @@ struct DeliverySchedule {
     }
 
     /// How many deliveries of subscription `id` timed out in a row (before one in flight).
-    func timeoutsInARow(_ id: String) -> Int { timeouts[id] ?? 0 }
+    func timeoutsInARow(_ id: String) -> Int { timeouts[id]?.count ?? 0 }
 
     /// Until when a subscription waits after its `n`th timeout in a row.
     static func hold(afterTimeouts n: Int, sinkTimeoutMs: Int, now: Double) -> Double {
@@ -71,13 +77,19 @@ struct DeliverySchedule {
     }
 
     /// A delivery of `s` ended: its slot is free, and its sink is a suspect while it times out.
-    mutating func finished(_ s: Subscription, timedOut: Bool) {
+    mutating func finished(_ s: Subscription, timedOut: Bool, now: Double) {
         if inFlight.removeValue(forKey: s.id) == true { probing -= 1 }
         if !UnixUser.isAdmin(name: s.owner) {
             let user = s.owner ?? ""
             perUser[user, default: 1] -= 1
             if perUser[user] == 0 { perUser.removeValue(forKey: user) }
         }
-        if timedOut { timeouts[s.id, default: 0] += 1 } else { timeouts.removeValue(forKey: s.id) }
+        guard timedOut else {
+            timeouts.removeValue(forKey: s.id)
+            return
+        }
+        // Unsubscribed sinks that hung leave no entry behind for long.
+        timeouts = timeouts.filter { $0.value.at > now - Self.forgetTimeoutsAfter }
+        timeouts[s.id] = (timeoutsInARow(s.id) + 1, now)
     }
 }

@@ -133,8 +133,11 @@ final class NotificationDeliverer {
             }
             return (result, parked)
         }) { [unowned self] (result, parked) in
-            if case .failed(let why) = result { self.schedule.finished(d.subscription, timedOut: why.code == .timedOut) }
-            else { self.schedule.finished(d.subscription, timedOut: false) }
+            if case .failed(let why) = result, why.code == .timedOut {
+                self.schedule.finished(d.subscription, timedOut: true, now: unixNow())
+            } else {
+                self.schedule.finished(d.subscription, timedOut: false, now: unixNow())
+            }
             if self.schedule.isIdle {
                 let waiters = self.idleWaiters
                 self.idleWaiters = []

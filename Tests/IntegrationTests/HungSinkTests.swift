@@ -76,4 +76,25 @@ import Testing
         #expect(c.pending + c.failed == 5, "\(c)")
         #expect(d.stop().status == 0)
     }
+
+    /// The back-off is a hold on the subscription's pending deliveries in the index, not a
+    /// loss: stopped while its sink hangs, restarted once the sink works, every event arrives.
+    @Test func aHeldSubscriptionDeliversEverythingAfterARestart() throws {
+        let d = try DaemonHarness(stages: NotifyTests.definition)
+        try d.start(args: ["--sink-timeout", "1"])
+        let sink = try hangingSink(d, "hang")
+        let out = d.root + "/events.jsonl"
+        _ = try json(d, ["subscribe", "--type", "Memo", "--fires-on", "create", "--exec", "sh '\(sink.script)'"])
+        try d.append((1...3).map { #"{"memo":"m\#($0)"}"# }.joined(separator: "\n") + "\n")
+        try d.waitUntil("the sink times out") { d.log.contains("its subscription backs off") }
+        #expect(d.stop().status == 0)
+        try "cat >> '\(out)'\n".write(toFile: sink.script, atomically: true, encoding: .utf8)
+        try d.start(args: ["--sink-timeout", "1"])
+        try d.waitUntil("all 3 events arrive after the hold", timeout: 30) {
+            Set(((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                (try? JSONValue.parse(String($0)))?["record"]?["memo"]?.stringValue
+            }) == ["m1", "m2", "m3"]
+        }
+        #expect(d.stop().status == 0)
+    }
 }
