@@ -26,6 +26,7 @@ final class NotificationDeliverer {
     private let timer: LoopTimer
     private var claiming = false
     private var again = false
+    private var closed = false
     private var schedule = DeliverySchedule()
     private var idleWaiters: [() -> Void] = []
 
@@ -50,7 +51,11 @@ final class NotificationDeliverer {
         }
     }
 
-    func close() { timer.close() }
+    /// Starts nothing more (what is in flight finishes): what is still due waits, durably, for the next start.
+    func close() {
+        closed = true
+        timer.close()
+    }
 
     /// Something may have queued deliveries (a notify stage ran): claim now, not at the next
     /// tick. A kick while a claim is in flight claims again after it.
@@ -64,7 +69,7 @@ final class NotificationDeliverer {
     }
 
     private func tick() {
-        guard !claiming, !schedule.isFull else { return }
+        guard !claiming, !closed, !schedule.isFull else { return }
         let store = self.store, claimant = self.claimant
         // Longer than any sink may take (exec deadline, webhook timeouts), with margin.
         let claimSeconds = Double(max(execTimeoutMs, 30_000)) / 1000 + 30
@@ -153,6 +158,9 @@ final class NotificationDeliverer {
                 self.events.publish(parked ? "notification_failed" : "notification_retry", job: nil,
                                     fields.merging(["reason": .string(why.reason)]) { a, _ in a }, to: .owner(d.subscription.owner))
             }
+            // Its subscription's next delivery may be due now: a lane is served at the
+            // receiver's pace, not one delivery per timer tick.
+            if case .delivered = result { self.kick() }
         }
     }
 }
