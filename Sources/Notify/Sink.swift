@@ -49,11 +49,11 @@ public enum Sink {
     /// How much of a refusing receiver's answer goes into the reason.
     static let bodyExcerptBytes = 200
 
-    /// With `refusePrivate` (a user's webhook), an address `WebhookDestination` refuses is
-    /// never connected to, whatever the name resolves to at the time: a permanent failure.
     /// How long a webhook may take to answer.
     public static let webhookTimeoutMs = 10_000
 
+    /// With `refusePrivate` (a user's webhook), an address `WebhookDestination` refuses is
+    /// never connected to, whatever the name resolves to at the time: a permanent failure.
     public static func post(url: String, body: Data, secret: String?, eventID: String, timeoutMs: Int = webhookTimeoutMs,
                             refusePrivate: Bool = false) -> Result {
         var r = HTTPRequest("POST", url)
