@@ -26,6 +26,8 @@ public struct HTTPRequest {
         public let description: String
         /// Set when `refuseAddress` refused every address the host had: why.
         public var refused: String? = nil
+        /// No answer within the timeout (curl's CURLE_OPERATION_TIMEDOUT, connecting or after).
+        public var timedOut = false
     }
 
     public var method: String
@@ -163,7 +165,7 @@ public struct HTTPRequest {
             }
             let unreachable = [CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_OPERATION_TIMEDOUT, CURLE_SEND_ERROR,
                                CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_SSL_CONNECT_ERROR].contains(rc)
-            throw Failure(unreachable: unreachable, description: String(cString: curl_easy_strerror(rc)))
+            throw Failure(unreachable: unreachable, description: String(cString: curl_easy_strerror(rc)), timedOut: rc == CURLE_OPERATION_TIMEDOUT)
         }
         transfer.response.status = pm_curl_status(curl)
         return transfer.response

@@ -51,6 +51,8 @@ public protocol RecordIndex: AnyObject, Sendable {
     /// Gives up claims: `ids` claimed but not sent, or (nil) all of `claimant`'s, at start.
     func releaseDeliveryClaims(of claimant: String, ids: [Int64]?) throws
     func finishDelivery(_ id: Int64, delivered: Bool, error: String?, retryAt: Double?, now: Double) throws
+    /// Makes a subscription's pending deliveries wait until at least `until` (its sink hangs).
+    func holdDeliveries(subscription id: String, until: Double) throws
     func retryFailedDeliveries(subscription id: String, viewer: Viewer, now: Double) throws -> Int
     /// A socket follower's events after change `since`.
     func socketEvents(subscription s: Subscription, since: Int64) throws -> [JSONValue]

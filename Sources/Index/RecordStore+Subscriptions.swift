@@ -214,6 +214,15 @@ extension RecordStore {
         }
     }
 
+    /// Durable, and seen by every daemon on the database: a hung sink's back-off outlives
+    /// the delivery that timed out (parked after its attempts) and a restart.
+    public func holdDeliveries(subscription id: String, until: Double) throws {
+        try writing {
+            try db.run("UPDATE deliveries SET next_at = ? WHERE subscription_id = ? AND state = 'pending' AND next_at < ?",
+                       [.double(until), .text(id), .double(until)])
+        }
+    }
+
     /// Puts a subscription's failed deliveries back in line; returns how many.
     public func retryFailedDeliveries(subscription id: String, viewer: Viewer, now: Double) throws -> Int {
         try writing {

@@ -5,8 +5,10 @@ import PhotomemoCore
 /// Creating, updating and deleting records; each in one transaction with its change.
 extension RecordStore {
 
-    /// Deterministic from the job key: a repeated index run finds its own record.
-    static func recordID(jobKey: String) -> String { "r" + String(SHA256.hex(Data(jobKey.utf8)).prefix(23)) }
+    /// Deterministic from the job key (a re-run that lost `applied_jobs` would still collide
+    /// with its own record, never make a second), but keyed with the home's secret: no one
+    /// computes another user's id from a guessed key (it was sha256("OWNER/KEY")).
+    func recordID(jobKey: String) -> String { "r" + String(HMACSHA256.hex(key: recordIDSecret, data: Data(jobKey.utf8)).prefix(23)) }
 
     /// Creates the job's record, or returns it when this job already did (idempotent).
     /// A memo for a photo that already has a record (from another job) updates that one.
@@ -62,7 +64,7 @@ extension RecordStore {
             return (try write(r, jobKey: nil, op: "update", now: now), "update")
         }
         let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
-        let r = Record(id: Self.recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
+        let r = Record(id: recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
                        fields: input.memo.fields, owner: input.memo.owner, acl: ACL(), assets: input.assets,
                        exif: input.exif, created: now, modified: now, changeTag: "")
         try db.run("""

@@ -23,6 +23,8 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     let db: any SQLConnection
     let lock = NSLock()
     public let path: String
+    /// Keys new record ids (index migration 7): made once per home, or per cluster.
+    let recordIDSecret: String
 
     /// The record index a spec names: `sqlite:FILE`, relative to the home.
     static func path(spec: String, home: URL) throws -> String {
@@ -45,6 +47,10 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         self.path = path
         try db.migrate(db.dialect == .postgres ? IndexSchema.postgresMigrations : IndexSchema.migrations,
                        versionTable: "index_schema_version", what: "record index")
+        guard let secret = try db.queryOne("SELECT value FROM index_secrets WHERE name = 'record_id'")?.string(0) else {
+            throw PhotomemoError(.database, "\(path): the record index has no record id secret (index_secrets)")
+        }
+        recordIDSecret = secret
         self.db = db
     }
 

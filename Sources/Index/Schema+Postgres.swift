@@ -111,5 +111,12 @@ extension IndexSchema {
         INSERT INTO record_readers SELECT "user", record_id FROM record_acl WHERE "user" <> '' ON CONFLICT DO NOTHING;
         INSERT INTO record_readers SELECT '', id FROM records WHERE public_read = 1 ON CONFLICT DO NOTHING;
         """,
+        // 3: the secret new record ids are keyed with (SQLite's 8), one for the cluster, so
+        // every host computes the same id for a job: 244 random bits (two v4 UUIDs), hashed.
+        """
+        CREATE TABLE index_secrets(name TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO index_secrets(name, value)
+            VALUES ('record_id', encode(sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8')), 'hex'));
+        """,
     ]
 }

@@ -139,5 +139,12 @@ enum IndexSchema {
         INSERT OR IGNORE INTO record_tokens SELECT r.id, v.term FROM temp.records_vocab v JOIN records r ON r.rowid = v.doc;
         DROP TABLE temp.records_vocab;
         """,
+        // 8: a random secret of the home, made once: new record ids are an HMAC of the job
+        // key with it, so no one computes another user's record id from a guessed key.
+        // Kept with the records (a backup carries it); records made before keep their ids.
+        """
+        CREATE TABLE index_secrets(name TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO index_secrets(name, value) VALUES ('record_id', lower(hex(randomblob(32))));
+        """,
     ]
 }

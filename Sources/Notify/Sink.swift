@@ -21,6 +21,9 @@ public enum Sink {
             /// redirect (3xx), which is never followed: retrying only hammers it, so it is
             /// marked failed at once.
             case permanent
+            /// The sink did not answer in time (an exec sink past `--sink-timeout`, a webhook
+            /// past its timeout): retried, and its subscription backs off while it keeps hanging.
+            case timedOut
         }
 
         public let code: Code
@@ -46,9 +49,12 @@ public enum Sink {
     /// How much of a refusing receiver's answer goes into the reason.
     static let bodyExcerptBytes = 200
 
+    /// How long a webhook may take to answer.
+    public static let webhookTimeoutMs = 10_000
+
     /// With `refusePrivate` (a user's webhook), an address `WebhookDestination` refuses is
     /// never connected to, whatever the name resolves to at the time: a permanent failure.
-    public static func post(url: String, body: Data, secret: String?, eventID: String, timeoutMs: Int = 10_000,
+    public static func post(url: String, body: Data, secret: String?, eventID: String, timeoutMs: Int = webhookTimeoutMs,
                             refusePrivate: Bool = false) -> Result {
         var r = HTTPRequest("POST", url)
         if refusePrivate { r.refuseAddress = { WebhookDestination.whyRefused(ip: $0) } }
@@ -71,6 +77,8 @@ public enum Sink {
             return .failed(Failure(isPermanent(status: status) ? .permanent : .retryable, reason))
         } catch let e as HTTPRequest.Failure where e.refused != nil {
             return .failed(Failure(.permanent, WebhookDestination.refusal(url, e.refused ?? "")))
+        } catch let e as HTTPRequest.Failure where e.timedOut {
+            return .failed(Failure(.timedOut, "\(url): \(e)"))
         } catch {
             return .failed(.retryable("\(url): \(error)"))
         }
@@ -88,7 +96,7 @@ public enum Sink {
         do {
             let r = try Subprocess.run(command, stdin: [UInt8](body) + [0x0A],
                                        environment: SubprocessEnvironment.clean(documented: variables), timeoutMs: timeoutMs)
-            if r.timedOut { return .failed(.retryable("\(command[0]) timed out after \(timeoutMs) ms")) }
+            if r.timedOut { return .failed(Failure(.timedOut, "\(command[0]) timed out after \(timeoutMs) ms")) }
             if r.stopped { return .failed(.retryable("\(command[0]) was stopped: the daemon is shutting down")) }
             if r.status == 0 { return .delivered }
             return .failed(.retryable("\(command[0]) exited with \(r.status.map(String.init) ?? "signal \(r.signal ?? 0)"): \(r.stderrTail.suffix(200))"))

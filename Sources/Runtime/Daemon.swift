@@ -82,7 +82,9 @@ public final class Daemon {
         let resources = ResourcePool()
         let definition = try Self.loadDefinition(file: options.jobFile, registry: registry, home: home, database: options.database,
                                                  store: options.store, resources: resources)
-        EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)))
+        // Deliveries hold a pool thread each while their sink runs (a hung one up to
+        // --sink-timeout): they get threads of their own, so they never starve the stages.
+        EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)) + DeliverySchedule.maxThreads)
         let environment = StageEnvironment(home: URL(fileURLWithPath: home.root), database: definition.database,
                                            store: definition.store, resources: resources)
         let backend = try Backend(environment: environment, hostID: hostID, leaseSeconds: options.leaseSeconds)

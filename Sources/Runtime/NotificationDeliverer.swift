@@ -5,11 +5,12 @@ import Notify
 import PhotomemoCore
 
 /// Delivers queued notifications (webhook and exec sinks) from the record index's
-/// outbox: at most one in flight per subscription (change order), `maxPerOwner` per
-/// subscriber (so one user's tarpit webhooks cannot hold every slot), a few overall, each
-/// off the loop. A failure is retried with the job definition's back-off and jitter and,
-/// after its attempts, parked as `failed` (retryable with `subscriptions --retry-failed`);
-/// a permanent one (a webhook's 4xx) is parked at once.
+/// outbox, as `DeliverySchedule` picks them: one in flight per subscription (change
+/// order), subscriptions served round robin, a sink that timed out backing off and retried
+/// in slots of its own, each delivery off the loop. A failure is retried with the job
+/// definition's back-off and jitter and, after its attempts, parked as `failed`
+/// (retryable with `subscriptions --retry-failed`); a permanent one (a webhook's 4xx) is
+/// parked at once.
 /// A delivery is claimed (for this host, until its sink's deadline has surely passed)
 /// before it is sent, so daemons sharing a database never send one twice at once.
 final class NotificationDeliverer {
@@ -25,12 +26,9 @@ final class NotificationDeliverer {
     private let timer: LoopTimer
     private var claiming = false
     private var again = false
-    private var inFlight: Set<String> = []
-    /// In-flight deliveries per subscriber ("" for an admin's subscriptions).
-    private var perOwner: [String: Int] = [:]
+    private var closed = false
+    private var schedule = DeliverySchedule()
     private var idleWaiters: [() -> Void] = []
-    static let maxInFlight = 8
-    static let maxPerOwner = 2
 
     init(loop: EventLoop, events: EventBus, store: any RecordIndex, retry: @escaping () -> RetryPolicy,
          execTimeoutMs: Int = Sink.defaultExecTimeoutMs, claimant: String = "", allowPrivateWebhooks: Bool = false) throws {
@@ -53,7 +51,11 @@ final class NotificationDeliverer {
         }
     }
 
-    func close() { timer.close() }
+    /// Starts nothing more (what is in flight finishes): what is still due waits, durably, for the next start.
+    func close() {
+        closed = true
+        timer.close()
+    }
 
     /// Something may have queued deliveries (a notify stage ran): claim now, not at the next
     /// tick. A kick while a claim is in flight claims again after it.
@@ -63,11 +65,11 @@ final class NotificationDeliverer {
 
     /// Runs `body` once no delivery is in flight (at once if none is).
     func whenIdle(_ body: @escaping () -> Void) {
-        if inFlight.isEmpty { body() } else { idleWaiters.append(body) }
+        if schedule.isIdle { body() } else { idleWaiters.append(body) }
     }
 
     private func tick() {
-        guard !claiming, inFlight.count < Self.maxInFlight else { return }
+        guard !claiming, !closed, !schedule.isFull else { return }
         let store = self.store, claimant = self.claimant
         // Longer than any sink may take (exec deadline, webhook timeouts), with margin.
         let claimSeconds = Double(max(execTimeoutMs, 30_000)) / 1000 + 30
@@ -81,17 +83,10 @@ final class NotificationDeliverer {
                 if case .failure(let e) = result { Log.error("notifications: \(e)") }
                 return
             }
-            var unsent: [Int64] = []
-            for d in due {
-                if !self.inFlight.contains(d.subscription.id) && self.inFlight.count < Self.maxInFlight
-                    && self.perOwner[d.subscription.owner ?? "", default: 0] < Self.maxPerOwner {
-                    self.deliver(d, store)
-                } else {
-                    unsent.append(d.id)
-                }
-            }
-            if !unsent.isEmpty {
-                let ids = unsent
+            let (start, later) = self.schedule.pick(due)
+            for d in start { self.deliver(d, store) }
+            if !later.isEmpty {
+                let ids = later.map(\.id)
                 self.loop.submit({ Result { try store.releaseDeliveryClaims(of: claimant, ids: ids) } }) { result in
                     if case .failure(let e) = result { Log.error("notifications: \(e)") }
                 }
@@ -100,10 +95,8 @@ final class NotificationDeliverer {
     }
 
     private func deliver(_ d: OutboxDelivery, _ store: any RecordIndex) {
-        inFlight.insert(d.subscription.id)
-        let owner = d.subscription.owner ?? ""
-        perOwner[owner, default: 0] += 1
         let policy = retry()
+        let timeouts = schedule.timeoutsInARow(d.subscription.id)
         let execTimeoutMs = execTimeoutMs
         // Checked at every delivery, not only at subscribe: names resolve anew each time.
         let refusePrivate = !allowPrivateWebhooks && !UnixUser.isAdmin(name: d.subscription.owner)
@@ -132,18 +125,25 @@ final class NotificationDeliverer {
                 case .failed(let why):
                     // A permanent refusal (a 4xx) is not tried again: it would only hammer the receiver.
                     parked = why.code == .permanent || attempt >= policy.maxAttempts
-                    let retryAt = parked ? nil : unixNow() + Double(policy.delayMs(afterFailures: attempt)) / 1000
+                    // A sink that hangs waits longer with each timeout in a row, whichever delivery is next.
+                    let hold = why.code == .timedOut ? DeliverySchedule.hold(
+                        afterTimeouts: timeouts + 1, sinkTimeoutMs: d.subscription.sink == .exec ? execTimeoutMs : Sink.webhookTimeoutMs,
+                        now: unixNow()) : nil
+                    let retryAt = parked ? nil : max(unixNow() + Double(policy.delayMs(afterFailures: attempt)) / 1000, hold ?? 0)
                     try store.finishDelivery(d.id, delivered: false, error: why.reason, retryAt: retryAt)
+                    if let hold { try store.holdDeliveries(subscription: d.subscription.id, until: hold) }
                 }
             } catch {
                 Log.error("notifications: cannot record delivery \(d.id): \(error)")
             }
             return (result, parked)
         }) { [unowned self] (result, parked) in
-            self.inFlight.remove(d.subscription.id)
-            self.perOwner[owner, default: 1] -= 1
-            if self.perOwner[owner] == 0 { self.perOwner.removeValue(forKey: owner) }
-            if self.inFlight.isEmpty {
+            if case .failed(let why) = result, why.code == .timedOut {
+                self.schedule.finished(d.subscription, timedOut: true, now: unixNow())
+            } else {
+                self.schedule.finished(d.subscription, timedOut: false, now: unixNow())
+            }
+            if self.schedule.isIdle {
                 let waiters = self.idleWaiters
                 self.idleWaiters = []
                 for w in waiters { w() }
@@ -152,11 +152,15 @@ final class NotificationDeliverer {
             switch result {
             case .delivered: self.events.publish("notification_delivered", job: nil, fields, to: .owner(d.subscription.owner))
             case .failed(let why):
-                let end = why.code == .permanent ? "; refused for good, marked failed" : parked ? "; parked as failed" : "; will retry"
+                let end = why.code == .permanent ? "; refused for good, marked failed" : parked ? "; parked as failed"
+                    : why.code == .timedOut ? "; its subscription backs off, then retries" : "; will retry"
                 Log.warning("notification \(d.subscription.id)-\(d.seq): \(why)\(end)")
                 self.events.publish(parked ? "notification_failed" : "notification_retry", job: nil,
                                     fields.merging(["reason": .string(why.reason)]) { a, _ in a }, to: .owner(d.subscription.owner))
             }
+            // Its subscription's next delivery may be due now: a lane is served at the
+            // receiver's pace, not one delivery per timer tick.
+            if case .delivered = result { self.kick() }
         }
     }
 }

@@ -80,7 +80,9 @@ let deleteCommand = clientCommand("delete", "ID [--json]",
     let r = try c.request(.delete, [ControlArgument.record: .string(args.positionals[0])])
     if args.has("json") { Output.json(r); return 0 }
     let deleted = (r["deleted"]?.arrayValue ?? []).compactMap(\.stringValue)
-    Output.line("deleted \(deleted.joined(separator: ", ")); released \((r["released_assets"]?.arrayValue ?? []).count) assets")
+    // Only an admin's reply says how many store objects no record uses any more.
+    let released = r["released_assets"]?.arrayValue.map { "; released \($0.count) assets" } ?? ""
+    Output.line("deleted \(deleted.joined(separator: ", "))\(released)")
     return 0
 }
 

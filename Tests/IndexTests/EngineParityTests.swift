@@ -95,4 +95,21 @@ import Testing
             #expect(try s.claimDueDeliveries(limit: 10, claimant: "b", until: now + 30, now: now).map { $0.event["record"]?["memo"] } == ["m2"])
         }
     }
+
+    /// A sink that hangs holds its subscription: every pending delivery waits until the
+    /// hold, on every host (it is in the database), including the one after a parked one.
+    @Test(arguments: Engine.allCases) func aHeldSubscriptionsDeliveriesWaitForTheHold(_ engine: Engine) throws {
+        try withStore(engine) { s in
+            let sub = try s.subscribe(.init(owner: nil, type: "Memo", predicate: "TRUEPREDICATE", firesOn: ["create"],
+                                            alert: nil, sink: .exec, target: "[\"true\"]", secret: nil))
+            for i in 1...2 { _ = try s.apply(input("\(i)", memo: "m\(i)")) }
+            _ = try s.fanOutPending()
+            let now = unixNow()
+            let first = try s.claimDueDeliveries(limit: 10, claimant: "a", until: now + 30, now: now)
+            try s.finishDelivery(first[0].id, delivered: false, error: "timed out", retryAt: nil, now: now)  // parked
+            try s.holdDeliveries(subscription: sub.id, until: now + 60)
+            #expect(try s.claimDueDeliveries(limit: 10, claimant: "b", until: now + 30, now: now + 59).isEmpty)
+            #expect(try s.claimDueDeliveries(limit: 10, claimant: "b", until: now + 90, now: now + 61).map { $0.event["record"]?["memo"] } == ["m2"])
+        }
+    }
 }

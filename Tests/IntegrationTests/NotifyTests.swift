@@ -130,4 +130,38 @@ final class Receiver {
         #expect(memos == ["two", "three"])
         #expect(d.stop().status == 0)
     }
+
+    /// Stream lines name their kind under "event" (DESIGN, Control socket), as `watch`'s
+    /// do: a follower's line is `{"event": "notification", "event_id", "op", ...}`.
+    @Test func followerLinesCarryTheirEventName() throws {
+        let d = try DaemonHarness(stages: Self.definition)
+        try d.start()
+        let follow = Process()
+        follow.executableURL = URL(fileURLWithPath: DaemonHarness.binary)
+        follow.arguments = ["subscribe", "--type", "Memo", "--fires-on", "create", "--follow", "--json", "--home", d.home]
+        let out = Pipe()
+        follow.standardOutput = out
+        try follow.run()
+        defer { kill(follow.processIdentifier, SIGKILL); follow.waitUntilExit() }
+        try d.waitUntil("the follower has subscribed") { try json(d, ["subscriptions"])["subscriptions"]?.arrayValue?.count == 1 }
+        try d.append(#"{"memo":"streamed"}"# + "\n")
+        let pid = follow.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + 15) { kill(pid, SIGKILL) }  // a line or EOF within 15 s
+        var buffer = Data()
+        while !buffer.contains(0x0A) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer += chunk
+        }
+        let line = try JSONValue.parse(String(decoding: buffer.prefix { $0 != 0x0A }, as: UTF8.self))
+        #expect(line["event"] == "notification")
+        #expect(line["op"] == "create" && line["record"]?["memo"] == "streamed" && line["event_id"]?.stringValue?.isEmpty == false)
+
+        let c = try SocketClient(path: d.home + "/photomemo.sock")
+        #expect(c.call("subscribe", ["type": "Memo", "fires_on": "create"])?["ok"] == true)
+        try d.append(#"{"memo":"raw"}"# + "\n")
+        let raw = try #require(c.readLine(timeout: 10))
+        #expect(raw["event"] == "notification" && raw["record"]?["memo"] == "raw")
+        #expect(d.stop().status == 0)
+    }
 }

@@ -106,7 +106,7 @@ import Testing
             Issue.record("delivered without an answer")
             return
         }
-        #expect(why.code == .retryable)
+        #expect(why.code == .timedOut)
         #expect(why.reason.lowercased().contains("timeout") || why.reason.lowercased().contains("timed out"), "\(why)")
         #expect(took >= 0.25 && took < 5, "took \(took) s")  // curl's timer may end a hair early
     }

@@ -30,6 +30,8 @@ final class ControlRouter: ControlDispatch {
     /// `caller`: who asks; the connection's peer (SO_PEERCRED) unless a test names one.
     func run(_ cmd: String, _ req: ControlRequest, from conn: ControlConnection, as caller: Caller?,
              reply: @escaping ControlHandler.Reply) {
+        let caller = caller ?? conn.caller
+        let reply = Self.screened(reply, for: caller, cmd)
         do {
             guard let command = ControlCommand(rawValue: cmd), let handler = handlers[command] else {
                 let names = ControlCommand.allCases.map(\.rawValue)
@@ -43,13 +45,25 @@ final class ControlRouter: ControlDispatch {
                     throw PhotomemoError(.badRequest, "\(place) contains a NUL character (U+0000), which no request may carry")
                 }
             }
-            let caller = caller ?? conn.caller
             try AccessPolicy.check(command, req.values, by: caller)
             try handler.handle(command, req, caller, from: conn, reply: reply)
         } catch let e as PhotomemoError {
             reply(.failure(e))
         } catch {
             reply(.failure(PhotomemoError(.internalError, "\(error)")))
+        }
+    }
+
+    /// A database or internal error's text (SQL, the engine's words, Foundation's NSError
+    /// descriptions, other users' keys) is an admin's to read: a user gets the stable code
+    /// and a generic message, and the detail goes to the log.
+    static func screened(_ reply: @escaping ControlHandler.Reply, for caller: Caller, _ cmd: String) -> ControlHandler.Reply {
+        guard !caller.isAdmin else { return reply }
+        return { result in
+            guard case .failure(let e) = result, e.code == .database || e.code == .internalError else { return reply(result) }
+            Log.error("control: \(Log.oneLine(String(cmd.prefix(40)))) from uid \(caller.uid) failed: \(e)")
+            let what = e.code == .database ? "a database error" : "an internal error"
+            reply(.failure(PhotomemoError(e.code, "\(what) ended this request; the daemon's log has the detail (an admin's to read)")))
         }
     }
 

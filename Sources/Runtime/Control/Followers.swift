@@ -46,6 +46,14 @@ final class Followers {
                                         sink: .socket, target: nil, secret: nil)
     }
 
+    /// A stream's line names its kind under `"event"`, as `watch`'s do (`notification`: a
+    /// subscription's event, the same object a webhook gets, plus that key).
+    static func line(_ event: JSONValue) -> JSONValue {
+        var o = event.objectValue ?? [:]
+        o["event"] = "notification"
+        return .object(o)
+    }
+
     /// Streams a socket subscription's events to `conn`, starting after change `since`.
     func follow(_ conn: ControlConnection, _ s: Subscription, since: Int64) {
         followers[ObjectIdentifier(conn)] = Follower(connection: conn, subscription: s, last: since)
@@ -67,7 +75,7 @@ final class Followers {
             defer { if self.again { self.again = false; self.poll() } }
             for (f, events) in zip(targets, results) where !f.connection.pipe.isClosed {
                 for e in events {
-                    f.connection.push(e)
+                    f.connection.push(Self.line(e))
                     f.last = max(f.last, e["seq"]?.intValue ?? f.last)
                 }
             }
