@@ -44,3 +44,13 @@ public struct PhotoPolicy: Sendable {
         name.hasPrefix(".") || name.hasSuffix(".part") || name.hasSuffix(".tmp")
     }
 }
+
+extension PhotoPolicy {
+    /// The folder a stored photo path must be opened beneath (`OpenFolder.openBeneath`):
+    /// the inbox for an inbox file, else the longest allowed root holding it; nil when
+    /// none does (an --allow-root dropped since the job was taken).
+    public func root(of path: String) -> String? {
+        if path.hasPrefix(inbox + "/"), !path.dropFirst(inbox.count + 1).contains("/") { return inbox }
+        return allowedRoots.filter { path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }.max { $0.count < $1.count }
+    }
+}

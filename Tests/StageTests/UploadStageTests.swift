@@ -15,7 +15,8 @@ import UploadStage
             "renditions": ["display": ["path": .string(display.path), "sha256": .string(display.sha), "format": "jpeg",
                                        "width": 860, "height": 645]],
         ]
-        let ctx = JobContext(id: 7, key: "IMG_1", photoPath: photo.path, photoSHA256: photo.sha, memo: .photoOnly("IMG_1.jpg"),
+        let ctx = JobContext(id: 7, key: "IMG_1", photoPath: photo.path, photoSHA256: photo.sha,
+                             photoRoot: (photo.path as NSString).deletingLastPathComponent, memo: .photoOnly("IMG_1.jpg"),
                              results: ["compress": compress], attempt: 1)
         return (ctx, photo, display)
     }
