@@ -23,7 +23,7 @@ extension OpenFolder {
     }
 
     /// The fallback: each folder opened O_DIRECTORY|O_NOFOLLOW from the one before.
-    private func walk(_ parts: [String], _ flags: Int32, _ call: String) throws -> Int32 {
+    func walk(_ parts: [String], _ flags: Int32, _ call: String) throws -> Int32 {
         var at = try syscall(call, blocking: { fcntl(self.fd, F_DUPFD_CLOEXEC, 0) })
         defer { close(at) }
         for folder in parts.dropLast() {
