@@ -22,7 +22,9 @@ public struct PhotoPolicy: Sendable {
 
     public func resolve(_ photo: String) throws -> Resolved {
         if photo.hasPrefix("/") {
-            let std = (photo as NSString).standardizingPath
+            // Lexically only: standardizingPath would resolve links, as root, before any
+            // check (and tell by its answer whether a link's target exists).
+            let std = "/" + photo.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
             guard !photo.split(separator: "/").contains(".."),
                   allowedRoots.contains(where: { std.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
                 throw PhotomemoError(.badPath, "photo \"\(photo)\" is outside the inbox and every --allow-root")

@@ -39,6 +39,11 @@ extension WhoMayDoWhatTests {
         #expect(chown(allowed + "/bob", 65534, 65534) == 0)
         let d = try start(["--allow-root", allowed])
         _ = try json(d, ["pause", "validate"])
+        // A link of bob's to the root-only file: answered as a missing file would be,
+        // without where the daemon (root) found it leads.
+        #expect(try DaemonHarness.run(as: bob, ["/bin/ln", "-s", target.file, allowed + "/bob/peek.jpg"]).0 == 0)
+        let (peeked, _, peekError) = try cli(bob, d, ["enqueue", allowed + "/bob/peek.jpg", "--memo", "peek"])
+        #expect(peeked != 0 && peekError.contains("is not a file of yours") && !peekError.contains(target.dir), "\(peekError)")
 
         // Bob's own photo, enqueued by its path; then, before validate runs, its folder
         // becomes a link to the root-only folder, where a file of that name is.
