@@ -35,8 +35,10 @@ extension AssetStore {
     @discardableResult
     public func put(file path: String, key: String, sha256: String, contentType: String, metadata: [String: String],
                     fresh: Bool = false, releasing: Bool = false, seal: String? = nil) throws -> Bool {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw StoreFailure(.permanent, "cannot read \(path): \(String(cString: strerror(errno)))") }
+        let fd: Int32
+        do { fd = try syscall("open \(path)", blocking: { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }) } catch {
+            throw StoreFailure(.permanent, "cannot read \(error)")
+        }
         defer { close(fd) }
         return try put(fd, name: path, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: fresh,
                        releasing: releasing, seal: seal)

@@ -14,12 +14,11 @@ extension OpenFolder {
             throw SystemError("open \(path)/\(relative)", errno: EXDEV)
         }
         let call = "open \(path)/\(relative)"
-        let fd = pm_openat_beneath(self.fd, relative, flags | O_NOFOLLOW | O_CLOEXEC)
-        if fd >= 0 { return fd }
-        let e = errno
-        if e == EINTR || e == EAGAIN { return try openBeneath(relative, flags) }
-        guard e == ENOSYS || e == EPERM else { throw SystemError(call, errno: e) }
-        return try walk(parts, flags, call)
+        do {
+            return try syscall(call, blocking: { pm_openat_beneath(self.fd, relative, flags | O_NOFOLLOW | O_CLOEXEC) })
+        } catch let e as SystemError where e.errno == ENOSYS || e.errno == EPERM {
+            return try walk(parts, flags, call)
+        }
     }
 
     /// The fallback: each folder opened O_DIRECTORY|O_NOFOLLOW from the one before.

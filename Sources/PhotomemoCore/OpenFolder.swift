@@ -32,8 +32,8 @@ public final class OpenFolder: @unchecked Sendable {  // immutable; the descript
     /// The folder `name` in this one, made (0755 less the umask) if `create` and missing.
     public func subfolder(_ name: String, create: Bool) throws -> OpenFolder {
         let full = try self.full(name)
-        if create && mkdirat(fd, name, 0o755) != 0 && errno != EEXIST {
-            throw SystemError("mkdir \(full)", errno: errno)
+        if create {
+            do { try syscall("mkdir \(full)", blocking: { mkdirat(fd, name, 0o755) }) } catch let e as SystemError where e.errno == EEXIST {}
         }
         let sub = try Self.refusingLink(full) {
             try syscall("open \(full)", blocking: { openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) })
@@ -107,7 +107,7 @@ public final class OpenFolder: @unchecked Sendable {  // immutable; the descript
     /// Removes the file (or link) `name`; one already gone is no error.
     public func remove(_ name: String) throws {
         let full = try self.full(name)
-        if unlinkat(fd, name, 0) != 0 && errno != ENOENT { throw SystemError("remove \(full)", errno: errno) }
+        do { try syscall("remove \(full)", blocking: { unlinkat(fd, name, 0) }) } catch let e as SystemError where e.errno == ENOENT {}
     }
 
     /// The names in this folder ("." and ".." left out).

@@ -45,18 +45,11 @@ public final class PhotoFile: @unchecked Sendable {  // immutable; the descripto
         }
         var st = Glibc.stat()
         let problem: PhotomemoError?
-        if fstat(fd, &st) != 0 {
-            problem = PhotomemoError(.io, "cannot fstat \(path): \(String(cString: strerror(errno)))")
-        } else if st.st_mode & S_IFMT != S_IFREG {
-            problem = PhotomemoError(.badImage, "photo is not a regular file: \(path)")
-        } else if !(UnixUser.isAdmin(name: owner) || UnixUser.nameOrNumber(st.st_uid) == owner)
-                    || !(seal.map { Self.sameInode(st, seal: $0) } ?? true) {
-            // Checked before the size: nothing of another user's file is told.
-            problem = PhotomemoError(.badImage, "photo changed after it was taken: \(path) is not the file taken")
-        } else if Int64(st.st_size) > maxBytes {
-            problem = PhotomemoError(.badImage, "file is \(st.st_size) bytes, over max_bytes (\(maxBytes))")
-        } else {
-            problem = nil
+        do {
+            try syscall("fstat \(path)", blocking: { fstat(fd, &st) })
+            problem = Self.problem(st, path, owner: owner, seal: seal, maxBytes: maxBytes)
+        } catch {
+            problem = PhotomemoError(.io, "cannot \(error)")
         }
         if let problem {
             close(fd)
@@ -68,6 +61,20 @@ public final class PhotoFile: @unchecked Sendable {  // immutable; the descripto
     }
 
     deinit { close(fd) }
+
+    /// Why the opened file `st` cannot be read as the job's photo, if it cannot.
+    static func problem(_ st: Glibc.stat, _ path: String, owner: String?, seal: String?, maxBytes: Int64) -> PhotomemoError? {
+        guard st.st_mode & S_IFMT == S_IFREG else { return PhotomemoError(.badImage, "photo is not a regular file: \(path)") }
+        // Before the size: nothing of another user's file is told.
+        let owners = UnixUser.isAdmin(name: owner) || UnixUser.nameOrNumber(st.st_uid) == owner
+        guard owners, seal.map({ sameInode(st, seal: $0) }) ?? true else {
+            return PhotomemoError(.badImage, "photo changed after it was taken: \(path) is not the file taken")
+        }
+        guard Int64(st.st_size) <= maxBytes else {
+            return PhotomemoError(.badImage, "file is \(st.st_size) bytes, over max_bytes (\(maxBytes))")
+        }
+        return nil
+    }
 
     /// Whether `st` is the inode `seal` names ("dev:ino:…").
     static func sameInode(_ st: Glibc.stat, seal: String) -> Bool {
