@@ -10,7 +10,14 @@ public struct PhotoPolicy: Sendable {
 
     public init(inbox: String, allowedRoots: [String]) {
         self.inbox = inbox
-        self.allowedRoots = allowedRoots.map { ($0 as NSString).standardizingPath }
+        // Each root as given and with its links resolved (the admin's own setting): a
+        // photo path is matched lexically against both, never resolved itself before.
+        self.allowedRoots = Array(Set(allowedRoots.flatMap { [Self.lexical($0), ($0 as NSString).standardizingPath] })).sorted()
+    }
+
+    /// `path` without empty or "." components, resolving nothing.
+    static func lexical(_ path: String) -> String {
+        "/" + path.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
     }
 
     public enum Resolved: Sendable, Equatable {
@@ -24,7 +31,7 @@ public struct PhotoPolicy: Sendable {
         if photo.hasPrefix("/") {
             // Lexically only: standardizingPath would resolve links, as root, before any
             // check (and tell by its answer whether a link's target exists).
-            let std = "/" + photo.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
+            let std = Self.lexical(photo)
             guard !photo.split(separator: "/").contains(".."),
                   allowedRoots.contains(where: { std.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
                 throw PhotomemoError(.badPath, "photo \"\(photo)\" is outside the inbox and every --allow-root")
