@@ -58,11 +58,11 @@ public struct CompressStage: Stage {
     }
 
     public func run(_ job: JobContext) -> StageOutcome {
-        guard let path = job.photoPath else { return .skip(reason: "no photo") }
+        guard job.photoPath != nil else { return .skip(reason: "no photo") }
         let made: (PhotoMetadata, [(Rendition, Data, Int, Int)])
         do {
             // Decoded from the bytes intake hashed, read once: never reopened by name.
-            let photo = try PhotoBytes.read(path, sha256: job.photoSHA256, seal: job.photoSeal, maxBytes: maxBytes)
+            let photo = try PhotoBytes.read(PhotoFile(job, maxBytes: maxBytes), sha256: job.photoSHA256, seal: job.photoSeal)
             made = try make(photo)
             job.progress(0.9, "encoded")
         } catch let f as Vips.Failure {

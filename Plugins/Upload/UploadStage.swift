@@ -46,11 +46,11 @@ public struct UploadStage: Stage {
             if let photo = job.photoPath {
                 let original = compress?["original"] ?? job.results["validate"] ?? .emptyObject
                 let format = original["format"]?.stringValue ?? "jpeg"
-                let sha = try job.photoSHA256 ?? SHA256.hexOfFile(atPath: photo).hex
+                guard let sha = job.photoSHA256 else { throw StoreFailure(.permanent, "photo has no recorded sha256, so its bytes cannot be checked") }
                 // A photo that leaves the inbox once stored may become the store's object itself.
                 let released = photo.hasPrefix(inbox + "/") && keepOriginals == "delete"
                 var asset = try send(photo, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: "original", releasing: released, seal: job.photoSeal)
+                                     job: job, rendition: "original", releasing: released, original: true)
                 asset["format"] = .string(format)
                 asset["width"] = original["width"] ?? .null
                 asset["height"] = original["height"] ?? .null
@@ -88,23 +88,24 @@ public struct UploadStage: Stage {
     }
 
     /// Puts one file, or confirms it is already stored when the local file is gone.
-    /// `releasing`: the local file is removed once stored (the store may link it in);
-    /// `seal`: intake's `PhotoSeal.seal` of it, if any.
+    /// `releasing`: the local file is removed once stored (the store may link it in).
+    /// `original`: the job's photo, opened and checked as every stage opens it (`PhotoFile`)
+    /// and stored from that descriptor, with intake's seal; else a rendition compress wrote.
     func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String, releasing: Bool,
-              seal: String? = nil) throws -> [String: JSONValue] {
+              original: Bool = false) throws -> [String: JSONValue] {
         let key = LocalStore.key(sha256: sha)
+        let metadata = ["job": String(job.id), "rendition": rendition]
+        // A first run's bytes are new (intake found no job with the same photo); a re-run,
+        // after a failure or an outage of the store, may find what an earlier one stored.
+        let fresh = job.attempt == 1 && job.outages == 0
         let size: Int64
         var st = stat()
-        if lstat(path, &st) == 0 {
-            let metadata = ["job": String(job.id), "rendition": rendition]
-            // A first run's bytes are new (intake found no job with the same photo); a re-run,
-            // after a failure or an outage of the store, may find what an earlier one stored.
-            let fresh = job.attempt == 1 && job.outages == 0
-            if releasing {
-                try store.put(releasing: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh, seal: seal)
-            } else {
-                try store.put(file: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh)
-            }
+        if original, let photo = try Self.open(job) {
+            try store.put(photo.fd, name: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh,
+                          releasing: releasing, seal: job.photoSeal)
+            size = Int64(photo.stat.st_size)
+        } else if !original, lstat(path, &st) == 0 {
+            try store.put(file: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh, releasing: releasing)
             size = Int64(st.st_size)
         } else if let stored = try store.head(key: key) {
             size = stored  // a previous run stored it and cleaned up
@@ -112,6 +113,19 @@ public struct UploadStage: Stage {
             throw StoreFailure(.permanent, "\(rendition) \(path) is gone and not in \(store.name)")
         }
         return ["key": .string(key), "bytes": .int(size), "sha256": .string(sha)]
+    }
+
+    /// The job's photo, or nil when it is gone (a previous run stored it and cleaned up).
+    static func open(_ job: JobContext) throws -> PhotoFile? {
+        do {
+            return try PhotoFile(job, maxBytes: .max)
+        } catch let e as PhotomemoError {
+            switch e.code {
+            case .notFound: return nil
+            case .io: throw StoreFailure(.transient, e.message)
+            default: throw StoreFailure(.permanent, e.message)
+            }
+        }
     }
 
     func releaseOriginal(_ photo: String) throws {

@@ -57,10 +57,10 @@ public struct ValidateStage: Stage {
     }
 
     public func run(_ job: JobContext) -> StageOutcome {
-        guard let path = job.photoPath else { return .skip(reason: "no photo") }
+        guard job.photoPath != nil else { return .skip(reason: "no photo") }
         let photo: PhotoBytes, headers: ImageProbe?
         do {
-            (photo, headers) = try read(path, job)
+            (photo, headers) = try read(job)
         } catch let e as PhotomemoError where e.code == .io {
             return .retry(reason: e.message)
         } catch let e as PhotomemoError {
@@ -90,11 +90,13 @@ public struct ValidateStage: Stage {
     /// The photo's bytes (hash-checked unless sealed) and nil; or, with `scan_data` off, a
     /// sealed JPEG's first bytes and the probe of its headers (an unsealed photo could be
     /// other bytes now than the ones compress will check and decode: it is read whole).
-    func read(_ path: String, _ job: JobContext) throws -> (PhotoBytes, ImageProbe?) {
-        if !scanData, let head = try PhotoBytes.head(path, count: Self.headBytes, seal: job.photoSeal, maxBytes: maxBytes),
+    /// The photo is opened once (`PhotoFile`); both reads are of that descriptor.
+    func read(_ job: JobContext) throws -> (PhotoBytes, ImageProbe?) {
+        let file = try PhotoFile(job, maxBytes: maxBytes)
+        if !scanData, let head = try PhotoBytes.head(file, count: Self.headBytes, seal: job.photoSeal),
            ImageProbe.sniff(head.bytes) == .jpeg, let probe = try? ImageProbe.probe(head.bytes, scanData: false) {
             return (head, probe)
         }
-        return (try PhotoBytes.read(path, sha256: job.photoSHA256, seal: job.photoSeal, maxBytes: maxBytes), nil)
+        return (try PhotoBytes.read(file, sha256: job.photoSHA256, seal: job.photoSeal), nil)
     }
 }

@@ -77,3 +77,25 @@ static inline unsigned long pm_filesystem_type(int fd) {
 static inline off_t pm_seek_data(int fd, off_t offset) {
     return lseek(fd, offset, 3 /* SEEK_DATA */);
 }
+
+#include <linux/openat2.h>
+#include <sys/random.h>
+
+/* openat2(2) (Linux 5.6; glibc has no wrapper): `path` resolved beneath `dirfd` only, no
+   symlink (magic links included) followed at any component, no "..". -1 with errno ENOSYS
+   (or EPERM under some seccomp filters) where the kernel lacks it: walk with openat. */
+static inline int pm_openat_beneath(int dirfd, const char *path, int flags) {
+#ifdef SYS_openat2
+    struct open_how how = { .flags = (unsigned long long)flags, .mode = 0,
+                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* `count` random bytes from the kernel (getrandom(2), blocking only until boot entropy). */
+static inline long pm_random_bytes(void *buf, size_t count) {
+    return (long)getrandom(buf, count, 0);
+}

@@ -8,8 +8,8 @@ public struct HTTPRequest {
     public enum Body {
         case none
         case bytes(Data)
-        /// A file streamed from disk, `size` bytes.
-        case file(path: String, size: Int64)
+        /// An open file streamed from its start, `size` bytes (the caller keeps it open).
+        case file(Int32, size: Int64)
     }
 
     public struct Response: Sendable {
@@ -144,10 +144,9 @@ public struct HTTPRequest {
                 pm_curl_set_pointer(curl, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress))
                 return curl_easy_perform(curl)
             }
-        case .file(let path, let size):
-            guard let fh = FileHandle(forReadingAtPath: path) else {
-                throw Failure(unreachable: false, description: "cannot read \(path)")
-            }
+        case .file(let fd, let size):
+            guard lseek(fd, 0, SEEK_SET) == 0 else { throw Failure(unreachable: false, description: "cannot read the file to send") }
+            let fh = FileHandle(fileDescriptor: fd, closeOnDealloc: false)
             transfer.upload = fh
             pm_curl_set_off(curl, CURLOPT_INFILESIZE_LARGE, curl_off_t(size))
             pm_curl_set_read(curl, { ptr, size, n, data in
@@ -157,7 +156,6 @@ public struct HTTPRequest {
                 return chunk.count
             }, box)
             rc = curl_easy_perform(curl)
-            try? fh.close()
         }
         guard rc == CURLE_OK else {
             if let why = transfer.refused, rc == CURLE_COULDNT_CONNECT {

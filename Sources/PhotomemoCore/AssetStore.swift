@@ -1,23 +1,25 @@
+import Glibc
+
 /// Where assets live: the content-addressed local folder, or an S3-compatible bucket.
 /// Keys are content addresses (`sha256/ab/cd/abcd…`), so the same bytes are stored once
 /// and a repeated put is a no-op. Methods block: call them off the loop (stages do).
 public protocol AssetStore: Sendable {
     /// The store as the job definition names it (`file:store`, `s3://bucket/prefix`).
     var name: String { get }
-    /// Stores the file under `key` unless an object of that size is already there.
-    /// Returns true when it uploaded, false when the object existed. `fresh`: the bytes
-    /// are new to the store as far as the caller knows (a job's first attempt), so a
-    /// remote store sends them without asking first; storing the same bytes again is
-    /// harmless, since the key is their hash.
+    /// Stores the open file `source` (read from its start; `name` names it in messages)
+    /// under `key` unless an object of that size is already there. Returns true when it
+    /// uploaded, false when the object existed. `fresh`: the bytes are new to the store as
+    /// far as the caller knows (a job's first attempt), so a remote store sends them
+    /// without asking first; storing the same bytes again is harmless, since the key is
+    /// their hash. `releasing`: the caller removes the file once stored, so a store on its
+    /// filesystem may take it by a hard link instead of a copy (the bytes are never
+    /// copied). The store checks the bytes against `sha256` (it is the last gate before a
+    /// content address) unless the file it links holds `seal` (`PhotoSeal`: intake hashed
+    /// these very bytes). A descriptor, not a path: a photo is read from the file a stage
+    /// opened and checked (`PhotoFile`), never reopened by name.
     @discardableResult
-    func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool
-    /// The same, for a file the caller removes once stored: a store on its filesystem may
-    /// take it by a hard link instead of a copy (the bytes are never copied). The store
-    /// checks the bytes against `sha256` (it is the last gate before a content address)
-    /// unless the file it links holds `seal` (`PhotoSeal`: intake hashed these very bytes).
-    @discardableResult
-    func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
-             fresh: Bool, seal: String?) throws -> Bool
+    func put(_ source: Int32, name: String, key: String, sha256: String, contentType: String, metadata: [String: String],
+             fresh: Bool, releasing: Bool, seal: String?) throws -> Bool
     func get(key: String, to file: String) throws
     /// Up to `count` bytes of the object from `offset` (fewer only at its end), so a
     /// reader streams an object without holding all of it.
@@ -29,16 +31,17 @@ public protocol AssetStore: Sendable {
 }
 
 extension AssetStore {
+    /// The file at `path` (a rendition the daemon wrote; never a link), as `put(_:name:…)`.
     @discardableResult
-    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
-                    fresh: Bool, seal: String?) throws -> Bool {
-        try put(file: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: fresh)
-    }
-
-    /// Asks first (HEAD) whether the object is there.
-    @discardableResult
-    public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String]) throws -> Bool {
-        try put(file: file, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: false)
+    public func put(file path: String, key: String, sha256: String, contentType: String, metadata: [String: String],
+                    fresh: Bool = false, releasing: Bool = false, seal: String? = nil) throws -> Bool {
+        let fd: Int32
+        do { fd = try syscall("open \(path)", blocking: { open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }) } catch {
+            throw StoreFailure(.permanent, "cannot read \(error)")
+        }
+        defer { close(fd) }
+        return try put(fd, name: path, key: key, sha256: sha256, contentType: contentType, metadata: metadata, fresh: fresh,
+                       releasing: releasing, seal: seal)
     }
 
     /// `sha256/ab/cd/<hex>`: spreads objects over folders (local) and prefixes (S3).

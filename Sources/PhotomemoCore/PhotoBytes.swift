@@ -23,60 +23,43 @@ public final class PhotoBytes: @unchecked Sendable {  // immutable after init
 
     public var count: Int { bytes.count }
 
-    /// Reads `path` (a regular file, at most `maxBytes`), checking its bytes against
-    /// `sha256` (hex) unless the file is sealed against `seal` (`PhotoSeal`: nobody but
-    /// an admin can have changed it since intake hashed it). Permanent problems are
-    /// `.badImage` (changed, too large, not a file) or `.notFound` (gone); a failing read
-    /// is `.io` (worth a retry).
-    public static func read(_ path: String, sha256 expected: String?, seal: String?, maxBytes: Int64) throws -> PhotoBytes {
+    /// Reads the opened `photo` (`PhotoFile`: the file taken, within the byte limit),
+    /// checking its bytes against `sha256` (hex) unless the file is sealed against `seal`
+    /// (`PhotoSeal`: nobody but an admin can have changed it since intake hashed it).
+    /// Changed bytes are `.badImage`, without their hash or size; a failing read is `.io`.
+    public static func read(_ photo: PhotoFile, sha256 expected: String?, seal: String?) throws -> PhotoBytes {
         guard let expected else {
             throw PhotomemoError(.badImage, "photo has no recorded sha256, so its bytes cannot be checked")
         }
-        let fd = try openNoFollow(path)
-        defer { close(fd) }
-        let st = try regularFile(fd, path, maxBytes: maxBytes)
-        let size = Int64(st.st_size)
+        let size = Int64(photo.stat.st_size)
         // One byte more than fstat says, to see a file that grew since.
-        let (photo, total) = try readUpTo(Int(size) + 1, fd, path, fileSize: size)
-        if total == Int(size), PhotoSeal.holds(st, of: fd, taken: seal) { return photo }
+        let (bytes, total) = try readUpTo(Int(size) + 1, photo.fd, photo.path, fileSize: size)
+        if total == Int(size), PhotoSeal.holds(photo.stat, of: photo.fd, taken: seal) { return bytes }
         var h = SHA256()
-        h.update(photo.bytes)
-        let actual = h.finalizeHex()
-        guard total == Int(size), actual == expected else {
-            throw PhotomemoError(.badImage, "photo changed after it was taken (sha256 \(actual.prefix(12))… of \(total) bytes, taken as \(expected.prefix(12))…)")
+        h.update(bytes.bytes)
+        guard total == Int(size), h.finalizeHex() == expected else {
+            throw PhotomemoError(.badImage, "photo changed after it was taken: its bytes are not the ones hashed then")
         }
-        return photo
+        return bytes
     }
 
-    /// The first `count` bytes of `path` (a regular file, at most `maxBytes`) when it is
-    /// sealed against `seal` (so they are intake's), for reading headers only; nil when it
-    /// is not: read it whole, checked, with `read`.
-    public static func head(_ path: String, count: Int, seal: String?, maxBytes: Int64) throws -> PhotoBytes? {
-        let fd = try openNoFollow(path)
-        defer { close(fd) }
-        let st = try regularFile(fd, path, maxBytes: maxBytes)
-        guard PhotoSeal.holds(st, of: fd, taken: seal) else { return nil }
-        return try readUpTo(Int(min(Int64(count), Int64(st.st_size))), fd, path, fileSize: Int64(st.st_size)).0
+    /// The first `count` bytes of the opened `photo` when it is sealed against `seal` (so
+    /// they are intake's), for reading headers only; nil when it is not: read it whole,
+    /// checked, with `read`.
+    public static func head(_ photo: PhotoFile, count: Int, seal: String?) throws -> PhotoBytes? {
+        guard PhotoSeal.holds(photo.stat, of: photo.fd, taken: seal) else { return nil }
+        let size = Int64(photo.stat.st_size)
+        return try readUpTo(Int(min(Int64(count), size)), photo.fd, photo.path, fileSize: size).0
     }
 
-    /// fstat of the opened photo: a regular file within the byte limit.
-    static func regularFile(_ fd: Int32, _ path: String, maxBytes: Int64) throws -> Glibc.stat {
-        var st = Glibc.stat()
-        guard fstat(fd, &st) == 0 else { throw PhotomemoError(.io, "cannot fstat \(path): \(String(cString: strerror(errno)))") }
-        guard st.st_mode & S_IFMT == S_IFREG else { throw PhotomemoError(.badImage, "photo is not a regular file: \(path)") }
-        guard Int64(st.st_size) <= maxBytes else {
-            throw PhotomemoError(.badImage, "file is \(st.st_size) bytes, over max_bytes (\(maxBytes))")
-        }
-        return st
-    }
-
-    /// Up to `capacity` bytes from the descriptor's position, and how many came; the
-    /// photo holds at most `fileSize` of them.
+    /// Up to `capacity` bytes from the file's start (pread: a descriptor read before, as
+    /// for `head`, reads the same bytes again), and how many came; the photo holds at most
+    /// `fileSize` of them.
     static func readUpTo(_ capacity: Int, _ fd: Int32, _ path: String, fileSize: Int64) throws -> (PhotoBytes, Int) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(capacity, 1), alignment: 16)
         var total = 0
         while total < capacity {
-            let n = Glibc.read(fd, buffer.baseAddress! + total, capacity - total)
+            let n = pread(fd, buffer.baseAddress! + total, capacity - total, off_t(total))
             if n == 0 { break }
             if n < 0 {
                 if errno == EINTR { continue }

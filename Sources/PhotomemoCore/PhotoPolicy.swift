@@ -10,7 +10,14 @@ public struct PhotoPolicy: Sendable {
 
     public init(inbox: String, allowedRoots: [String]) {
         self.inbox = inbox
-        self.allowedRoots = allowedRoots.map { ($0 as NSString).standardizingPath }
+        // Each root as given and with its links resolved (the admin's own setting): a
+        // photo path is matched lexically against both, never resolved itself before.
+        self.allowedRoots = Array(Set(allowedRoots.flatMap { [Self.lexical($0), ($0 as NSString).standardizingPath] })).sorted()
+    }
+
+    /// `path` without empty or "." components, resolving nothing.
+    static func lexical(_ path: String) -> String {
+        "/" + path.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
     }
 
     public enum Resolved: Sendable, Equatable {
@@ -22,7 +29,9 @@ public struct PhotoPolicy: Sendable {
 
     public func resolve(_ photo: String) throws -> Resolved {
         if photo.hasPrefix("/") {
-            let std = (photo as NSString).standardizingPath
+            // Lexically only: standardizingPath would resolve links, as root, before any
+            // check (and tell by its answer whether a link's target exists).
+            let std = Self.lexical(photo)
             guard !photo.split(separator: "/").contains(".."),
                   allowedRoots.contains(where: { std.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
                 throw PhotomemoError(.badPath, "photo \"\(photo)\" is outside the inbox and every --allow-root")
@@ -42,5 +51,15 @@ public struct PhotoPolicy: Sendable {
     /// Whether an inbox file name is still being written by convention (`.x`, `x.part`, `x.tmp`).
     public static func isIgnoredInboxName(_ name: String) -> Bool {
         name.hasPrefix(".") || name.hasSuffix(".part") || name.hasSuffix(".tmp")
+    }
+}
+
+extension PhotoPolicy {
+    /// The folder a stored photo path must be opened beneath (`OpenFolder.openBeneath`):
+    /// the inbox for an inbox file, else the longest allowed root holding it; nil when
+    /// none does (an --allow-root dropped since the job was taken).
+    public func root(of path: String) -> String? {
+        if path.hasPrefix(inbox + "/"), !path.dropFirst(inbox.count + 1).contains("/") { return inbox }
+        return allowedRoots.filter { path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }.max { $0.count < $1.count }
     }
 }

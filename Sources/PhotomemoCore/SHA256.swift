@@ -69,6 +69,11 @@ public struct SHA256: ~Copyable {
         if let expected, UInt64(st.st_dev) != expected.dev || UInt64(st.st_ino) != expected.ino {
             throw PhotomemoError(.badImage, "\(path) was replaced while it was taken")
         }
+        return try hex(ofOpenFile: fd, path: path)
+    }
+
+    /// The hash and byte count of what is left to read from `fd` (`path` names it in errors).
+    public static func hex(ofOpenFile fd: Int32, path: String) throws -> (hex: String, bytes: Int64) {
         var h = SHA256()
         var total: Int64 = 0
         var buf = [UInt8](repeating: 0, count: 1 << 20)

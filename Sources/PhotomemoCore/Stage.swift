@@ -102,6 +102,9 @@ public struct JobContext: Sendable {
     /// The inbox file's seal when intake hashed it (`PhotoSeal.seal`); nil for other
     /// photos. A stage (and the local store) that finds the file sealed skips its re-hash.
     public let photoSeal: String?
+    /// The folder the photo is opened beneath (`PhotoFile`): the inbox, or the --allow-root
+    /// holding it; set by the scheduler. nil: no such folder, the photo is not opened.
+    public var photoRoot: String?
     /// The memo line's content, or a plain photo job's defaults.
     public let memo: MemoJob
     /// Results of the stages before this one, by stage name.
@@ -115,12 +118,13 @@ public struct JobContext: Sendable {
     public var progress: @Sendable (_ fraction: Double, _ note: String?) -> Void = { _, _ in }
 
     public init(id: Int64, key: String, photoPath: String?, photoSHA256: String? = nil, photoSeal: String? = nil,
-                memo: MemoJob, results: [String: JSONValue], attempt: Int, outages: Int = 0) {
+                photoRoot: String? = nil, memo: MemoJob, results: [String: JSONValue], attempt: Int, outages: Int = 0) {
         self.id = id
         self.key = key
         self.photoPath = photoPath
         self.photoSHA256 = photoSHA256
         self.photoSeal = photoSeal
+        self.photoRoot = photoRoot
         self.memo = memo
         self.results = results
         self.attempt = attempt

@@ -113,7 +113,7 @@ public final class Daemon {
         let lane = SerialLane(loop: loop)
         let events = EventBus()
         let wakeup = try LoopWakeup(loop: loop)
-        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, definition: definition, events: events,
+        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, photos: photos, definition: definition, events: events,
                                       wakeup: wakeup.sender)
         // Stopped after the scheduler: leases are renewed while running stages finish.
         let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler)

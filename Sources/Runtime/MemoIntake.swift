@@ -65,8 +65,10 @@ struct MemoIntake: Sendable {
             }
             let resolved = String(cString: real)
             free(real)
-            guard case .absolute = try photos.resolve(resolved) else {
-                throw PhotomemoError(.badPath, "photo \(path) resolves to \(resolved), outside every --allow-root")
+            // Where a link leads is told to an admin only: the daemon resolved it as root.
+            guard case .absolute = try? photos.resolve(resolved), let root = photos.root(of: resolved) else {
+                if admin { throw PhotomemoError(.badPath, "photo \(path) resolves to \(resolved), outside every --allow-root") }
+                throw notYours
             }
             let st = try Files.lstatEntry(resolved)
             guard admin || UnixUser.nameOrNumber(st.st_uid) == owner else { throw notYours }
@@ -74,7 +76,10 @@ struct MemoIntake: Sendable {
                 return .unusable(path: path, reason: "photo \(path) is a \(Files.kind(st)), not a regular file")
             }
             if let why = Self.overLimit(size: Int64(st.st_size), maxPhotoBytes) { return .unusable(path: path, reason: "photo \(path): \(why)") }
-            return .file(path: resolved, sha256: try SHA256.hexOfRegularFile(atPath: resolved, expected: (UInt64(st.st_dev), UInt64(st.st_ino))).hex)
+            // Hashed as the stages will read it: opened once beneath its root, no link
+            // followed, the owner's file, the very inode lstat saw (`PhotoFile`).
+            let file = try PhotoFile(resolved, beneath: root, owner: owner, seal: PhotoSeal.identity(st), maxBytes: .max)
+            return .file(path: resolved, sha256: try SHA256.hex(ofOpenFile: file.fd, path: resolved).hex)
         }
     }
 }

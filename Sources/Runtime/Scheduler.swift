@@ -71,9 +71,13 @@ final class Scheduler {
     /// Stages that read only the photo, never the memo (DESIGN.md's "photo stages").
     static let photoStages: Set<String> = ["validate", "compress", "upload"]
 
-    init(loop: EventLoop, journal: any JobQueue, quarantine: Quarantine, definition: JobDefinition, events: EventBus,
+    /// Where photos may be: a stage opens a job's photo beneath its folder (`PhotoFile`).
+    let photos: PhotoPolicy
+
+    init(loop: EventLoop, journal: any JobQueue, quarantine: Quarantine, photos: PhotoPolicy, definition: JobDefinition, events: EventBus,
          wakeup: LoopWakeup.Sender) throws {
         self.wakeup = wakeup
+        self.photos = photos
         self.loop = loop
         self.journal = journal
         self.quarantine = quarantine
@@ -327,6 +331,7 @@ final class Scheduler {
             events.publish("stage_started", job: job.context.id, ["stage": .string(entry.name), "attempt": .int(Int64(job.context.attempt))],
                            to: owner)
             var context = job.context
+            context.photoRoot = context.photoPath.flatMap(photos.root(of:))
             context.progress = Self.progressReporter(job: job.context.id, stage: entry.name, to: owner, wakeup: wakeup, events: events)
             return context
         }

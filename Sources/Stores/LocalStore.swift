@@ -4,7 +4,7 @@ import PhotomemoCore
 
 /// The embedded default: a content-addressed folder (`HOME/store/sha256/ab/cd/<hex>`).
 /// A put copies to `.tmp/` in the same filesystem while hashing (or hard-links a file the
-/// caller releases, see `put(releasing:)`), fsyncs, checks the SHA-256, then renames into
+/// caller releases, see `put(_:releasing:)`), fsyncs, checks the SHA-256, then renames into
 /// place and fsyncs the folder: a crash leaves at most a temp file, never a partial object
 /// under a final key.
 public struct LocalStore: AssetStore {
@@ -26,28 +26,16 @@ public struct LocalStore: AssetStore {
     }
 
     /// `fresh` changes nothing here: asking is a stat.
-    @discardableResult
-    public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool {
-        try put(file, key: key, sha256: sha256, link: false, seal: nil)
-    }
-
-    @discardableResult
-    public func put(releasing file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
-                    fresh: Bool, seal: String?) throws -> Bool {
-        try put(file, key: key, sha256: sha256, link: true, seal: seal)
-    }
-
-    /// `link`: the caller removes `file` once stored, so the object may be the file itself
-    /// (a hard link): when only admins can write it (`PhotoSeal.onlyAdminsCanWrite`), on
-    /// this filesystem. Any other file could be changed under its content address later
+    /// `releasing`: the caller removes `source` once stored, so the object may be the file
+    /// itself (a hard link): when only admins can write it (`PhotoSeal.onlyAdminsCanWrite`),
+    /// on this filesystem. Any other file could be changed under its content address later
     /// (through another name or a descriptor opened for writing), so it is copied. A linked
     /// file is hashed unless the descriptor's file holds `seal` (`PhotoSeal`, ctime
     /// included): then these are the bytes intake hashed, and only fsync is left to do.
-    func put(_ file: String, key: String, sha256: String, link mayLink: Bool, seal: String?) throws -> Bool {
+    @discardableResult
+    public func put(_ source: Int32, name file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
+                    fresh: Bool, releasing mayLink: Bool, seal: String?) throws -> Bool {
         let final = path(key)
-        let source = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard source >= 0 else { throw StoreFailure(.permanent, "cannot read \(file): \(String(cString: strerror(errno)))") }
-        defer { close(source) }
         var st = stat()
         fstat(source, &st)
         if let existing = try head(key: key), existing == Int64(st.st_size) { return false }
@@ -72,7 +60,7 @@ public struct LocalStore: AssetStore {
             }
             guard actual == sha256 else {
                 unlink(temp)
-                throw StoreFailure(.permanent, "\(file) changed since it was hashed (sha256 \(actual), expected \(sha256))")
+                throw StoreFailure(.permanent, "\(file) changed since it was hashed: its bytes no longer have sha256 \(sha256)")
             }
             if linked { fchmod(source, 0o640) }  // as a copy would be: the store's, not the dropper's mode
             Failpoint.hit("store.before_rename")
@@ -89,6 +77,7 @@ public struct LocalStore: AssetStore {
 
     /// Copies `source` to a new `temp` while hashing, fsyncs it; the hex digest.
     static func copy(_ source: Int32, to temp: String) throws -> String {
+        try syscall("seek \(temp)", blocking: { lseek(source, 0, SEEK_SET) })
         let fd = try syscall("open \(temp)", blocking: { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o640) })
         defer { close(fd) }
         var hash = SHA256()
@@ -105,6 +94,7 @@ public struct LocalStore: AssetStore {
 
     /// A linked file: its hash (it is the very inode stored) and its data made durable.
     static func hashAndSync(_ fd: Int32, path: String) throws -> String {
+        try syscall("seek \(path)", blocking: { lseek(fd, 0, SEEK_SET) })
         var hash = SHA256()
         try readChunks(fd, path: path) { hash.update($0) }
         try syscall("fsync \(path)", blocking: { fsync(fd) })

@@ -6,15 +6,15 @@ extension S3Store {
     typealias Response = HTTPRequest.Response
 
     /// One request to the store, signed with SigV4 by curl.
-    func request(_ method: String, _ url: String, query: String = "", headers: [String] = [], body: String? = nil,
-                 bodySize: Int64 = 0) throws -> Response {
+    func request(_ method: String, _ url: String, query: String = "", headers: [String] = [],
+                 body: (fd: Int32, size: Int64)? = nil) throws -> Response {
         var r = HTTPRequest(method, query.isEmpty ? url : url + "?" + query)
         r.awsSigV4 = ("aws:amz:\(region):s3", "\(accessKey):\(secretKey)")
         // AWS requires the payload hash header on every request; curl 7.88 does not add it.
         let payloadHash = headers.contains { $0.lowercased().hasPrefix("x-amz-content-sha256:") } ? [] : ["x-amz-content-sha256: \(Self.emptySHA256)"]
         // No "Expect:" header: curl would sign it and then drop it (PLATFORM.md).
         r.headers = headers + payloadHash + (sessionToken.map { ["x-amz-security-token: \($0)"] } ?? [])
-        if let body { r.body = .file(path: body, size: bodySize) }
+        if let body { r.body = .file(body.fd, size: body.size) }
         requests.count(method)
         do {
             return try r.perform()

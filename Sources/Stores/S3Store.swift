@@ -70,15 +70,18 @@ public struct S3Store: AssetStore {
     }
 
     @discardableResult
-    public func put(file: String, key: String, sha256: String, contentType: String, metadata: [String: String], fresh: Bool) throws -> Bool {
-        guard let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int64 else {
-            throw StoreFailure(.permanent, "cannot read \(file)")
-        }
+    /// The server checks the bytes against `sha256` (`x-amz-checksum-sha256`); an object
+    /// is never a link, so `releasing` and `seal` change nothing here.
+    public func put(_ source: Int32, name file: String, key: String, sha256: String, contentType: String, metadata: [String: String],
+                    fresh: Bool, releasing: Bool, seal: String?) throws -> Bool {
+        var st = stat()
+        guard fstat(source, &st) == 0 else { throw StoreFailure(.permanent, "cannot read \(file)") }
+        let size = Int64(st.st_size)
         if !fresh, let existing = try head(key: key), existing == size { return false }
         var headers = ["x-amz-content-sha256: \(sha256)", "x-amz-checksum-sha256: \(Self.base64(hex: sha256))",
                        "Content-Type: \(contentType)"]
         for (k, v) in metadata.sorted(by: { $0.key < $1.key }) { headers.append("x-amz-meta-\(k): \(v)") }
-        let r = try request("PUT", url(key), headers: headers, body: file, bodySize: size)
+        let r = try request("PUT", url(key), headers: headers, body: (source, size))
         try check(r, "PUT \(key)")
         return true
     }

@@ -55,7 +55,7 @@ func compressAll(_ files: [String], workers: Int, out: String, repeatUntil total
             if i >= n { return }
             // A key per slot, not per photo: a soak rewrites the same files instead of filling the disk.
             let job = JobContext(id: Int64(i), key: "bench-\(i % files.count)", photoPath: files[i % files.count],
-                                 photoSHA256: hashes[i % files.count], memo: .photoOnly("p"), results: [:], attempt: 1)
+                                 photoSHA256: hashes[i % files.count], photoRoot: (files[i % files.count] as NSString).deletingLastPathComponent, memo: .photoOnly("p"), results: [:], attempt: 1)
             if case .continue = stage.run(job) {} else { failures.withLock { $0 += 1 } }
             if i % 100 == 99 { sample?(i + 1) }
         }
@@ -109,7 +109,7 @@ if let uploadPhotos {
     let stage = try CompressStage(options: StageOptions(validating: [:], against: CompressStage.options, place: "bench"),
                                   environment: StageEnvironment(home: URL(fileURLWithPath: out)))
     guard case .continue(let r) = stage.run(JobContext(id: 0, key: "sizes", photoPath: files[0], photoSHA256: try SHA256.hexOfFile(atPath: files[0]).hex,
-                                              memo: .photoOnly("p"), results: [:], attempt: 1)) else {
+                                              photoRoot: (files[0] as NSString).deletingLastPathComponent, memo: .photoOnly("p"), results: [:], attempt: 1)) else {
         StandardStream.err("cannot compress \(files[0])\n")
         exit(1)
     }

@@ -5,25 +5,36 @@ import PhotomemoCore
 
 /// Receives an `asset` stream (chunk lines, then `asset_end`) into a temp file beside
 /// `path`, checks the byte count (and the SHA-256 when the daemon sent one), and only
-/// then renames it into place: FILE is either the whole asset or untouched.
+/// then renames it into place: FILE is either the whole asset or untouched. The temp file
+/// is made in the folder's descriptor under a random name, O_EXCL (`OpenFolder`), so a run
+/// as root never writes through a link someone planted there.
 final class AssetDownload {
     let path: String
     let expectedBytes: Int64
     let sha256: String?
+    private let folder: OpenFolder
+    private let name: String
     private let temp: String
     private var fd: Int32
     private var hash: SHA256? = SHA256()  // noncopyable: taken once, to finalize
     private(set) var written: Int64 = 0
     private var committed = false
 
-    init(into path: String, expectedBytes: Int64, sha256: String?) throws {
-        self.path = path
+    /// `path` (FILE of `asset -o`): its folder is opened without following a link.
+    convenience init(into path: String, expectedBytes: Int64, sha256: String?) throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        let folder = try Self.io { try OpenFolder(dir.isEmpty ? "." : dir) }
+        try self.init(into: folder, name: (path as NSString).lastPathComponent, expectedBytes: expectedBytes, sha256: sha256)
+    }
+
+    /// The file `name` in `folder` (a gallery's assets/).
+    init(into folder: OpenFolder, name: String, expectedBytes: Int64, sha256: String?) throws {
+        self.folder = folder
+        self.name = name
+        path = folder.path + "/" + name
         self.expectedBytes = expectedBytes
         self.sha256 = sha256
-        let dir = (path as NSString).deletingLastPathComponent
-        temp = (dir.isEmpty ? "." : dir) + "/." + (path as NSString).lastPathComponent + ".part-\(getpid())"
-        let temp = temp
-        fd = try Self.io { try syscall("open \(temp)", blocking: { open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }) }
+        (fd, temp) = try Self.io { try folder.makeTemp(for: name) }
     }
 
     /// System errors as the CLI reports them (`io`, exit 1).
@@ -33,7 +44,7 @@ final class AssetDownload {
 
     deinit {
         if fd >= 0 { close(fd) }
-        if !committed { unlink(temp) }
+        if !committed { try? folder.remove(temp) }
     }
 
     func receive(from client: ControlClient, id: Int64) throws {
@@ -61,14 +72,8 @@ final class AssetDownload {
 
     private func append(_ data: Data) throws {
         hash!.update(data)
-        try Self.io {
-            try data.withUnsafeBytes { raw in
-                var off = 0
-                while off < raw.count {
-                    off += try syscall("write \(temp)", blocking: { write(fd, raw.baseAddress! + off, raw.count - off) })
-                }
-            }
-        }
+        let (fd, temp) = (fd, temp)
+        try Self.io { try DurableFile.writeAll(fd, data, path: temp) }
         written += Int64(data.count)
     }
 
@@ -80,13 +85,13 @@ final class AssetDownload {
         if let sha256, actual != sha256 {
             throw PhotomemoError(.io, "received bytes with sha256 \(actual), the record says \(sha256)")
         }
-        let (fd, temp, path) = (fd, temp, path)
+        let (fd, temp) = (fd, temp)
         try Self.io {
             try syscall("fsync \(temp)", blocking: { fsync(fd) })
             try syscall("close \(temp)", blocking: { close(fd) })
         }
         self.fd = -1
-        try Self.io { try syscall("rename \(temp) to \(path)", blocking: { rename(temp, path) }) }
+        try Self.io { try folder.commit(temp, as: name) }
         committed = true
     }
 }

@@ -20,7 +20,8 @@ struct Compressor {
     /// Runs the stage as the daemon would: with the hash intake took of the file (or `sha256`).
     func run(_ path: String, key: String = "k", sha256: String? = nil) -> StageOutcome {
         let taken = sha256 ?? (try? SHA256.hexOfFile(atPath: path).hex)
-        return stage.run(JobContext(id: 1, key: key, photoPath: path, photoSHA256: taken, memo: .photoOnly("p"), results: [:], attempt: 1))
+        return stage.run(JobContext(id: 1, key: key, photoPath: path, photoSHA256: taken,
+                                         photoRoot: (path as NSString).deletingLastPathComponent, memo: .photoOnly("p"), results: [:], attempt: 1))
     }
 
     func result(_ photo: String) throws -> JSONValue {
@@ -35,7 +36,8 @@ struct Compressor {
 
 /// A test's own image file, read (and hash-checked) as the stage reads photos.
 func load(_ path: String) throws -> PhotoBytes {
-    try PhotoBytes.read(path, sha256: SHA256.hexOfFile(atPath: path).hex, seal: nil, maxBytes: 1 << 30)
+    try PhotoBytes.read(PhotoFile(path, beneath: (path as NSString).deletingLastPathComponent, owner: nil, seal: nil, maxBytes: 1 << 30),
+                        sha256: SHA256.hexOfFile(atPath: path).hex, seal: nil)
 }
 
 func open(_ path: String) throws -> VipsImageRef { try Vips.open(load(path)) }

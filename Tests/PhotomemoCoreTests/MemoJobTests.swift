@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import PhotomemoCore
 
@@ -82,6 +83,22 @@ import Testing
                       String(repeating: "é", count: 128) + ".jpg"])
     func rejectsPathsEscapingTheInbox(_ p: String) {
         #expect(throws: PhotomemoError.self) { try policy.resolve(p) }
+    }
+
+    /// A photo path is matched as written (no link in it is resolved by the daemon), against
+    /// each root as given and as its links resolve; a stored path finds the longest root.
+    @Test func matchesPathsLexicallyAgainstRootsAsGivenAndResolved() throws {
+        let dir = NSTemporaryDirectory() + "pm-policy-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir + "/real/sub", withIntermediateDirectories: true)
+        #expect(symlink(dir + "/real", dir + "/link") == 0)
+        #expect(symlink("/etc", dir + "/real/etc") == 0)
+        let p = PhotoPolicy(inbox: "/h/inbox", allowedRoots: [dir + "/link", dir + "/real/sub"])
+        #expect(try p.resolve(dir + "/link/./a//b.jpg") == .absolute(path: dir + "/link/a/b.jpg"))
+        #expect(try p.resolve(dir + "/real/a.jpg") == .absolute(path: dir + "/real/a.jpg"))
+        #expect(try p.resolve(dir + "/real/etc/passwd") == .absolute(path: dir + "/real/etc/passwd"), "a link is left to the open")
+        #expect(p.root(of: dir + "/real/sub/a.jpg") == dir + "/real/sub" && p.root(of: dir + "/real/a.jpg") == dir + "/real")
+        #expect(p.root(of: "/h/inbox/a.jpg") == "/h/inbox" && p.root(of: "/h/inbox/x/a.jpg") == nil && p.root(of: "/etc/passwd") == nil)
     }
 
     @Test func ignoresNamesStillBeingWritten() {

@@ -23,7 +23,7 @@ import Testing
 
     func isHashed(_ path: String, _ seal: String?) -> Bool {
         do {
-            _ = try PhotoBytes.read(path, sha256: wrongHash, seal: seal, maxBytes: 1 << 20)
+            _ = try PhotoBytes.read(PhotoFile(path, beneath: dir, owner: nil, seal: nil, maxBytes: 1 << 20), sha256: wrongHash, seal: seal)
             return false
         } catch let e as PhotomemoError {
             #expect(e.message.hasPrefix("photo changed after it was taken"), "\(e.message)")

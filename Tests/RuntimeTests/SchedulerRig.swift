@@ -90,7 +90,7 @@ final class SchedulerRig {
         let def = JobDefinition(name: "test", stages: stages.map { .init(name: $0.name, stage: $0.stage, concurrency: $0.concurrency) },
                                 retry: retry, joinTimeoutSeconds: 600, source: "test", database: StageEnvironment.defaultDatabase,
                                 store: StageEnvironment.defaultStore)
-        scheduler = try Scheduler(loop: loop, journal: queue(t.journal), quarantine: t.quarantine, definition: def, events: events,
+        scheduler = try Scheduler(loop: loop, journal: queue(t.journal), quarantine: t.quarantine, photos: t.photos, definition: def, events: events,
                                   wakeup: wakeup.sender)
     }
 

@@ -15,9 +15,33 @@ import UploadStage
             "renditions": ["display": ["path": .string(display.path), "sha256": .string(display.sha), "format": "jpeg",
                                        "width": 860, "height": 645]],
         ]
-        let ctx = JobContext(id: 7, key: "IMG_1", photoPath: photo.path, photoSHA256: photo.sha, memo: .photoOnly("IMG_1.jpg"),
+        let ctx = JobContext(id: 7, key: "IMG_1", photoPath: photo.path, photoSHA256: photo.sha,
+                             photoRoot: (photo.path as NSString).deletingLastPathComponent, memo: .photoOnly("IMG_1.jpg"),
                              results: ["compress": compress], attempt: 1)
         return (ctx, photo, display)
+    }
+
+    /// Upload opens the photo as every stage does (`PhotoFile`): a folder of the path
+    /// swapped for a link, or a file not of the job's owner, is refused before the store
+    /// reads it, and the reason tells nothing of the file that is there now.
+    @Test func aPhotoThroughALinkOrOfAnotherOwnerIsNeverStored() throws {
+        let h = try StageHome()
+        let taken = try h.write("allowed/sub/IMG.jpg", "original bytes")
+        let other = try h.write("elsewhere/IMG.jpg", "someone else's bytes")
+        #expect(rename(h.root + "/allowed/sub", h.root + "/allowed/old") == 0)
+        #expect(symlink(h.root + "/elsewhere", h.root + "/allowed/sub") == 0)
+        func job(owner: String?, sha: String) -> JobContext {
+            JobContext(id: 8, key: "IMG", photoPath: taken.path, photoSHA256: sha, photoRoot: h.root + "/allowed",
+                       memo: .photoOnly("IMG.jpg", owner: owner), results: [:], attempt: 1)
+        }
+        let stage = try h.stage(UploadStage.self, ["keep_originals": "keep"])
+        guard case .fail(let linked) = stage.run(job(owner: nil, sha: taken.sha)) else { Issue.record("stored through a link"); return }
+        #expect(linked.contains("symlink") && !linked.contains(other.sha.prefix(12)), "\(linked)")
+        // The link gone, the file is back, but it is root's and the job is nobody's.
+        #expect(unlink(h.root + "/allowed/sub") == 0 && rename(h.root + "/allowed/old", h.root + "/allowed/sub") == 0)
+        guard case .fail(let foreign) = stage.run(job(owner: "nobody", sha: taken.sha)) else { Issue.record("stored another's file"); return }
+        #expect(foreign.hasPrefix("photo changed after it was taken") && !foreign.contains("14 bytes"), "\(foreign)")
+        #expect(h.storedFiles().isEmpty)
     }
 
     static func key(_ sha: String) -> String { "sha256/\(sha.prefix(2))/\(sha.dropFirst(2).prefix(2))/\(sha)" }

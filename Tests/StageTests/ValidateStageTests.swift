@@ -28,7 +28,8 @@ import Testing
     /// A job as intake makes it: the photo's path, the hash of its bytes when taken, and
     /// its seal (the daemon's own file here, unchanged since).
     func job(_ path: String, sha256: String? = String(repeating: "0", count: 64), seal: String? = nil) -> JobContext {
-        JobContext(id: 1, key: "k", photoPath: path, photoSHA256: sha256, photoSeal: seal, memo: .photoOnly("f"), results: [:], attempt: 1)
+        JobContext(id: 1, key: "k", photoPath: path, photoSHA256: sha256, photoSeal: seal,
+                   photoRoot: (path as NSString).deletingLastPathComponent, memo: .photoOnly("f"), results: [:], attempt: 1)
     }
 
     @Test func acceptsARealPhotoAndReportsWhatItFound() throws {
@@ -99,7 +100,7 @@ import Testing
         let real = dir + "/real.jpg", link = dir + "/link.jpg"
         try Data(try photo("Canon_40D.jpg")).write(to: URL(fileURLWithPath: real))
         #expect(symlink(real, link) == 0)
-        #expect(try stage().run(job(link, sha256: try SHA256.hexOfFile(atPath: real).hex)) == .fail(reason: "photo is a symlink: \(link)"))
+        #expect(try stage().run(job(link, sha256: try SHA256.hexOfFile(atPath: real).hex)) == .fail(reason: "photo \(link) is reached through a symlink, which is not followed"))
     }
 
     /// Without the data scan only a stage that decodes the photo checks a sealed JPEG's

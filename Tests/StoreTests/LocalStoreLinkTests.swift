@@ -22,7 +22,7 @@ import Testing
         try FileManager.default.copyItem(atPath: photo, toPath: file)
         chmod(file, 0o644)
         let key = LocalStore.key(sha256: sha)
-        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false, seal: nil))
+        #expect(try store.put(file: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false, releasing: true, seal: nil))
         #expect(inode(root + "/" + key) == inode(file))
         let perms = try FileManager.default.attributesOfItem(atPath: root + "/" + key)[.posixPermissions] as? Int
         #expect(perms == 0o640)
@@ -40,7 +40,7 @@ import Testing
         chmod(file, 0o644)
         if why == "another name" { #expect(link(file, other) == 0) } else { chmod(file, 0o666) }
         let key = LocalStore.key(sha256: sha)
-        #expect(try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false, seal: nil))
+        #expect(try store.put(file: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false, releasing: true, seal: nil))
         #expect(inode(root + "/" + key) != inode(file))
         #expect(try SHA256.hexOfFile(atPath: root + "/" + key).hex == sha)
     }
@@ -58,8 +58,8 @@ import Testing
         var st = stat()
         #expect(lstat(file, &st) == 0)
         let wrong = String(repeating: "ab", count: 32), key = LocalStore.key(sha256: wrong)
-        #expect(try store.put(releasing: file, key: key, sha256: wrong, contentType: "image/jpeg", metadata: [:], fresh: false,
-                              seal: PhotoSeal.seal(st)))
+        #expect(try store.put(file: file, key: key, sha256: wrong, contentType: "image/jpeg", metadata: [:], fresh: false,
+                              releasing: true, seal: PhotoSeal.seal(st)))
         #expect(inode(root + "/" + key) == inode(file))
 
         let again = root + "-again.jpg"
@@ -71,8 +71,8 @@ import Testing
         chmod(again, 0o644)  // the same mode, a new ctime
         let other = String(repeating: "cd", count: 32)
         #expect(throws: StoreFailure.self) {
-            try store.put(releasing: again, key: LocalStore.key(sha256: other), sha256: other, contentType: "image/jpeg",
-                          metadata: [:], fresh: false, seal: seal)
+            try store.put(file: again, key: LocalStore.key(sha256: other), sha256: other, contentType: "image/jpeg",
+                          metadata: [:], fresh: false, releasing: true, seal: seal)
         }
         #expect(try store.head(key: LocalStore.key(sha256: other)) == nil)
     }
@@ -88,7 +88,7 @@ import Testing
         try bytes.write(to: URL(fileURLWithPath: file))
         let key = LocalStore.key(sha256: sha)
         #expect(throws: StoreFailure.self) {
-            try store.put(releasing: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false, seal: nil)
+            try store.put(file: file, key: key, sha256: sha, contentType: "image/jpeg", metadata: [:], fresh: false, releasing: true, seal: nil)
         }
         #expect(try store.head(key: key) == nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/.tmp").isEmpty)

@@ -48,7 +48,7 @@ final class GalleryExport {
     func write(_ records: [GalleryRecord], to folder: GalleryFolder, summary text: String) throws -> Summary {
         var summary = Summary(records: records.count)
         let context = GalleryPages.Context(inGallery: Dictionary(records.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }),
-                                           hasImage: { [folder] in folder.exists(folder.assets + "/" + $0.fileName) })
+                                           hasImage: { [folder] in folder.exists($0.fileName, in: folder.assets) })
         let old = GalleryManifest.load(from: folder)
         var manifest = GalleryManifest()
         let stale = records.filter { needsPage($0, old.records[$0.id], context, folder) }
@@ -65,7 +65,7 @@ final class GalleryExport {
                     summary.warnings.append("record \(r.id): no \(a.rendition) image (\(e.message))")
                 }
             }
-            try folder.write(GalleryPages.record(r, context), to: folder.pages + "/" + r.pageName)
+            try folder.write(GalleryPages.record(r, context), to: r.pageName, in: folder.pages)
             summary.written += 1
             // An entry with no tag is rewritten next run, to try its missing image again.
             manifest.records[r.id] = .init(tag: complete ? r.changeTag : "", refs: refTags(r, context),
@@ -77,8 +77,8 @@ final class GalleryExport {
             summary.unchanged += 1
         }
 
-        try folder.write(GalleryStylesheet.css, to: folder.root + "/" + GalleryStylesheet.fileName)
-        try folder.write(GalleryPages.index(records, summary: text, context), to: folder.root + "/index.html")
+        try folder.write(GalleryStylesheet.css, to: GalleryStylesheet.fileName, in: folder.top)
+        try folder.write(GalleryPages.index(records, summary: text, context), to: "index.html", in: folder.top)
         summary.removed = try folder.prune(folder.pages, keep: Set(manifest.records.values.map(\.page))).count
         summary.assetsRemoved = try folder.prune(folder.assets, keep: Set(manifest.records.values.flatMap(\.assets))).count
         try manifest.save(to: folder)
@@ -90,7 +90,7 @@ final class GalleryExport {
     /// of its images is missing.
     private func needsPage(_ r: GalleryRecord, _ entry: GalleryManifest.Entry?, _ context: GalleryPages.Context, _ folder: GalleryFolder) -> Bool {
         guard let entry, entry.tag == r.changeTag, entry.refs == refTags(r, context), entry.page == r.pageName else { return true }
-        return !folder.exists(folder.pages + "/" + r.pageName) || !r.shownAssets.allSatisfy(context.hasImage)
+        return !folder.exists(r.pageName, in: folder.pages) || !r.shownAssets.allSatisfy(context.hasImage)
     }
 
     /// The change tags of the records `r` links to, "" for one not in this gallery.
@@ -101,7 +101,7 @@ final class GalleryExport {
     /// One rendition through the socket's `asset` stream, checked against its SHA-256.
     private func download(_ r: GalleryRecord, _ a: GalleryRecord.Asset, into folder: GalleryFolder) throws -> Int64 {
         let reply = try client.request(.asset, [ControlArgument.record: .string(r.id), ControlArgument.rendition: .string(a.rendition)])
-        let d = try AssetDownload(into: folder.assets + "/" + a.fileName, expectedBytes: reply["bytes"]?.intValue ?? -1,
+        let d = try AssetDownload(into: folder.assets, name: a.fileName, expectedBytes: reply["bytes"]?.intValue ?? -1,
                                   sha256: reply["sha256"]?.stringValue ?? a.sha256)
         try d.receive(from: client, id: client.lastRequestID)
         return d.written

@@ -11,9 +11,11 @@ import PhotomemoCore
 /// use are deleted. So a folder that is neither empty nor an earlier gallery is refused.
 struct GalleryFolder {
     let root: String
-    var pages: String { root + "/r" }
-    var assets: String { root + "/assets" }
-    private var lock: Int32 = -1
+    /// DIR, r/ and assets/, held open: every file is written, read and removed through
+    /// these descriptors, never through a link (`OpenFolder`), so a gallery folder others
+    /// can write into (or a forged manifest) cannot make a run write or delete elsewhere.
+    let top: OpenFolder, pages: OpenFolder, assets: OpenFolder
+    private let lock: Int32
 
     /// Fails unless DIR is new, empty, or an earlier gallery (before anything is fetched).
     static func check(_ dir: String) throws {
@@ -28,55 +30,56 @@ struct GalleryFolder {
     }
 
     /// Checks DIR, creates it (and r/, assets/), and takes its lock so two runs never
-    /// write one folder at once.
+    /// write one folder at once. DIR, r/, assets/ or the lock as a symlink is refused.
     init(_ dir: String) throws {
         root = dir.count > 1 && dir.hasSuffix("/") ? String(dir.dropLast()) : dir
         try Self.check(root)
-        let fm = FileManager.default
         do {
-            for d in [root, pages, assets] { try fm.createDirectory(atPath: d, withIntermediateDirectories: true) }
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         } catch {
             throw PhotomemoError(.io, "cannot create the gallery in \(root): \(error.localizedDescription)")
         }
-        lock = open(root + "/.gallery.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard lock >= 0 else { throw PhotomemoError(.io, "cannot open \(root)/.gallery.lock: \(String(cString: strerror(errno)))") }
+        (top, pages, assets, lock) = try Self.io { [root] in
+            let top = try OpenFolder(root)
+            let lock = try top.open(".gallery.lock", O_RDWR | O_CREAT)
+            var st = stat()
+            guard fstat(lock, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+                close(lock)
+                throw PhotomemoError(.io, "\(root)/.gallery.lock is not a regular file")
+            }
+            return (top, try top.subfolder("r", create: true), try top.subfolder("assets", create: true), lock)
+        }
         if flock(lock, LOCK_EX | LOCK_NB) != 0 {
             close(lock)
             throw PhotomemoError(.io, "another photomemo gallery is writing \(root)")
         }
     }
 
-    func release() { if lock >= 0 { close(lock) } }
+    func release() { close(lock) }
 
-    func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+    /// System errors as the CLI reports them (`io`, exit 1).
+    static func io<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let e as SystemError { throw PhotomemoError(.io, e.description) }
+    }
 
-    /// Writes `text` to `path` through a temp file and a rename, unless the file already
-    /// holds exactly that. Returns whether it wrote.
+    func exists(_ name: String, in folder: OpenFolder) -> Bool { folder.entry(name) != nil }
+
+    /// Writes `text` to `name` in `folder` through a temp file and a rename, unless the
+    /// file already holds exactly that. Returns whether it wrote.
     @discardableResult
-    func write(_ text: String, to path: String) throws -> Bool {
+    func write(_ text: String, to name: String, in folder: OpenFolder) throws -> Bool {
         let data = Data(text.utf8)
-        if let old = FileManager.default.contents(atPath: path), old == data { return false }
-        let temp = (path as NSString).deletingLastPathComponent + "/." + (path as NSString).lastPathComponent + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temp, contents: data, attributes: [.posixPermissions: 0o644]) else {
-            throw PhotomemoError(.io, "cannot write \(temp): \(String(cString: strerror(errno)))")
-        }
-        guard rename(temp, path) == 0 else {
-            let e = errno
-            unlink(temp)
-            throw PhotomemoError(.io, "cannot rename \(temp) to \(path): \(String(cString: strerror(e)))")
-        }
+        if let old = try? folder.contents(name), old.elementsEqual(data) { return false }
+        try Self.io { try folder.write(data, to: name) }
         return true
     }
 
     /// Deletes the files in `folder` not named in `keep` (a download's hidden temp files
     /// included, once no run holds the lock). Returns the names deleted.
-    func prune(_ folder: String, keep: Set<String>) throws -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+    func prune(_ folder: OpenFolder, keep: Set<String>) throws -> [String] {
         var removed: [String] = []
-        for name in names.sorted() where !keep.contains(name) {
-            guard unlink(folder + "/" + name) == 0 || errno == ENOENT else {
-                throw PhotomemoError(.io, "cannot remove \(folder)/\(name): \(String(cString: strerror(errno)))")
-            }
+        for name in try Self.io({ try folder.names() }).sorted() where !keep.contains(name) {
+            try Self.io { try folder.remove(name) }
             if !name.hasPrefix(".") { removed.append(name) }
         }
         return removed

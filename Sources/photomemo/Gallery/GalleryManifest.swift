@@ -21,14 +21,14 @@ struct GalleryManifest: Codable, Equatable {
     var records: [String: Entry] = [:]
 
     static func load(from folder: GalleryFolder) -> GalleryManifest {
-        guard let data = FileManager.default.contents(atPath: folder.root + "/" + fileName),
-              let m = try? JSONDecoder().decode(GalleryManifest.self, from: data), m.generator == currentGenerator else { return GalleryManifest() }
+        guard let bytes = try? folder.top.contents(fileName),
+              let m = try? JSONDecoder().decode(GalleryManifest.self, from: Data(bytes)), m.generator == currentGenerator else { return GalleryManifest() }
         return m
     }
 
     func save(to folder: GalleryFolder) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        try folder.write(String(decoding: try encoder.encode(self), as: UTF8.self) + "\n", to: folder.root + "/" + Self.fileName)
+        try folder.write(String(decoding: try encoder.encode(self), as: UTF8.self) + "\n", to: Self.fileName, in: folder.top)
     }
 }
