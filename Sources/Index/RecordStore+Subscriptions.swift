@@ -132,11 +132,20 @@ extension RecordStore {
             // A predicate that cannot be evaluated (stored before subscribe checked it, or
             // refused by the engine) parks its subscription; everyone else's fan-out goes on.
             // Other errors (I/O) still fail the transaction, to be retried whole.
+            // One that runs past its time limit on this one record is parked the same way:
+            // fan-out holds the writer, and no one's predicate may hold it for long.
+            var parked: String?
             do {
-                guard try matches(PredicateParser.parse(s.predicate), recordID: recordID) else { continue }
+                let predicate = try PredicateParser.parse(s.predicate)
+                guard try db.withTimeLimit(predicateTimeLimit, { try matches(predicate, recordID: recordID) }) else { continue }
             } catch let e as PredicateSyntaxError {
+                parked = "predicate: \(e.description)"
+            } catch let e as SQLTimeLimitExceeded {
+                parked = "predicate: took more than \(e.limit) on one record, the limit; subscribe again with a simpler predicate"
+            }
+            if let parked {
                 try db.run("UPDATE subscriptions SET parked_error = ?, parked_at = ? WHERE id = ?",
-                           [.text("predicate: \(e.description)"), .double(now), .text(s.id)])
+                           [.text(parked), .double(now), .text(s.id)])
                 continue
             }
             made += try db.run("INSERT INTO deliveries(subscription_id, seq, state, next_at) VALUES (?, ?, 'pending', ?) ON CONFLICT DO NOTHING",

@@ -22,7 +22,20 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     // Safe: `db` is only touched with `lock` held.
     let db: any SQLConnection
     let lock = NSLock()
+    /// Queries read through a connection of their own where there is one (a second
+    /// SQLite connection on the WAL file, a second PostgreSQL session), so a slow query
+    /// never holds the writer: index writes and fan-out go on while someone's query runs.
+    /// Safe: only touched with `readLock` held.
+    private let reader: (any SQLConnection)?
+    private let readLock = NSLock()
     public let path: String
+
+    /// How long one `query` may run inside the engine before it answers `too_expensive`:
+    /// the cost of a request is bounded whatever its predicate.
+    public var queryTimeLimit = 1.0
+    /// How long one subscription's predicate may take on one changed record at fan-out,
+    /// inside the write transaction, before the subscription is parked with the reason.
+    public var predicateTimeLimit = 0.1
 
     /// The record index a spec names: `sqlite:FILE`, relative to the home.
     static func path(spec: String, home: URL) throws -> String {
@@ -36,16 +49,18 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     public convenience init(path: String) throws {
         let db = try Database(path: path)
         try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
-        try self.init(connection: db, path: path)
+        try self.init(connection: db, path: path, reader: { try Database(path: path, readOnly: true) })
     }
 
     /// The index on an open connection (its schema made or migrated here); `path` names it
-    /// in messages.
-    public init(connection db: any SQLConnection, path: String) throws {
+    /// in messages. `reader`, when given, opens the connection queries read through, once
+    /// the schema is there.
+    public init(connection db: any SQLConnection, path: String, reader: (() throws -> any SQLConnection)? = nil) throws {
         self.path = path
         try db.migrate(db.dialect == .postgres ? IndexSchema.postgresMigrations : IndexSchema.migrations,
                        versionTable: "index_schema_version", what: "record index")
         self.db = db
+        self.reader = try reader?()
     }
 
     var dialect: SQLDialect { db.dialect }
@@ -55,6 +70,14 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try body()
+    }
+
+    /// A read on the query connection (the writer's, behind its lock, when there is none).
+    func reading<T>(_ body: (any SQLConnection) throws -> T) rethrows -> T {
+        guard let reader else { return try locked { try body(db) } }
+        readLock.lock()
+        defer { readLock.unlock() }
+        return try body(reader)
     }
 
     /// One write transaction. PostgreSQL: one writer at a time across daemons, so change
@@ -142,11 +165,18 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         let rows: [Row]
         var limit = limit
         do {
-            if let maxBytes {
-                let sizes = "SELECT \(Self.storedLength) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
-                limit = Row.fitting(try locked { try db.query(sizes, params + orderParams + [.int(Int64(limit))]) }, maxBytes) ?? limit
+            rows = try reading { db in
+                try db.withTimeLimit(queryTimeLimit) {
+                    if let maxBytes {
+                        let sizes = "SELECT \(Self.storedLength) FROM \(from) WHERE \(whereSQL) ORDER BY \(order) LIMIT ?"
+                        limit = Row.fitting(try db.query(sizes, params + orderParams + [.int(Int64(limit))]), maxBytes) ?? limit
+                    }
+                    return try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))])
+                }
             }
-            rows = try locked { try db.query(sql, selectParams + params + orderParams + [.int(Int64(limit))]) }
+        } catch let e as SQLTimeLimitExceeded {
+            throw PhotomemoError(.tooExpensive,
+                "the query ran past its limit of \(e.limit) in the index; narrow it (a --type, an == or a range on a field, fewer OR'd terms)")
         } catch {
             throw PredicateCompiler.refusal(error, dialect)
         }
