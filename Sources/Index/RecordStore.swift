@@ -22,12 +22,12 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     // Safe: `db` is only touched with `lock` held.
     let db: any SQLConnection
     let lock = NSLock()
-    /// Queries read through a connection of their own where there is one (a second
-    /// SQLite connection on the WAL file, a second PostgreSQL session), so a slow query
-    /// never holds the writer: index writes and fan-out go on while someone's query runs.
-    /// Safe: only touched with `readLock` held.
-    private let reader: (any SQLConnection)?
-    private let readLock = NSLock()
+    /// Queries read through connections of their own where there are some (more SQLite
+    /// connections on the WAL file, more PostgreSQL sessions), so a slow query never
+    /// holds the writer: index writes and fan-out go on while someone's query runs. Two,
+    /// as one user runs one query at a time (`QueryGate`): a user's slow query leaves the
+    /// other for everyone else. Safe: each connection is only touched with its lock held.
+    private let readers: [(lock: NSLock, connection: any SQLConnection)]
     public let path: String
 
     /// How long one `query` may run inside the engine before it answers `too_expensive`:
@@ -53,14 +53,14 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     }
 
     /// The index on an open connection (its schema made or migrated here); `path` names it
-    /// in messages. `reader`, when given, opens the connection queries read through, once
+    /// in messages. `reader`, when given, opens each connection queries read through, once
     /// the schema is there.
     public init(connection db: any SQLConnection, path: String, reader: (() throws -> any SQLConnection)? = nil) throws {
         self.path = path
         try db.migrate(db.dialect == .postgres ? IndexSchema.postgresMigrations : IndexSchema.migrations,
                        versionTable: "index_schema_version", what: "record index")
         self.db = db
-        self.reader = try reader?()
+        readers = try reader.map { open in try (0..<2).map { _ in (NSLock(), try open()) } } ?? []
     }
 
     var dialect: SQLDialect { db.dialect }
@@ -72,12 +72,17 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         return try body()
     }
 
-    /// A read on the query connection (the writer's, behind its lock, when there is none).
+    /// A read on a free query connection, or on a busy one once it is free (the writer's,
+    /// behind its lock, when there are none).
     func reading<T>(_ body: (any SQLConnection) throws -> T) rethrows -> T {
-        guard let reader else { return try locked { try body(db) } }
-        readLock.lock()
-        defer { readLock.unlock() }
-        return try body(reader)
+        guard !readers.isEmpty else { return try locked { try body(db) } }
+        let reader = readers.first { $0.lock.try() } ?? {
+            let any = readers.randomElement()!
+            any.lock.lock()
+            return any
+        }()
+        defer { reader.lock.unlock() }
+        return try body(reader.connection)
     }
 
     /// One write transaction. PostgreSQL: one writer at a time across daemons, so change
