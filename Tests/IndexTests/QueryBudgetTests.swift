@@ -13,6 +13,8 @@ import Testing
     /// 255 ORed prefix tests that every record passes: one of the costliest predicates the
     /// parser lets through (it took 3.2 s over 3,000 records in a release build).
     static let everyPrefix = (0..<255).map { _ in "memo BEGINSWITH \"\"" }.joined(separator: " OR ")
+    /// 255 fields no record has, ORed: each is looked up on every record tested.
+    static let noPrefix = (0..<255).map { "f\($0) BEGINSWITH \"zz\"" }.joined(separator: " OR ")
 
     func fill(_ s: RecordStore, _ n: Int) throws {
         _ = try s.apply(batch: (0..<n).map { input("k\($0)", memo: "memo number \($0)", fields: ["n": .int(Int64($0))]) }, now: unixNow())
@@ -52,7 +54,7 @@ import Testing
     @Test func aSubscriptionWhosePredicateRunsPastItsLimitIsParkedAndOthersGoOn() throws {
         let s = try tempStore()
         s.predicateTimeLimit = 0
-        let costly = try s.subscribe(Subscription(owner: nil, type: "Memo", predicate: Self.everyPrefix, firesOn: ["create"],
+        let costly = try s.subscribe(Subscription(owner: nil, type: "Memo", predicate: Self.noPrefix, firesOn: ["create"],
                                                   alert: nil, sink: .socket, target: nil, secret: nil))
         let cheap = try s.subscribe(Subscription(owner: "alice", type: "Memo", predicate: "TRUEPREDICATE", firesOn: ["create"],
                                                  alert: nil, sink: .socket, target: nil, secret: nil))
@@ -85,5 +87,41 @@ import Testing
         var small = s
         small.alert = "{type} {note} {missing}"
         #expect(small.event(seq: 1, op: "create", type: "Memo", at: 0, record: record)["alert"] == "Memo {memo} {missing}")
+    }
+}
+
+extension QueryBudgetTests {
+    /// The pipeline's fan-out matches predicates outside the write transaction: another
+    /// writer on the same SQLite file (the journal shares it) never waits for the matching,
+    /// only for the short write of the deliveries.
+    @Test func fanOutMatchesWithoutHoldingTheWriter() throws {
+        let s = try tempStore()
+        s.predicateTimeLimit = 10
+        for i in 0..<60 {
+            _ = try s.subscribe(Subscription(id: "s\(i)", owner: nil, type: "Memo", predicate: Self.noPrefix, firesOn: ["create"], alert: nil,
+                                             sink: .socket, target: nil, secret: nil))
+        }
+        let fields = Dictionary(uniqueKeysWithValues: (0..<255).map { ("f\($0)", JSONValue.string("v\($0)")) })
+        _ = try s.apply(batch: (0..<6).map { input("k\($0)", fields: fields) }, now: unixNow())
+
+        let other = try Database(path: s.path)
+        try other.exec("CREATE TABLE IF NOT EXISTS probe(n INTEGER)")
+        let fanningOut = DispatchSemaphore(value: 0)
+        let started = Date()
+        nonisolated(unsafe) var fanOut = 0.0  // written before the signal, read after it
+        Thread.detachNewThread {
+            _ = try? s.fanOutPending()
+            fanOut = Date().timeIntervalSince(started)
+            fanningOut.signal()
+        }
+        var longestWrite = 0.0
+        while fanningOut.wait(timeout: .now() + 0.01) == .timedOut {
+            let t0 = Date()
+            try other.transaction { try other.run("INSERT INTO probe VALUES (1)") }
+            longestWrite = max(longestWrite, Date().timeIntervalSince(t0))
+        }
+        #expect(try s.db.queryOne("SELECT count(*) FROM changes WHERE fanned_out = 0")?.int(0) == 0)
+        #expect(fanOut > 0.2, "the matching takes long enough to tell: \(fanOut) s")
+        #expect(longestWrite < fanOut / 4, "a write waited \(longestWrite) s during a fan-out of \(fanOut) s")
     }
 }
