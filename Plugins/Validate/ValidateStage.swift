@@ -17,6 +17,8 @@ public struct ValidateStage: Stage {
         StageOption("max_bytes", .integer, default: 52_428_800, "largest file accepted, in bytes"),
         StageOption("max_pixels", .integer, default: 100_000_000,
                     "largest width x height accepted, as the header claims it (stops decompression bombs)"),
+        StageOption("max_pixels_per_byte", .integer, default: 4_000,
+                    "largest ratio of claimed pixels to file bytes for an image over 4 megapixels (a 4 KB file claiming 100 MP is a bomb; real photos are under 200, a 12 MP single-colour HEIC about 1,500)"),
         StageOption("scan_data", .bool, default: true,
                     "JPEG: also walk the image data (truncation, invalid or out-of-sequence markers), reading the whole file; false: a sealed JPEG's headers only, for a job whose compress stage decodes every photo and fails on damage itself (a job without compress is refused)"),
     ]
@@ -29,7 +31,12 @@ public struct ValidateStage: Stage {
     let maxBytes: Int64
     public var maxPhotoBytes: Int64? { maxBytes }
     let maxPixels: Int64
+    let maxPixelsPerByte: Int64
     let scanData: Bool
+
+    /// Below this many pixels a decode costs little memory whatever the file's size (a
+    /// single-colour PNG or WebP of a few megapixels is tiny), so no ratio is asked of it.
+    static let ratioFloorPixels: Int64 = 4_000_000
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
         var formats: Set<ImageProbe.Format> = []
@@ -44,8 +51,9 @@ public struct ValidateStage: Stage {
         self.formats = formats
         maxBytes = options.int("max_bytes")!
         maxPixels = options.int("max_pixels")!
+        maxPixelsPerByte = options.int("max_pixels_per_byte")!
         scanData = options["scan_data"]?.boolValue ?? true
-        guard maxBytes > 0, maxPixels > 0 else { throw PhotomemoError(.badDefinition, "limits must be positive") }
+        guard maxBytes > 0, maxPixels > 0, maxPixelsPerByte > 0 else { throw PhotomemoError(.badDefinition, "limits must be positive") }
     }
 
     /// Without the data scan, a sealed JPEG's image data is checked only by a stage that
@@ -80,6 +88,10 @@ public struct ValidateStage: Stage {
         guard let pixels = probe.pixels, pixels <= maxPixels else {
             let count = probe.pixels.map { "\($0)" } ?? "more than 2^63"
             return .fail(reason: "image claims \(probe.width)x\(probe.height) = \(count) pixels, over max_pixels (\(maxPixels)): a possible decompression bomb")
+        }
+        // Like a zip bomb's check: memory follows the pixels claimed, not the file's bytes.
+        if pixels > Self.ratioFloorPixels, pixels / max(1, photo.fileSize) >= maxPixelsPerByte {
+            return .fail(reason: "image claims \(probe.width)x\(probe.height) = \(pixels) pixels from \(photo.fileSize) bytes, \(pixels / max(1, photo.fileSize)) pixels a byte, over max_pixels_per_byte (\(maxPixelsPerByte)): a possible decompression bomb")
         }
         return .continue(result: [
             "format": .string(probe.format.rawValue), "width": .int(Int64(probe.width)),

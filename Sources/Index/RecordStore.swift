@@ -22,9 +22,22 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     // Safe: `db` is only touched with `lock` held.
     let db: any SQLConnection
     let lock = NSLock()
+    /// Queries read through connections of their own where there are some (more SQLite
+    /// connections on the WAL file, more PostgreSQL sessions), so a slow query never
+    /// holds the writer: index writes and fan-out go on while someone's query runs. Two,
+    /// as one user runs one query at a time (`QueryGate`): a user's slow query leaves the
+    /// other for everyone else. Safe: each connection is only touched with its lock held.
+    private let readers: [(lock: NSLock, connection: any SQLConnection)]
     public let path: String
-    /// Keys new record ids (index migration 7): made once per home, or per cluster.
+    /// Keys new record ids (index migration 8): made once per home, or per cluster.
     let recordIDSecret: String
+
+    /// How long one `query` may run inside the engine before it answers `too_expensive`:
+    /// the cost of a request is bounded whatever its predicate.
+    public var queryTimeLimit = 1.0
+    /// How long one subscription's predicate may take on one changed record at fan-out
+    /// before the subscription is parked with the reason.
+    public var predicateTimeLimit = 0.1
 
     /// The record index a spec names: `sqlite:FILE`, relative to the home.
     static func path(spec: String, home: URL) throws -> String {
@@ -38,12 +51,13 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     public convenience init(path: String) throws {
         let db = try Database(path: path)
         try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
-        try self.init(connection: db, path: path)
+        try self.init(connection: db, path: path, reader: { try Database(path: path, readOnly: true) })
     }
 
     /// The index on an open connection (its schema made or migrated here); `path` names it
-    /// in messages.
-    public init(connection db: any SQLConnection, path: String) throws {
+    /// in messages. `reader`, when given, opens each connection queries read through, once
+    /// the schema is there.
+    public init(connection db: any SQLConnection, path: String, reader: (() throws -> any SQLConnection)? = nil) throws {
         self.path = path
         try db.migrate(db.dialect == .postgres ? IndexSchema.postgresMigrations : IndexSchema.migrations,
                        versionTable: "index_schema_version", what: "record index")
@@ -52,6 +66,7 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         }
         recordIDSecret = secret
         self.db = db
+        readers = try reader.map { open in try (0..<2).map { _ in (NSLock(), try open()) } } ?? []
     }
 
     var dialect: SQLDialect { db.dialect }
@@ -61,6 +76,19 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try body()
+    }
+
+    /// A read on a free query connection, or on a busy one once it is free (the writer's,
+    /// behind its lock, when there are none).
+    func reading<T>(_ body: (any SQLConnection) throws -> T) rethrows -> T {
+        guard !readers.isEmpty else { return try locked { try body(db) } }
+        let reader = readers.first { $0.lock.try() } ?? {
+            let any = readers.randomElement()!
+            any.lock.lock()
+            return any
+        }()
+        defer { reader.lock.unlock() }
+        return try body(reader.connection)
     }
 
     /// One write transaction. PostgreSQL: one writer at a time across daemons, so change
@@ -105,11 +133,18 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         let rows: [Row]
         var limit = limit
         do {
-            if let maxBytes {
-                let sizes = "SELECT \(Self.storedLength) FROM \(q.from) WHERE \(q.whereSQL) ORDER BY \(q.order) LIMIT ?"
-                limit = Row.fitting(try locked { try db.query(sizes, q.params + q.orderParams + [.int(Int64(limit))]) }, maxBytes) ?? limit
+            rows = try reading { db in
+                try db.withTimeLimit(queryTimeLimit) {
+                    if let maxBytes {
+                        let sizes = "SELECT \(Self.storedLength) FROM \(q.from) WHERE \(q.whereSQL) ORDER BY \(q.order) LIMIT ?"
+                        limit = Row.fitting(try db.query(sizes, q.params + q.orderParams + [.int(Int64(limit))]), maxBytes) ?? limit
+                    }
+                    return try db.query(q.sql, q.selectParams + q.params + q.orderParams + [.int(Int64(limit))])
+                }
             }
-            rows = try locked { try db.query(q.sql, q.selectParams + q.params + q.orderParams + [.int(Int64(limit))]) }
+        } catch let e as SQLTimeLimitExceeded {
+            throw PhotomemoError(.tooExpensive,
+                "the query ran past its limit of \(e.limit) in the index; narrow it (a --type, an == or a range on a field, fewer OR'd terms)")
         } catch {
             throw PredicateCompiler.refusal(error, dialect)
         }

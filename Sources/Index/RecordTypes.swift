@@ -112,13 +112,39 @@ extension Subscription {
         return .object(o)
     }
 
-    /// `"A new {type} was added: {memo}"`: built-in keys and fields by name.
+    /// An alert template is at most this long (checked at `subscribe`).
+    public static let maxAlertTemplateBytes = 1024
+    /// A rendered alert is at most this long, cut at a character with `…` after it: a
+    /// template of 1,000 `{memo}` and a 1 MiB memo once made 1 GB per event.
+    public static let maxAlertBytes = 4096
+
+    /// `"A new {type} was added: {memo}"`: built-in keys and fields by name, in one pass
+    /// (a value that itself holds `{memo}` is text, not a placeholder), stopping at
+    /// `maxAlertBytes`.
     static func render(_ template: String, record: JSONValue) -> String {
-        var out = template
-        for (k, v) in (record["fields"]?.objectValue ?? [:]).merging(["type": record["type"] ?? "", "memo": record["memo"] ?? "", "id": record["id"] ?? ""], uniquingKeysWith: { a, _ in a }) {
-            out = out.replacingOccurrences(of: "{\(k)}", with: v.stringValue ?? v.jsonString)
+        let fields = record["fields"]?.objectValue ?? [:]
+        func value(_ key: Substring) -> String? {
+            let v: JSONValue? = switch key {
+            case "type", "memo", "id": fields[String(key)] ?? record[String(key)] ?? ""
+            default: fields[String(key)]
+            }
+            return v.map { $0.stringValue ?? $0.jsonString }
         }
-        return out
+        var out = ""
+        var rest = template[...]
+        while !rest.isEmpty, out.utf8.count <= maxAlertBytes {
+            if rest.first == "{", let close = rest.firstIndex(of: "}"),
+               let v = value(rest[rest.index(after: rest.startIndex)..<close]) {
+                out += v.utf8.count > maxAlertBytes ? String(v.prefix(maxAlertBytes)) : v
+                rest = rest[rest.index(after: close)...]
+            } else {
+                out.append(rest.removeFirst())
+            }
+        }
+        guard out.utf8.count > maxAlertBytes else { return out }
+        var cut = out.prefix(maxAlertBytes - 3)
+        while cut.utf8.count > maxAlertBytes - 3 { cut = cut.dropLast() }
+        return cut + "…"
     }
 }
 

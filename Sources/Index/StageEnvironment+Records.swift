@@ -13,7 +13,8 @@ extension StageEnvironment {
                 guard spec == database, spec.hasPrefix("postgres://") || spec.hasPrefix("postgresql://") else {
                     throw PhotomemoError(.badDefinition, "database \"\(spec)\": expected sqlite:FILE (a stage's own index must be SQLite; other engines only as the job definition's database)")
                 }
-                return try RecordStore(connection: PostgresDatabase(url: spec), path: PostgresConnection.withoutPassword(spec))
+                return try RecordStore(connection: PostgresDatabase(url: spec), path: PostgresConnection.withoutPassword(spec),
+                                       reader: { try PostgresDatabase(url: spec) })
             }
         }
         let path = try RecordStore.path(spec: spec, home: home)

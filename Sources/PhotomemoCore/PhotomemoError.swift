@@ -25,6 +25,7 @@ public struct PhotomemoError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let badReference = Code(rawValue: "bad_reference")
         public static let forbidden = Code(rawValue: "forbidden")
         public static let tooSlow = Code(rawValue: "too_slow")
+        public static let tooExpensive = Code(rawValue: "too_expensive")
         public static let tooManyJobs = Code(rawValue: "too_many_jobs")
         public static let tooManySubscriptions = Code(rawValue: "too_many_subscriptions")
         public static let notRunning = Code(rawValue: "not_running")

@@ -46,6 +46,19 @@ public final class PostgresDatabase: SQLConnection, @unchecked Sendable {
         return try connection.transaction(body)
     }
 
+    /// `statement_timeout` for the session while `body` runs; the server cancels a
+    /// statement past it with SQLSTATE 57014. Inside a transaction, a cancelled statement
+    /// aborts it unless `body` holds a savepoint (as a subscription's match does).
+    public func withTimeLimit<T>(_ seconds: Double, _ body: () throws -> T) throws -> T {
+        try exec("SET statement_timeout = \(max(1, Int((seconds * 1000).rounded())))")
+        defer { try? exec("SET statement_timeout = 0") }
+        do {
+            return try body()
+        } catch let e as PostgresError where e.sqlState == PostgresError.queryCanceled {
+            throw SQLTimeLimitExceeded(seconds: seconds)
+        }
+    }
+
     /// Whether a transaction is open is known here: on a lost connection libpq's status is
     /// UNKNOWN, which `inTransaction` reads as open, and the session never came back.
     private func reconnectIfLost() throws {

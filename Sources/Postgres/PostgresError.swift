@@ -28,6 +28,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public static let uniqueViolation = "23505"
     public static let foreignKeyViolation = "23503"
     public static let undefinedTable = "42P01"
+    /// Cancelled, e.g. by `statement_timeout`.
+    public static let queryCanceled = "57014"
 
     public var description: String {
         "PostgreSQL \(kind.rawValue)\(sqlState.map { " [\($0)]" } ?? ""): \(message)"

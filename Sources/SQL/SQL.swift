@@ -14,6 +14,19 @@ public protocol SQLConnection: AnyObject {
     func queryOne(_ sql: String, _ params: [SQLValue]) throws -> Row?
     /// Runs `body` in one transaction, as the only writer; rolls back when it throws.
     func transaction<T>(_ body: () throws -> T) throws -> T
+    /// Runs `body` with its statements cut short by the engine once `seconds` have passed
+    /// (SQLite's progress handler, PostgreSQL's `statement_timeout`): a statement past it
+    /// throws `SQLTimeLimitExceeded`. Only reads belong in `body` (an interrupted write
+    /// rolls back SQLite's whole transaction); calls do not nest.
+    func withTimeLimit<T>(_ seconds: Double, _ body: () throws -> T) throws -> T
+}
+
+/// A statement cut short by `SQLConnection.withTimeLimit`.
+public struct SQLTimeLimitExceeded: Error, Sendable, Equatable {
+    public let seconds: Double
+    public init(seconds: Double) { self.seconds = seconds }
+    /// The limit as people read it: "250 ms".
+    public var limit: String { "\(Int((seconds * 1000).rounded())) ms" }
 }
 
 public enum SQLDialect: Sendable, Equatable {

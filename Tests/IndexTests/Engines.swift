@@ -24,7 +24,7 @@ func withStore<T>(_ engine: Engine, test: String = #function, _ body: (RecordSto
 
 /// A store on the database at `url` (several of them on one: daemons sharing it).
 func postgresStore(url: String) throws -> RecordStore {
-    try RecordStore(connection: PostgresDatabase(url: url), path: url)
+    try RecordStore(connection: PostgresDatabase(url: url), path: url, reader: { try PostgresDatabase(url: url) })
 }
 
 extension RecordStore {

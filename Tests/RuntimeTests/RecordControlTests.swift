@@ -111,3 +111,19 @@ import Testing
         #expect(s["version"]?.stringValue == PhotomemoVersion.current)
     }
 }
+
+extension RecordControlTests {
+    /// An alert template is at most 1 KiB: 1,000 `{memo}` and a 1 MiB memo once made 1 GB
+    /// an event. The cap takes the template at its limit.
+    @Test func subscribeRefusesAnAlertTemplateOver1KiB() throws {
+        let c = try ControlRig()
+        let r = try c.run([
+            C(command: "subscribe", args: ["type": "Houses", "alert": .string(String(repeating: "{memo}", count: 171)), "follow": false],
+              caller: ControlRig.owner),
+            C(command: "subscribe", args: ["type": "Houses", "alert": .string(String(repeating: "x", count: 1024)), "follow": false],
+              caller: ControlRig.owner)])
+        #expect(r.replies[0].code == .badRequest)
+        #expect(r.replies[0].message == "\"alert\" is 1026 bytes; a template is at most 1024 (it renders to at most 4096)")
+        #expect(r.replies[1].value?["id"] != nil, "\(String(describing: r.replies[1]))")
+    }
+}

@@ -18,6 +18,8 @@ final class RecordHandlers: ControlHandler {
     private let wakeup: LoopWakeup.Sender
     /// Runs the asset collector now (after a delete).
     private let collectAssets: () -> Void
+    /// One query of a user at a time: the others wait on that user's turn only.
+    let queries = QueryGate(perUser: 1)
 
     init(loop: EventLoop, records: any RecordIndex, assets: any AssetStore, journal: any JobIntake, events: EventBus,
          wakeup: LoopWakeup.Sender, collectAssets: @escaping () -> Void) {
@@ -55,10 +57,12 @@ final class RecordHandlers: ControlHandler {
             let limit = Int(try req.int("limit") ?? 100)
             guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
             let cursor = try req.string("cursor")
-            offLoopRecords(reply) {
-                let page = try store.query(try PredicateParser.parse(predicate), type: type, sort: try SortKey.parse(sort),
-                                           limit: limit, cursor: cursor, viewer: viewer, maxBytes: Self.pageBytes)
-                return ["records": .array(page.records.map(\.json)), "cursor": page.cursor.map(JSONValue.string) ?? .null]
+            queries.admit(caller, connection: conn) { [self] done in
+                offLoopRecords({ result in done(); reply(result) }) {
+                    let page = try store.query(try PredicateParser.parse(predicate), type: type, sort: try SortKey.parse(sort),
+                                               limit: limit, cursor: cursor, viewer: viewer, maxBytes: Self.pageBytes)
+                    return ["records": .array(page.records.map(\.json)), "cursor": page.cursor.map(JSONValue.string) ?? .null]
+                }
             }
         case .get:
             let id = try req.requiredString("record")
@@ -143,6 +147,8 @@ final class RecordHandlers: ControlHandler {
         let loop = wakeup
         return { id, op, owner in loop.execute { events.publish("record_\(op)", job: nil, ["record": .string(id)], to: .owner(owner)) } }
     }
+
+    func disconnected(_ conn: ControlConnection) { queries.disconnected(conn) }
 
     private func offLoopRecords(_ reply: @escaping Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
         loop.reply(reply) {

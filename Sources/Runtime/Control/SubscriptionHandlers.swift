@@ -65,8 +65,12 @@ final class SubscriptionHandlers: ControlHandler {
             }
             if webhook != nil && secret == nil { throw PhotomemoError(.badRequest, "a webhook needs a \"secret\" to sign its events with") }
             let sink: Subscription.Sink = webhook != nil ? .webhook : (exec != nil ? .exec : .socket)
+            let alert = try req.string("alert")
+            if let alert, alert.utf8.count > Subscription.maxAlertTemplateBytes {
+                throw PhotomemoError(.badRequest, "\"alert\" is \(alert.utf8.count) bytes; a template is at most \(Subscription.maxAlertTemplateBytes) (it renders to at most \(Subscription.maxAlertBytes))")
+            }
             let sub = Subscription(owner: owner, type: type, predicate: try req.string("predicate") ?? "TRUEPREDICATE",
-                                               firesOn: firesOn, alert: try req.string("alert"), sink: sink,
+                                               firesOn: firesOn, alert: alert, sink: sink,
                                                target: webhook ?? exec.map { JSONValue.array($0.map(JSONValue.string)).jsonString },
                                                secret: secret)
             // A user's webhook into loopback or private hosts is refused now, clearly; each

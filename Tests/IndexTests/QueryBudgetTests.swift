@@ -1,0 +1,127 @@
+import Foundation
+import Postgres
+import PhotomemoCore
+import SQLite
+import TestSupport
+import Testing
+@testable import Index
+
+/// Every request has a bounded cost inside the engine: a query past its time limit answers
+/// `too_expensive`, a subscription's predicate past its own at fan-out is parked, and a
+/// CONTAINS text's words count toward the predicate's 256 terms.
+@Suite struct QueryBudgetTests {
+    /// 255 ORed prefix tests that every record passes: one of the costliest predicates the
+    /// parser lets through (it took 3.2 s over 3,000 records in a release build).
+    static let everyPrefix = (0..<255).map { _ in "memo BEGINSWITH \"\"" }.joined(separator: " OR ")
+    /// 255 fields no record has, ORed: each is looked up on every record tested.
+    static let noPrefix = (0..<255).map { "f\($0) BEGINSWITH \"zz\"" }.joined(separator: " OR ")
+
+    func fill(_ s: RecordStore, _ n: Int) throws {
+        _ = try s.apply(batch: (0..<n).map { input("k\($0)", memo: "memo number \($0)", fields: ["n": .int(Int64($0))]) }, now: unixNow())
+    }
+
+    @Test(arguments: Engine.allCases) func aQueryPastItsTimeLimitAnswersTooExpensive(_ engine: Engine) throws {
+        try withStore(engine) { s in
+            try fill(s, 400)
+            let p = try PredicateParser.parse(Self.everyPrefix)
+            #expect(try s.query(p, limit: 1000, viewer: .admin).records.count == 400)
+            s.queryTimeLimit = engine == .sqlite ? 0 : 0.001
+            #expect(throws: PhotomemoError(.tooExpensive,
+                "the query ran past its limit of \(engine == .sqlite ? 0 : 1) ms in the index; narrow it (a --type, an == or a range on a field, fewer OR'd terms)")) {
+                try s.query(p, limit: 1000, viewer: .user("alice"))
+            }
+            // SQLite's limit is asked every 1,000 steps of its engine: a query that does
+            // little still answers. (PostgreSQL's is wall-clock time, 1 ms on a busy machine.)
+            if engine == .sqlite {
+                let one = try s.query(PredicateParser.parse("n == 7"), viewer: .user("alice"))
+                #expect(one.records.map(\.memo) == ["memo number 7"])
+            }
+            s.queryTimeLimit = 1
+            #expect(try s.query(p, limit: 1000, viewer: .user("alice")).records.count == 400)
+        }
+    }
+
+    @Test func postgresCancelsAStatementPastTheLimitAndTheSessionGoesOn() throws {
+        let db = try PostgresDatabase(url: PostgresServer.freshDatabase(#function))
+        #expect(throws: SQLTimeLimitExceeded(seconds: 0.05)) {
+            try db.withTimeLimit(0.05) { try db.query("SELECT pg_sleep(2)") }
+        }
+        // The session's statement_timeout is back to none.
+        #expect(try db.queryOne("SELECT current_setting('statement_timeout')")?.string(0) == "0")
+        #expect(try db.queryOne("SELECT 1 FROM pg_sleep(0.1)") != nil)
+    }
+
+    @Test func aSubscriptionWhosePredicateRunsPastItsLimitIsParkedAndOthersGoOn() throws {
+        let s = try tempStore()
+        s.predicateTimeLimit = 0
+        let costly = try s.subscribe(Subscription(owner: nil, type: "Memo", predicate: Self.noPrefix, firesOn: ["create"],
+                                                  alert: nil, sink: .socket, target: nil, secret: nil))
+        let cheap = try s.subscribe(Subscription(owner: "alice", type: "Memo", predicate: "TRUEPREDICATE", firesOn: ["create"],
+                                                 alert: nil, sink: .socket, target: nil, secret: nil))
+        _ = try s.apply(input("1", memo: "hello"), now: unixNow())
+        #expect(try s.fanOutPending() == 1)
+        let listed = Dictionary(uniqueKeysWithValues: try s.subscriptions(viewer: .admin).map { ($0["id"]!.stringValue!, $0) })
+        #expect(listed[costly.id]?["state"] == "parked")
+        #expect(listed[costly.id]?["error"] == "predicate: took more than 0 ms on one record, the limit; subscribe again with a simpler predicate")
+        #expect(listed[cheap.id]?["state"] == "active" && listed[cheap.id]?["pending"] == 1)
+    }
+
+    @Test func aContainsTextsWordsCountTowardTheTermLimit() throws {
+        let words = (0..<256).map { "w\($0)" }
+        #expect(throws: Never.self) { try PredicateParser.parse("memo CONTAINS \"\(words.joined(separator: " "))\"") }
+        let tooMany = "memo CONTAINS \"\((words + ["one-more"]).joined(separator: " "))\""
+        #expect(throws: PredicateSyntaxError.self) { try PredicateParser.parse(tooMany) }
+        // With other terms: 200 words and 57 values are 257.
+        let mixed = "memo CONTAINS \"\(words.prefix(200).joined(separator: " "))\" AND n IN {\((0..<57).map(String.init).joined(separator: ","))}"
+        #expect(throws: PredicateSyntaxError.self) { try PredicateParser.parse(mixed) }
+    }
+
+    @Test func anAlertRendersToAtMost4KiBInOnePass() throws {
+        let memo = String(repeating: "x", count: 1 << 20)
+        let s = Subscription(owner: nil, type: "Memo", predicate: "TRUEPREDICATE", firesOn: ["create"],
+                             alert: String(repeating: "{memo}", count: 170), sink: .socket, target: nil, secret: nil)
+        let record: JSONValue = ["id": "r1", "type": "Memo", "memo": .string(memo), "fields": ["note": "{memo}"]]
+        let big = try #require(s.event(seq: 1, op: "create", type: "Memo", at: 0, record: record)["alert"]?.stringValue)
+        #expect(big.utf8.count <= Subscription.maxAlertBytes && big.hasSuffix("…"))
+        // A field's value is text, never a placeholder itself.
+        var small = s
+        small.alert = "{type} {note} {missing}"
+        #expect(small.event(seq: 1, op: "create", type: "Memo", at: 0, record: record)["alert"] == "Memo {memo} {missing}")
+    }
+}
+
+extension QueryBudgetTests {
+    /// The pipeline's fan-out matches predicates outside the write transaction: another
+    /// writer on the same SQLite file (the journal shares it) never waits for the matching,
+    /// only for the short write of the deliveries.
+    @Test func fanOutMatchesWithoutHoldingTheWriter() throws {
+        let s = try tempStore()
+        s.predicateTimeLimit = 10
+        for i in 0..<60 {
+            _ = try s.subscribe(Subscription(id: "s\(i)", owner: nil, type: "Memo", predicate: Self.noPrefix, firesOn: ["create"], alert: nil,
+                                             sink: .socket, target: nil, secret: nil))
+        }
+        let fields = Dictionary(uniqueKeysWithValues: (0..<255).map { ("f\($0)", JSONValue.string("v\($0)")) })
+        _ = try s.apply(batch: (0..<6).map { input("k\($0)", fields: fields) }, now: unixNow())
+
+        let other = try Database(path: s.path)
+        try other.exec("CREATE TABLE IF NOT EXISTS probe(n INTEGER)")
+        let fanningOut = DispatchSemaphore(value: 0)
+        let started = Date()
+        nonisolated(unsafe) var fanOut = 0.0  // written before the signal, read after it
+        Thread.detachNewThread {
+            _ = try? s.fanOutPending()
+            fanOut = Date().timeIntervalSince(started)
+            fanningOut.signal()
+        }
+        var longestWrite = 0.0
+        while fanningOut.wait(timeout: .now() + 0.01) == .timedOut {
+            let t0 = Date()
+            try other.transaction { try other.run("INSERT INTO probe VALUES (1)") }
+            longestWrite = max(longestWrite, Date().timeIntervalSince(t0))
+        }
+        #expect(try s.db.queryOne("SELECT count(*) FROM changes WHERE fanned_out = 0")?.int(0) == 0)
+        #expect(fanOut > 0.2, "the matching takes long enough to tell: \(fanOut) s")
+        #expect(longestWrite < fanOut / 4, "a write waited \(longestWrite) s during a fan-out of \(fanOut) s")
+    }
+}
