@@ -22,7 +22,7 @@ import Testing
         var st = stat()
         guard lstat(path, &st) == 0 else { throw PhotomemoError(.io, "lstat \(path)") }
         return stage.run(JobContext(id: 1, key: "k", photoPath: path, photoSHA256: SHA256.hex(Data(bytes)), photoSeal: PhotoSeal.seal(st),
-                                    memo: .photoOnly("f"), results: [:], attempt: 1))
+                                    photoRoot: dir, memo: .photoOnly("f"), results: [:], attempt: 1))
     }
 
     /// A WebP header claiming `width` x `height`, padded to `bytes`.
