@@ -8,7 +8,7 @@ import PhotomemoCore
 ///     reply    {"id": 1, "ok": true, "result": {...}}  |  {"id": 1, "ok": false, "error": {"code", "message"}}
 ///     event    {"event": TYPE, ...}  (streams: watch, subscribe, asset)
 public enum ControlCommand: String, CaseIterable, Sendable {
-    case status, jobs, job, watch, enqueue, retry, cancel, pause, resume, reload, metrics, hosts
+    case status, jobs, job, watch, enqueue, retry, cancel, pause, resume, reload, metrics, hosts, inbox
     case query, get, update, delete, asset, changes
     case subscribe, unsubscribe, subscriptions
 }

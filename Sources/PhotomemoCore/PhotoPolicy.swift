@@ -48,9 +48,39 @@ public struct PhotoPolicy: Sendable {
         return .inbox(name: photo)
     }
 
-    /// Whether an inbox file name is still being written by convention (`.x`, `x.part`, `x.tmp`).
+    /// Endings that transfer and sync tools give a file while they write it, renaming it
+    /// when done: `.part` (many), `.partial` (rclone 1.63+), `.filepart` (WinSCP),
+    /// `.crdownload` and `.download` (browsers), `.!sync` (Resilio), `.tmp` (many,
+    /// Syncthing's `~syncthing~NAME.tmp` among them). Any case.
+    public static let transferEndings = [".part", ".partial", ".filepart", ".crdownload", ".download", ".tmp", ".!sync"]
+
+    /// Whether an inbox file name is one a tool is still writing, by convention: a name
+    /// starting with `.` (rsync's `.NAME.XXXXXX`, Syncthing's `.syncthing.NAME.tmp`) or
+    /// `~$` (Office's lock files), or ending in one of `transferEndings`. Never taken.
     public static func isIgnoredInboxName(_ name: String) -> Bool {
-        name.hasPrefix(".") || name.hasSuffix(".part") || name.hasSuffix(".tmp")
+        if name.hasPrefix(".") || name.hasPrefix("~$") { return true }
+        let lower = name.lowercased()
+        return transferEndings.contains { lower.hasSuffix($0) }
+    }
+
+    /// Extensions of the formats a photo may have (any case).
+    public static let photoExtensions: Set<String> = ["jpg", "jpeg", "png", "heic", "heif", "webp", "avif"]
+
+    /// The extension of `name`, lowercased, if it has one (`clip.MOV` → `mov`).
+    public static func fileExtension(_ name: String) -> String? {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex, name.index(after: dot) != name.endIndex else { return nil }
+        return name[name.index(after: dot)...].lowercased()
+    }
+
+    /// Whether the first bytes of a file are an image's: JPEG, PNG, WebP, or an ISO
+    /// media file of an image brand (HEIC, HEIF, AVIF). At least 12 bytes are looked at.
+    public static func startsLikeAnImage(_ head: [UInt8]) -> Bool {
+        if head.starts(with: [0xFF, 0xD8, 0xFF]) || head.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return true }
+        guard head.count >= 12 else { return false }
+        if head.starts(with: Array("RIFF".utf8)) && Array(head[8..<12]) == Array("WEBP".utf8) { return true }
+        guard Array(head[4..<8]) == Array("ftyp".utf8) else { return false }
+        let brand = String(decoding: head[8..<12], as: UTF8.self)
+        return ["heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1", "avif", "avis"].contains(brand)
     }
 }
 

@@ -182,7 +182,7 @@ public final class Daemon {
         let router = ControlRouter([
             jobs,
             StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
-                backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) },
+                backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity)),
             RecordHandlers(loop: loop, records: records, assets: assets, journal: journal, events: events, wakeup: wakeup.sender,

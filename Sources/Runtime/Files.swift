@@ -21,6 +21,19 @@ enum Files {
         return String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Up to `count` first bytes of a regular file: opened without following a link or
+    /// waiting on a FIFO (`O_NOFOLLOW | O_NONBLOCK`), and only if it is still a regular file.
+    static func head(_ path: String, count: Int) throws -> [UInt8] {
+        let fd = try syscall("open \(path)", blocking: { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) })
+        defer { close(fd) }
+        var st = stat()
+        try syscall("fstat \(path)", blocking: { fstat(fd, &st) })
+        guard st.st_mode & S_IFMT == S_IFREG else { return [] }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let n = try syscall("read \(path)", blocking: { bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, count) } })
+        return Array(bytes.prefix(n))
+    }
+
     static func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0

@@ -5,9 +5,10 @@ import Journal
 import PhotomemoCore
 
 /// The blocking half of inbox intake, run on the intake lane: looks at inbox entries,
-/// hashes complete photos and commits them as jobs in batches; rejects what can never be
-/// a photo (FIFO, device, directory, symlink out of the inbox, a file over `max_bytes`)
-/// into quarantine, unread.
+/// hashes complete photos and commits them as jobs in batches; leaves folders and files
+/// that are not photos where they are (`leftAlone`); rejects a photo candidate that can
+/// never be one (a FIFO or a symlink named like a photo, a file over `max_bytes`) into
+/// quarantine, unread.
 final class InboxScanner: @unchecked Sendable {
     // Safe: used only from the serial intake lane.
     let inbox: String
@@ -30,6 +31,10 @@ final class InboxScanner: @unchecked Sendable {
         var untaken = 0
         /// Copies of finished jobs' photos removed from the inbox.
         var removedDuplicates: [String] = []
+        /// Entries left alone (folders, files that are not photos), with why and whose.
+        var skipped: [String: SkippedEntry] = [:]
+        /// Entries looked at that are not (or no longer) left alone.
+        var notSkipped: [String] = []
         var errors: [String] = []
     }
 
@@ -44,6 +49,28 @@ final class InboxScanner: @unchecked Sendable {
     }
 
     private let realInbox: String
+
+    /// An inbox entry that is not a photo and is left where it is, untouched: sync tools
+    /// own their folders, videos and sidecars, and a two-way sync would delete on the phone
+    /// what the daemon moved away.
+    struct SkippedEntry: Sendable, Equatable {
+        let reason: String
+        let owner: String
+    }
+
+    /// Why an entry is left alone, or nil for a photo candidate: a folder; or a name
+    /// without a photo's extension that is not a regular file starting like an image (the
+    /// first bytes are read for that, without following a link or waiting on a FIFO).
+    static func leftAlone(_ path: String, name: String, _ st: stat) -> String? {
+        let type = st.st_mode & S_IFMT
+        if type == S_IFDIR { return "a folder (folders are left alone)" }
+        let ext = PhotoPolicy.fileExtension(name)
+        if let ext, PhotoPolicy.photoExtensions.contains(ext) { return nil }
+        let kind = ext.map { "not a photo (.\($0))" } ?? "not a photo (no photo extension"
+        guard type == S_IFREG else { return ext == nil ? kind + ")" : kind }
+        if let head = try? Files.head(path, count: 16), PhotoPolicy.startsLikeAnImage(head) { return nil }
+        return ext == nil ? kind + ", and its first bytes are no image's)" : kind
+    }
 
     /// Takes the named entries. `complete`: reported closed after writing or moved in;
     /// otherwise only created, so a regular file is left for its close event and only
@@ -125,6 +152,11 @@ final class InboxScanner: @unchecked Sendable {
         guard !PhotoPolicy.isIgnoredInboxName(name), !name.contains("/") else { return nil }
         let path = inbox + "/" + name
         guard let st = try? Files.lstatEntry(path) else { return nil }  // gone again
+        if let why = Self.leftAlone(path, name: name, st) {
+            report.skipped[name] = SkippedEntry(reason: why, owner: UnixUser.nameOrNumber(st.st_uid))
+            return nil
+        }
+        report.notSkipped.append(name)
         let identity = PhotoSeal.identity(st)
         do {
             if try journal.isTaken(name: name, identity: identity) { return nil }

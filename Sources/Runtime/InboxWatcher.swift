@@ -73,6 +73,11 @@ final class InboxWatcher {
     /// Files seen but not yet jobs (waiting to settle or to be taken): `status`'s backlog.
     var backlog: Int { pending.count + inFlight + unsettled }
 
+    /// Entries left alone (folders, files that are not photos), as the last look at each
+    /// found them: `status` counts them (`backlog.inbox_skipped`, not part of the backlog:
+    /// they never become jobs), `photomemo inbox` lists them.
+    private(set) var skipped: [String: InboxScanner.SkippedEntry] = [:]
+
     private func handle(_ events: [FolderWatcher.Event]) {
         for e in events {
             switch e {
@@ -124,6 +129,8 @@ final class InboxWatcher {
         lane.enqueue({ scanner.take(names) }) { [unowned self] report in
             self.flushQueued = false
             self.inFlight = 0
+            self.skipped.merge(report.skipped) { $1 }
+            for name in report.notSkipped { self.skipped[name] = nil }
             self.log(report)
             if report.untaken > 0 {
                 self.unsettled += report.untaken
@@ -139,6 +146,7 @@ final class InboxWatcher {
         let scanner = self.scanner
         lane.enqueue({ scanner.rescan() }) { [unowned self] report in
             self.rescanQueued = false
+            self.skipped = report.skipped  // a whole walk: what is gone is gone
             self.unsettled = report.unsettled + report.untaken
             self.log(report)
             if report.untaken > 0 {

@@ -51,7 +51,7 @@ struct MemoIntake: Sendable {
         switch try photos.resolve(photo) {
         case .inbox(let name):
             guard !PhotoPolicy.isIgnoredInboxName(name) else {
-                throw PhotomemoError(.badPath, "photo \"\(name)\" is a name the inbox ignores (starts with '.' or ends in .part/.tmp)")
+                throw PhotomemoError(.badPath, "photo \"\(name)\" is a name the inbox ignores (a name a transfer tool writes while the file is in transit: starting with '.' or '~$', or ending in \(PhotoPolicy.transferEndings.joined(separator: ", ")))")
             }
             return .inbox(name: name)
         case .absolute(let path):

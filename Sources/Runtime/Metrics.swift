@@ -31,6 +31,8 @@ enum Metrics {
         }
         family("photomemo_backlog_inbox_files", "gauge", "Inbox files seen but not yet jobs.")
         sample("photomemo_backlog_inbox_files", [], Double(snapshot.backlog.inboxFiles))
+        family("photomemo_inbox_skipped", "gauge", "Inbox entries left alone: folders and files that are not photos.")
+        sample("photomemo_inbox_skipped", [], Double(snapshot.inboxSkipped))
         family("photomemo_backlog_queue_unread_bytes", "gauge", "Bytes of queue files not yet read (not a refused file's).")
         sample("photomemo_backlog_queue_unread_bytes", [], Double(snapshot.backlog.queueUnreadBytes))
 

@@ -33,7 +33,7 @@ struct Command: Sendable {
 
 let commands: [Command] = [
     serveCommand, checkCommand, stagesCommand, statusCommand, jobsCommand, jobCommand, watchCommand, enqueueCommand,
-    retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand, hostsCommand,
+    retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand, hostsCommand, inboxCommand,
     queryCommand, getCommand, updateCommand, deleteCommand, assetCommand, changesCommand,
     subscribeCommand, unsubscribeCommand, subscriptionsCommand, galleryCommand,
 ]

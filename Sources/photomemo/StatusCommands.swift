@@ -102,6 +102,18 @@ let metricsCommand = clientCommand("metrics", "",
     return 0
 }
 
+let inboxCommand = clientCommand("inbox", "[--json]",
+    "Lists the inbox entries left alone, with why: folders, and files that are not photos (a video, a sidecar, Thumbs.db). A user sees their own files; admins see every file, with its owner.") { c, args in
+    let r = try c.request(.inbox)
+    if args.has("json") { Output.json(r); return 0 }
+    let entries = r["skipped"]?.arrayValue ?? []
+    guard !entries.isEmpty else { Output.write("nothing in the inbox is left alone\n"); return 0 }
+    Output.table(["name", "owner", "left alone because"], entries.map {
+        [Output.text($0["name"]?.stringValue ?? "?"), $0["owner"]?.stringValue ?? "?", $0["reason"]?.stringValue ?? ""]
+    })
+    return 0
+}
+
 let hostsCommand = clientCommand("hosts", "[--json]",
     "Lists the daemons sharing this one's database (PostgreSQL): the jobs each holds a lease on, and its stage runs in the last minute.") { c, args in
     let r = try c.request(.hosts)

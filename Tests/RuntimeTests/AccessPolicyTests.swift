@@ -34,7 +34,7 @@ import Testing
 
     static let table: [ControlCommand: [Who: Expected]] = {
         var t: [ControlCommand: [Who: Expected]] = [:]
-        for cmd: ControlCommand in [.status, .metrics, .hosts, .jobs, .watch, .query, .get, .update, .delete, .asset, .changes,
+        for cmd: ControlCommand in [.status, .metrics, .hosts, .inbox, .jobs, .watch, .query, .get, .update, .delete, .asset, .changes,
                                     .unsubscribe, .subscriptions] {
             t[cmd] = [.admin: .allowed, .owner: .allowed, .other: .allowed]
         }

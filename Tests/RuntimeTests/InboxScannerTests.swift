@@ -1,6 +1,7 @@
 import Foundation
 import Journal
 import PhotomemoCore
+import TestSupport
 import Testing
 @testable import Runtime
 
@@ -33,7 +34,7 @@ import Testing
         #expect(job.key == "sha256:" + SHA256.hex(Data("C".utf8)))
     }
 
-    @Test func entriesThatAreNotPhotosGoToQuarantineWithTheirReason() throws {
+    @Test func photoNamedEntriesThatCannotBePhotosGoToQuarantineWithTheirReason() throws {
         let t = try TestHome()
         symlink("/etc/passwd", t.home.inbox + "/pw.jpg")
         mkfifo(t.home.inbox + "/fifo.jpg", 0o644)
@@ -41,16 +42,75 @@ import Testing
         try write(t, "real.jpg", "R")
         symlink(t.home.inbox + "/real.jpg", t.home.inbox + "/inside.jpg")
         let report = t.scanner().take([("pw.jpg", false), ("fifo.jpg", false), ("dir.jpg", false), ("inside.jpg", false)])
-        #expect(report.rejected.count == 4)
-        #expect(try t.quarantined() == ["dir.jpg", "fifo.jpg", "inside.jpg", "pw.jpg"])
+        #expect(report.rejected.count == 3)
+        #expect(try t.quarantined() == ["fifo.jpg", "inside.jpg", "pw.jpg"])
         #expect(try t.reason("pw.jpg")["reason"] == "symlink escapes the inbox (points to /etc/passwd)")
         #expect(try t.reason("fifo.jpg")["reason"] == "a FIFO is not a photo")
-        #expect(try t.reason("dir.jpg")["reason"] == "a directory is not a photo")
         // A link's owner need not own its target: links are never taken, even inside the inbox.
         #expect(try t.reason("inside.jpg")["reason"]?.stringValue?.hasPrefix("a symlink is not taken") == true)
+        // A folder is a sync tool's, whatever its name: never moved.
+        #expect(report.skipped["dir.jpg"]?.reason == "a folder (folders are left alone)")
+        #expect(FileManager.default.fileExists(atPath: t.home.inbox + "/dir.jpg"))
         #expect(report.outcomes.isEmpty)
-        #expect(try t.jobs().filter { $0.state == .failed }.count == 4)
+        #expect(try t.jobs().filter { $0.state == .failed }.count == 3)
         #expect(!FileManager.default.fileExists(atPath: t.home.inbox + "/fifo.jpg"))
+    }
+
+    /// What sync tools put beside photos — folders, videos, edit files, thumbnails caches,
+    /// files in transit — stays where it is: never a job, never quarantined.
+    @Test func foldersAndFilesThatAreNotPhotosAreLeftAlone() throws {
+        let t = try TestHome()
+        let inbox = t.home.inbox
+        try FileManager.default.createDirectory(atPath: inbox + "/DCIM/100APPLE", withIntermediateDirectories: true)
+        let jpeg = try Data(contentsOf: testPhotos.appendingPathComponent("Canon_40D.jpg"))
+        try jpeg.write(to: URL(fileURLWithPath: inbox + "/DCIM/100APPLE/IMG_0001.JPG"))
+        for name in ["IMG_0001.MOV", "IMG_0001.AAE", "Thumbs.db", "desktop.ini", "IMG_0002.xmp", "notes"] { try write(t, name, "not an image") }
+        for name in ["t.jpg.partial", "t2.jpg.filepart", "t3.JPG.crdownload", "t4.jpg.download", "t5.jpg.!sync", "~$report.docx",
+                     "~syncthing~t6.jpg.tmp"] { try jpeg.write(to: URL(fileURLWithPath: inbox + "/" + name)) }
+        mkfifo(inbox + "/pipe", 0o644)
+        try jpeg.write(to: URL(fileURLWithPath: inbox + "/upload-without-extension"))  // a photo by its bytes
+        try jpeg.write(to: URL(fileURLWithPath: inbox + "/IMG_0003.jpeg"))
+        let report = t.scanner(settle: 0).rescan()
+        #expect(Set(report.outcomes.map(\.name)) == ["upload-without-extension", "IMG_0003.jpeg"])
+        #expect(report.rejected.isEmpty)
+        #expect(try t.quarantined().isEmpty)
+        #expect(report.skipped.mapValues(\.reason) == [
+            "DCIM": "a folder (folders are left alone)",
+            "IMG_0001.MOV": "not a photo (.mov)", "IMG_0001.AAE": "not a photo (.aae)", "Thumbs.db": "not a photo (.db)",
+            "desktop.ini": "not a photo (.ini)", "IMG_0002.xmp": "not a photo (.xmp)",
+            "notes": "not a photo (no photo extension, and its first bytes are no image's)",
+            "pipe": "not a photo (no photo extension)",
+        ])
+        #expect(report.skipped["notes"]?.owner == UnixUser.nameOrNumber(getuid()))
+        let left = try FileManager.default.contentsOfDirectory(atPath: inbox)
+        #expect(left.count == 17, "\(left.sorted())")
+        #expect(FileManager.default.fileExists(atPath: inbox + "/DCIM/100APPLE/IMG_0001.JPG"))
+    }
+
+    @Test func namesToolsWriteWhileInTransitAreNeverTaken() {
+        for name in [".IMG.jpg", "IMG.jpg.part", "IMG.jpg.tmp", "IMG.jpg.partial", "IMG.jpg.PARTIAL", "IMG.jpg.filepart",
+                     "IMG.jpg.crdownload", "IMG.jpg.download", "IMG.jpg.!sync", "~syncthing~IMG.jpg.tmp", "~$IMG.jpg",
+                     "IMG.jpg.abc123.partial"] {
+            #expect(PhotoPolicy.isIgnoredInboxName(name), "\(name)")
+        }
+        for name in ["IMG.jpg", "IMG.partial.jpg", "download.jpg", "~IMG.jpg", "part.heic"] {
+            #expect(!PhotoPolicy.isIgnoredInboxName(name), "\(name)")
+        }
+    }
+
+    @Test func imagesAreKnownByTheirFirstBytes() throws {
+        for name in ["Canon_40D.jpg", "IMG_5195.HEIC"] {
+            let head = Array(try Data(contentsOf: testPhotos.appendingPathComponent(name)).prefix(16))
+            #expect(PhotoPolicy.startsLikeAnImage(head), "\(name)")
+        }
+        #expect(PhotoPolicy.startsLikeAnImage([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13]))
+        #expect(PhotoPolicy.startsLikeAnImage(Array("RIFF\u{0}\u{0}\u{0}\u{0}WEBPVP8 ".utf8)))
+        // An ISO media file of a video brand (a .MOV or .MP4) is not an image.
+        #expect(!PhotoPolicy.startsLikeAnImage([0, 0, 0, 20] + Array("ftypqt  ".utf8)))
+        #expect(!PhotoPolicy.startsLikeAnImage([0, 0, 0, 20] + Array("ftypisom".utf8)))
+        #expect(!PhotoPolicy.startsLikeAnImage(Array("hello".utf8)))
+        #expect(PhotoPolicy.fileExtension("clip.MOV") == "mov" && PhotoPolicy.fileExtension("notes") == nil
+                && PhotoPolicy.fileExtension(".hidden") == nil && PhotoPolicy.fileExtension("x.") == nil)
     }
 
     /// The daemon runs as root: resolving a link would tell its owner what exists, and

@@ -26,7 +26,7 @@ struct Caller: Sendable, Equatable {
 ///
 /// | rule | commands | a user |
 /// | --- | --- | --- |
-/// | anyone | status, metrics, hosts | counts only |
+/// | anyone | status, metrics, hosts, inbox | counts only; `inbox` lists their own files |
 /// | ownJobs | jobs, job, watch, retry, cancel | their own jobs; others' are `not_found` |
 /// | asThemself | enqueue | as themself; naming another owner is `forbidden` |
 /// | admins | pause, resume, reload | `forbidden` |
@@ -36,7 +36,7 @@ enum AccessPolicy {
     enum Rule: Equatable { case anyone, ownJobs, asThemself, admins, recordACL, ownSubscriptions }
 
     static let rules: [ControlCommand: Rule] = [
-        .status: .anyone, .metrics: .anyone, .hosts: .anyone,
+        .status: .anyone, .metrics: .anyone, .hosts: .anyone, .inbox: .anyone,
         .jobs: .ownJobs, .job: .ownJobs, .watch: .ownJobs, .retry: .ownJobs, .cancel: .ownJobs,
         .enqueue: .asThemself,
         .pause: .admins, .resume: .admins, .reload: .admins,

@@ -5,14 +5,16 @@ import Index
 import Journal
 import PhotomemoCore
 
-/// status, metrics and hosts: counts from the journal (the whole cluster's, on a shared
+/// status, metrics, hosts and inbox: counts from the journal (the whole cluster's, on a shared
 /// database), live state from the loop (this host's).
 final class StatusHandlers: ControlHandler {
     static let withheld = "the journal's error is shown to admins"
-    let commands: Set<ControlCommand> = [.status, .metrics, .hosts]
+    let commands: Set<ControlCommand> = [.status, .metrics, .hosts, .inbox]
     /// The live state a report reads, as the daemon wires it.
     struct Sources {
         let backlog: () -> (inboxFiles: Int, queueUnreadBytes: Int64)
+        /// Inbox entries left alone (folders, files that are not photos), by name.
+        let inboxSkipped: () -> [String: InboxScanner.SkippedEntry]
         /// The queue files' state (queue.jsonl and queue.d/*).
         let queueFiles: () -> [QueueTailer.FileState]
         let clients: () -> Int
@@ -42,8 +44,17 @@ final class StatusHandlers: ControlHandler {
         switch command {
         case .status: status(caller, reply)
         case .hosts: hosts(reply)
+        case .inbox: inbox(caller, reply)
         default: metrics(reply)
         }
+    }
+
+    /// The inbox entries left alone, with why: a user's own (a file's owner is whoever
+    /// owns it), every one for an admin.
+    func inbox(_ caller: Caller, _ reply: @escaping Reply) {
+        let entries = live.inboxSkipped().filter { caller.isAdmin || $0.value.owner == caller.name }.sorted { $0.key < $1.key }
+        reply(.success(["skipped": .array(entries.map { ["name": .string($0.key), "reason": .string($0.value.reason),
+                                                         "owner": .string($0.value.owner)] })]))
     }
 
     /// The daemons on this journal: their leases and recent rate.
@@ -109,7 +120,8 @@ final class StatusHandlers: ControlHandler {
                 "stages": .object(stages),
                 "stage_order": .array(snapshot.stageNames.map(JSONValue.string)),
                 "backlog": ["inbox_files": .int(Int64(snapshot.backlog.inboxFiles)),
-                            "queue_unread_bytes": .int(snapshot.backlog.queueUnreadBytes)],
+                            "queue_unread_bytes": .int(snapshot.backlog.queueUnreadBytes),
+                            "inbox_skipped": .int(Int64(snapshot.inboxSkipped))],
                 "dependencies": .object(deps),
                 "queue_files": .array(queueFiles),
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60)],
@@ -133,6 +145,8 @@ final class StatusHandlers: ControlHandler {
         let dependencies: [String: Bool]
         let journalWriteFailure: JournalWriteFailure?
         let backlog: (inboxFiles: Int, queueUnreadBytes: Int64)
+        /// Inbox entries left alone: not backlog, they never become jobs.
+        let inboxSkipped: Int
         let clients: Int
         let watchers: Int
     }
@@ -146,7 +160,7 @@ final class StatusHandlers: ControlHandler {
         deps["journal"] = deps["journal", default: true] && writeFailure == nil
         return LoopSnapshot(started: started, paused: s.paused, pausedStages: s.pausedStages, definition: s.definition.name,
                             stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
-                            dependencies: deps, journalWriteFailure: writeFailure, backlog: live.backlog(), clients: live.clients(),
+                            dependencies: deps, journalWriteFailure: writeFailure, backlog: live.backlog(), inboxSkipped: live.inboxSkipped().count, clients: live.clients(),
                             watchers: live.watching())
     }
 
