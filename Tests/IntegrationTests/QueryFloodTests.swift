@@ -77,16 +77,9 @@ extension WhoMayDoWhatTests {
             for t in threads: t.join()
             print(json.dumps({"seconds": times, "errors": errors}))
             """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-        p.arguments = ["-u", user, "-g", "nogroup", "--", "/usr/bin/python3", "-c", script, d.home + "/photomemo.sock", predicate,
-                       String(connections), String(seconds), String(pause)]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
+        let output = try python(as: user, script, [d.home + "/photomemo.sock", predicate, String(connections), String(seconds), String(pause)])
         return {
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
+            let data = output()
             let result = (try? JSONValue.parse(String(decoding: data, as: UTF8.self))) ?? .null
             return ((result["seconds"]?.arrayValue ?? []).compactMap(\.doubleValue),
                     (result["errors"]?.arrayValue ?? []).compactMap(\.stringValue))

@@ -60,17 +60,23 @@ struct WhoMayDoWhatTests {
                 except socket.timeout: pass
             sys.stdout.write(buf.decode())
             """
+        let output = try python(as: user, script, [d.home + "/photomemo.sock", requests.map { $0.jsonString + "\n" }.joined(), String(seconds)])
+        return { String(decoding: output(), as: UTF8.self).split(separator: "\n").compactMap { try? JSONValue.parse(String($0)) } }
+    }
+
+    /// Python's `script` with `arguments`, started now as `user` (group nogroup, the
+    /// socket's); the returned function waits for it and gives what it printed.
+    func python(as user: String, _ script: String, _ arguments: [String]) throws -> () -> Data {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-        p.arguments = ["-u", user, "-g", "nogroup", "--", "/usr/bin/python3", "-c", script, d.home + "/photomemo.sock",
-                       requests.map { $0.jsonString + "\n" }.joined(), String(seconds)]
+        p.arguments = ["-u", user, "-g", "nogroup", "--", "/usr/bin/python3", "-c", script] + arguments
         let out = Pipe()
         p.standardOutput = out
         try p.run()
         return {
             let data = out.fileHandleForReading.readDataToEndOfFile()
             p.waitUntilExit()
-            return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { try? JSONValue.parse(String($0)) }
+            return data
         }
     }
 
