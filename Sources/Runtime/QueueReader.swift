@@ -136,6 +136,9 @@ final class QueueReader: @unchecked Sendable {
                 queueOwner = old.st_uid
                 queueOwnerName = UnixUser.nameOrNumber(old.st_uid)
                 report.owner = old.st_uid
+                // Once open to all, a writer may still hold it: replacing the file is how its
+                // owner shuts them out, so nothing of the old file's rest is trusted.
+                if untrusted?.inode == h.inode || unsafeInode == h.inode { untrusted = (h.inode, pos.generation, .max) }
                 let room = try roomOrHold(&report)
                 if room > 0 { try drain(h.fd, &pos, &report, maxLines: min(Self.linesPerRead, room)) }
                 if room <= 0 || report.more {
