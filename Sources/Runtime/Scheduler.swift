@@ -504,31 +504,4 @@ final class Scheduler {
         case .continue: ""
         }
     }
-
-    /// `taken`: the SHA-256 intake took the photo with, when known. A file with other
-    /// bytes under that name now was renamed over it after intake — another drop, with a
-    /// job of its own or taken at the next scan — so it stays in the inbox and only this
-    /// job fails; moving it would fail that drop too ("gone") and lose it.
-    /// Returns the inbox names to look at again (`JobQueue.untake`): the job stored
-    /// nothing, so files taken as its duplicates, and its own file if it was gone (renamed
-    /// away, maybe back by now), are taken again.
-    @discardableResult
-    static func quarantinePhoto(_ p: PendingQuarantine, taken: String? = nil, journal: any JobQueue, quarantine: Quarantine) throws -> [String] {
-        let name = (p.photoPath as NSString).lastPathComponent
-        guard p.photoPath.hasPrefix(quarantine.inbox + "/") else {
-            try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) is outside the inbox)", now: unixNow())
-            return []
-        }
-        // Before the move: a crash after it leaves this to the next start's pending quarantine.
-        let untaken = try journal.untake(endedJob: p.job, photoGone: !Files.exists(p.photoPath), now: unixNow())
-        if let taken, let now = try? SHA256.hexOfRegularFile(atPath: p.photoPath), now.hex != taken {
-            try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) was replaced after this job took it; the new file is another drop)",
-                                        now: unixNow())
-            return untaken
-        }
-        let why = Quarantine.reason(p.reason, job: p.job, stage: p.stage, extra: ["source": "inbox", "name": .string(name)])
-        let moved = try quarantine.moveFile(at: p.photoPath, name: name, reason: why, job: p.job)
-        try journal.markQuarantined(job: p.job, at: moved, now: unixNow())
-        return untaken
-    }
 }

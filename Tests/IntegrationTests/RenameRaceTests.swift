@@ -68,7 +68,10 @@ import Testing
     }
 
     /// 200 photos, each renamed a→b→a within milliseconds of its drop, on a real daemon:
-    /// every one ends as a record or a quarantine entry, and the inbox empties.
+    /// every one ends as a record or a quarantine entry. Measured here: 34–54 of the 200
+    /// first jobs fail "gone"; before the fix some photos were left in the inbox with no
+    /// record. Every photo here is good, so each must be a record: a good photo back by
+    /// the time its job failed was quarantined with "photo file is gone" (10–24 of 200).
     @Test func twoHundredRenameRacesLoseNoPhoto() throws {
         let d = try DaemonHarness(stages: Self.definition)
         try d.start()
@@ -82,16 +85,29 @@ import Testing
             try bytes.write(to: URL(fileURLWithPath: tmp))
             #expect(rename(tmp, a) == 0)
             usleep(UInt32(rng.next() % 3000))
-            #expect(rename(a, b) == 0)
+            // Either may find the file gone: the daemon can have stored it already.
+            rename(a, b)
             usleep(UInt32(rng.next() % 3000))
-            #expect(rename(b, a) == 0)
+            rename(b, a)
             usleep(2000)
         }
-        try d.waitUntil("every photo is a record or in quarantine, and the inbox is empty", timeout: 60) {
-            try inboxFiles(d).isEmpty && hashes.isSubset(of: originals(d).union(quarantinedHashes(d)))
-        }
-        let missing = hashes.subtracting(try originals(d).union(quarantinedHashes(d)))
-        #expect(missing.isEmpty, "\(missing.count) photos with neither a record nor a quarantine entry; inbox: \(inboxFiles(d).prefix(10))")
+        // Done when every photo is a record or in quarantine, and a file still in the inbox
+        // has its record (one renamed away while upload released it stays: see the README).
+        let deadline = Date().addingTimeInterval(30)
+        var missing: Set<String> = [], strays: [String] = []
+        repeat {
+            Thread.sleep(forTimeInterval: 0.2)
+            let kept = try originals(d)
+            missing = hashes.subtracting(kept.union(try quarantinedHashes(d)))
+            strays = inboxFiles(d).filter { f in
+                guard let now = try? SHA256.hexOfFile(atPath: inbox + "/" + f) else { return false }  // stored and removed meanwhile
+                return !kept.contains(now.hex)
+            }
+        } while (!missing.isEmpty || !strays.isEmpty) && Date() < deadline
+        #expect(missing.isEmpty, "\(missing.count) photos with neither a record nor a quarantine entry")
+        #expect(strays.isEmpty, "photos left in the inbox with no record: \(strays.prefix(10))")
+        // Every photo here is good: none belongs in quarantine.
+        #expect(d.quarantined().isEmpty, "good photos quarantined: \(d.quarantined().prefix(10))")
         #expect(d.stop().status == 0)
     }
 }
