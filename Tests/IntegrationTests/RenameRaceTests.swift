@@ -8,12 +8,13 @@ import Testing
 /// the inbox with no record, never taken again. Every photo must end as a record or a
 /// quarantine entry.
 @Suite(.serialized) struct RenameRaceTests {
-    /// The photo stages that read the inbox file, and the index: no renditions, to keep 200 photos fast.
+    /// The photo stages that read the inbox file, and the index (on the harness's database
+    /// and store): no renditions, to keep 200 photos fast.
     static let definition = """
         {"name": "race", "stages": [
           {"use": "validate", "with": {}},
-          {"use": "upload", "with": {"store": "file:store"}},
-          {"use": "index", "with": {"index": "sqlite:photomemo.sqlite"}}],
+          {"use": "upload", "with": {}},
+          {"use": "index", "with": {}}],
          "retry": {"max_attempts": 2, "base_ms": 50, "max_ms": 200}}
         """
 
