@@ -45,7 +45,7 @@ public protocol JobControl: AnyObject, Sendable {
     /// Runs a failed or cancelled job again from where it stopped (`JobControlError` if
     /// its state does not allow it), once `bringBack` has put its photo file in place.
     func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double,
-               bringBack: (_ photoPath: String, _ quarantined: String?) throws -> Void) throws
+               bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws
     func cancel(job id: Int64, now: Double) throws
     func counts() throws -> [JobState: Int]
     /// Outcome counts per stage, and the latencies of the last `window` successful runs.

@@ -71,13 +71,14 @@ extension Journal {
     }
 
     /// Runs a failed or cancelled job again from the stage where it stopped, with fresh
-    /// attempts. `bringBack(photoPath, quarantined)` runs first, in the transaction, for a
-    /// job with a photo file: it puts the photo back where the job reads it (from
-    /// quarantine) or throws, and then the job stays as it was.
+    /// attempts. `bringBack(photoPath, quarantined, needed)` runs first, in the transaction,
+    /// for a job with a photo file: it puts the photo back where the job reads it (from
+    /// quarantine) or throws, and then the job stays as it was. `needed`: the job stopped
+    /// at a photo stage (before `memoStageIndex`); after them the photo is in the store.
     public func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double = unixNow(),
-                      bringBack: (_ photoPath: String, _ quarantined: String?) throws -> Void) throws {
+                      bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
         try write { db in
-            guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine FROM jobs WHERE id = ?", [.int(id)]) else {
+            guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index FROM jobs WHERE id = ?", [.int(id)]) else {
                 throw JobControlError.notFound
             }
             let state = r.string(0)!
@@ -93,7 +94,7 @@ extension Journal {
             } else {
                 if let photoPath = r.string(2) {
                     // Only a path: "(not moved: ...)" says the file stayed where it was.
-                    try bringBack(photoPath, r.string(3).flatMap { $0.hasPrefix("/") ? $0 : nil })
+                    try bringBack(photoPath, r.string(3).flatMap { $0.hasPrefix("/") ? $0 : nil }, Int(r.int(4)!) < memoStageIndex.value)
                 }
                 try db.run("""
                     UPDATE jobs SET state = 'queued', ready_at = ?, error = NULL, finished = NULL, attempts = 0, outages = 0, crashes = 0,

@@ -68,6 +68,32 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A job that failed after upload stored its photo (and removed the inbox file) is
+    /// retried from where it stopped: it needs no file (retry answered NSCocoaErrorDomain
+    /// Code=4 moving back a quarantine entry that was only a reason, and left the job queued).
+    @Test func aJobThatFailedAfterItsPhotoWasStoredIsRetried() throws {
+        let flag = NSTemporaryDirectory() + "pm-retry-flag-\(getpid())"
+        unlink(flag)
+        let d = try DaemonHarness(stages: """
+            {"name": "late", "stages": [
+              {"use": "validate", "with": {}},
+              {"use": "upload", "with": {}},
+              {"use": "exec", "with": {"command": ["/bin/sh", "-c", "cat >/dev/null; test -e \(flag) || exit 65"]}}],
+             "retry": {"max_attempts": 1, "base_ms": 50, "max_ms": 200}}
+            """)
+        try d.start()
+        try d.drop("Nikon_D70.jpg", as: "late.jpg")
+        try d.waitUntil("the job fails at exec") { try d.jobs().first?.state == "failed" }
+        #expect(!FileManager.default.fileExists(atPath: d.home + "/inbox/late.jpg"))
+        FileManager.default.createFile(atPath: flag, contents: nil)
+        defer { unlink(flag) }
+        let id = try #require(try d.jobs().first?.id)
+        #expect(try json(d, ["retry", String(id)])["state"] == "queued")
+        try d.waitUntil("the retried job is done") { try d.jobs("id = \(id)").first?.state == "done" }
+        #expect(d.quarantined().isEmpty)
+        #expect(d.stop().status == 0)
+    }
+
     /// 200 photos, each renamed a→b→a within milliseconds of its drop, on a real daemon:
     /// every one ends as a record or a quarantine entry. Measured here: 34–54 of the 200
     /// first jobs fail "gone"; before the fix some photos were left in the inbox with no

@@ -173,19 +173,24 @@ final class JobHandlers: ControlHandler {
             try AccessPolicy.checkJob(id, owner: owner, by: caller)
             // A retried job is unfinished again: cancelled jobs retried in bulk would pass the cap.
             try MemoIntake.checkRoom(for: caller, in: journal, then: "retry")
-            try journal.retry(job: id, joinTimeoutSeconds: join, now: unixNow()) { photo, quarantined in
-                try Self.bringBack(photo, from: quarantined, job: id)
+            try journal.retry(job: id, joinTimeoutSeconds: join, now: unixNow()) { photo, quarantined, needed in
+                try Self.bringBack(photo, from: quarantined, needed: needed, job: id)
             }
             return ["job": .int(id), "state": .string(try journal.job(id)?.state.rawValue ?? "queued"), "owner": owner.map(JSONValue.string) ?? .null]
         }
     }
 
     /// A retried job reads its photo where it was taken: put back from quarantine if it is
-    /// there. A photo that is in neither place (renamed or removed before its stage ran)
-    /// would only fail again: `photo_gone`, and the job stays failed.
-    static func bringBack(_ photo: String, from quarantined: String?, job id: Int64) throws {
+    /// there. A photo stage (`needed`) would only fail again on a photo that is in neither
+    /// place (renamed or removed before its stage ran): `photo_gone`, and the job stays
+    /// failed. Past the photo stages, the photo is in the store and its file may be gone.
+    static func bringBack(_ photo: String, from quarantined: String?, needed: Bool, job id: Int64) throws {
         if Files.exists(photo) { return }
         guard let q = quarantined, Files.exists(q) else {
+            guard needed else {
+                if let quarantined { unlink(quarantined + ".reason.json") }  // the reason of a file that was not there
+                return
+            }
             throw PhotomemoError(.photoGone, "job \(id)'s photo is gone: it is not at \(photo), nor in quarantine; "
                                  + "drop it into the inbox again (it becomes a job of its own)")
         }
