@@ -68,6 +68,26 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A copy taken as a duplicate of a job that is then cancelled is stored by nobody: the
+    /// next rescan takes it again, and it becomes the record.
+    @Test func aDuplicateOfACancelledJobIsTakenAgain() throws {
+        let d = try DaemonHarness(stages: Self.definition)
+        try d.start()
+        #expect(try DaemonHarness.run(["pause", "validate", "--home", d.home]).0 == 0)
+        try d.drop("Canon_40D.jpg", as: "first.jpg")
+        try d.waitUntil("the first copy is a job") { try d.jobs().count == 1 }
+        try d.drop("Canon_40D.jpg", as: "second.jpg")
+        try d.waitUntil("the second copy is its duplicate") { try d.jobs("duplicate_of IS NOT NULL").count == 1 }
+        let first = try #require(try d.jobs().first?.id)
+        #expect(try json(d, ["cancel", String(first)])["state"] == "cancelled")
+        #expect(try DaemonHarness.run(["resume", "validate", "--home", d.home]).0 == 0)
+        let sha = try SHA256.hexOfFile(atPath: testPhotos.appendingPathComponent("Canon_40D.jpg").path).hex
+        try d.waitUntil("the second copy is the record", timeout: 10) {
+            try originals(d) == [sha] && !inboxFiles(d).contains("second.jpg")
+        }
+        #expect(d.stop().status == 0)
+    }
+
     /// A job that failed after upload stored its photo (and removed the inbox file) is
     /// retried from where it stopped: it needs no file (retry answered NSCocoaErrorDomain
     /// Code=4 moving back a quarantine entry that was only a reason, and left the job queued).
