@@ -25,11 +25,12 @@ public final class FolderWatcher: LoopHandle {
     private let mask: UInt32
 
     /// `modifications`: also report every write (`IN_MODIFY`), for tailing a file that a
-    /// producer keeps open.
+    /// producer keeps open, and every change of mode or owner (`IN_ATTRIB`, as `.modified`):
+    /// a chmod that lets others write a queue file is seen at once, not at the next poll.
     public init(loop: EventLoop, path: String, modifications: Bool = false, _ callback: @escaping ([Event]) -> Void) throws {
         self.path = path
         mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
-            | (modifications ? UInt32(IN_MODIFY) : 0)
+            | (modifications ? UInt32(IN_MODIFY | IN_ATTRIB) : 0)
         fd = try syscall("inotify_init1", blocking: { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) })
         super.init(type: UV_POLL)
         do {
@@ -83,7 +84,7 @@ public final class FolderWatcher: LoopHandle {
                     if mask & UInt32(IN_CLOSE_WRITE) != 0 { events.append(.closedAfterWrite(name)) }
                     if mask & UInt32(IN_MOVED_TO) != 0 { events.append(.movedIn(name)) }
                     if mask & UInt32(IN_CREATE) != 0 { events.append(.created(name)) }
-                    if mask & UInt32(IN_MODIFY) != 0 { events.append(.modified(name)) }
+                    if mask & UInt32(IN_MODIFY | IN_ATTRIB) != 0 { events.append(.modified(name)) }
                 }
             }
         }

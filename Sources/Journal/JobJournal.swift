@@ -43,8 +43,9 @@ public protocol JobControl: AnyObject, Sendable {
     func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String?, maxBytes: Int) throws -> (jobs: [JobSummary], more: Bool)
     func history(_ id: Int64) throws -> [(event: String, at: Double, stage: String?, attempt: Int?, durationMs: Double?, message: String?)]
     /// Runs a failed or cancelled job again from where it stopped (`JobControlError` if
-    /// its state does not allow it); returns the quarantined file to move back, if any.
-    func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double) throws -> (quarantined: String?, photoPath: String?)
+    /// its state does not allow it), once `bringBack` has put its photo file in place.
+    func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double,
+               bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws
     func cancel(job id: Int64, now: Double) throws
     func counts() throws -> [JobState: Int]
     /// Outcome counts per stage, and the latencies of the last `window` successful runs.

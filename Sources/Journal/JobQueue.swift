@@ -22,6 +22,9 @@ public protocol JobQueue: AnyObject, Sendable {
     func moveStages(from old: [String], to new: [String], now: Double) throws -> Int
     func pendingQuarantines() throws -> [PendingQuarantine]
     func markQuarantined(job: Int64, at path: String, now: Double) throws
+    /// A photo job failed: the inbox files taken as its duplicates (and its own, when
+    /// `photoGone`) are taken again; returns their names on this host (`Journal.untake`).
+    func untake(endedJob job: Int64, photoGone: Bool, now: Double) throws -> [String]
     func setting(_ key: String) throws -> String?
     func setSetting(_ key: String, _ value: String?) throws
     /// How long a claim holds a job for this host (nil: no leases, one daemon per store).

@@ -71,10 +71,14 @@ extension Journal {
     }
 
     /// Runs a failed or cancelled job again from the stage where it stopped, with fresh
-    /// attempts. Returns the quarantined file to move back to the photo's path, if any.
-    public func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double = unixNow()) throws -> (quarantined: String?, photoPath: String?) {
+    /// attempts. `bringBack(photoPath, quarantined, needed)` runs first, in the transaction,
+    /// for a job with a photo file: it puts the photo back where the job reads it (from
+    /// quarantine) or throws, and then the job stays as it was. `needed`: the job stopped
+    /// at a photo stage (before `memoStageIndex`); after them the photo is in the store.
+    public func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double = unixNow(),
+                      bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
         try write { db in
-            guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine FROM jobs WHERE id = ?", [.int(id)]) else {
+            guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index FROM jobs WHERE id = ?", [.int(id)]) else {
                 throw JobControlError.notFound
             }
             let state = r.string(0)!
@@ -88,6 +92,10 @@ extension Journal {
                            attempts = 0, outages = 0, crashes = 0, updated = ? WHERE id = ?
                     """, [.double(now + Double(joinTimeoutSeconds)), .double(now), .int(id)])
             } else {
+                if let photoPath = r.string(2) {
+                    // Only a path: "(not moved: ...)" says the file stayed where it was.
+                    try bringBack(photoPath, r.string(3).flatMap { $0.hasPrefix("/") ? $0 : nil }, Int(r.int(4)!) < memoStageIndex.value)
+                }
                 try db.run("""
                     UPDATE jobs SET state = 'queued', ready_at = ?, error = NULL, finished = NULL, attempts = 0, outages = 0, crashes = 0,
                            quarantine = NULL, updated = ? WHERE id = ?
@@ -95,8 +103,6 @@ extension Journal {
             }
             try event(db, job: id, stage: nil, attempt: nil, "retried", message: "by request", at: now)
             try announceWork(db)
-            let q = r.string(3)
-            return (q?.hasPrefix("/") == true ? q : nil, r.string(2))
         }
     }
 
@@ -114,6 +120,8 @@ extension Journal {
                 WHERE id = ?
                 """, [.double(now), .double(now), .int(id)])
             try event(db, job: id, stage: nil, attempt: nil, "cancelled", message: "by request", at: now)
+            // Files taken as its duplicates are stored by nobody now: the next rescan takes them.
+            _ = try untake(db, endedJob: id, photoGone: false, now: now)
         }
     }
 }

@@ -29,6 +29,8 @@ public struct PhotomemoError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let tooManyJobs = Code(rawValue: "too_many_jobs")
         public static let tooManySubscriptions = Code(rawValue: "too_many_subscriptions")
         public static let notRunning = Code(rawValue: "not_running")
+        /// A retried job's photo file is neither where it was taken nor in quarantine.
+        public static let photoGone = Code(rawValue: "photo_gone")
     }
 
     public let code: Code

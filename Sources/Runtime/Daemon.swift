@@ -135,6 +135,7 @@ public final class Daemon {
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
             scheduler.pump()
         }
+        scheduler.onUntaken = { [weak inbox] names in inbox?.retake(names) }
 
         let notify = SystemdNotify()
         // The file is read and its stages built on the work pool; checked and swapped in here.

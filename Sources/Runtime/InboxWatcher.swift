@@ -110,6 +110,13 @@ final class InboxWatcher {
         }
     }
 
+    /// Files the journal no longer counts as taken (their job stored nothing): looked at
+    /// now, as if just moved in, rather than at the next periodic rescan.
+    func retake(_ names: [String]) {
+        for n in names { enqueue(n, complete: true) }
+        flush()
+    }
+
     private func rearm() {
         guard let watcher, (try? watcher.rearm()) != nil else { return }
         rearmTimer.stop()

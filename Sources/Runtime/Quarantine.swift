@@ -16,7 +16,9 @@ struct Quarantine: Sendable {
     /// `name` is another entry's when the file is still to move, or when it is gone (a
     /// photo deleted before its stage ran) and `name`'s reason names another job: that
     /// reason must not be overwritten by this job's.
-    func moveFile(at path: String, name: String, reason: JSONValue, job: Int64?) throws -> String {
+    /// `gone`: the file was not there when its job failed: only the reason is written (a
+    /// file back under that name since is a new arrival, taken again, not this job's).
+    func moveFile(at path: String, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
         var target = folder + "/" + name
         let reasonFor = { (t: String) in t + ".reason.json" }
         let reasonJob = { (t: String) in (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reasonFor(t)))))?["job"]?.intValue }
@@ -24,7 +26,7 @@ struct Quarantine: Sendable {
             target = folder + "/" + name + (job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))")
         }
         try DurableFile.write(reason.jsonData, to: reasonFor(target))
-        if Files.exists(path) {
+        if !gone && Files.exists(path) {
             try syscall("rename \(path)", blocking: { rename(path, target) })
             try DurableFile.fsyncFolder(folder)
             try DurableFile.fsyncFolder((path as NSString).deletingLastPathComponent)

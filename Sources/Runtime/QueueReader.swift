@@ -19,6 +19,10 @@ import PhotomemoCore
 /// - Lines belong to the file's owner (fstat). An `"owner"` in a line counts only in a
 ///   file owned by an admin. Like sshd's StrictModes, a file that anyone but its owner may
 ///   write (group/other write bits, a second hard link) or that is a symlink is not read.
+///   The held descriptor is fstat'd before every read turn and after every chunk read, so
+///   a chmod on the open file stops reading too. Bytes appended while it was unsafe could
+///   be anyone's: once it is safe again, the lines that start in them are quarantined, not
+///   read as its owner's (so no `"owner"` in them is honoured); reading goes on after them.
 /// - A bad line is written to quarantine, whole, with its line number, offset and reason,
 ///   and reading goes on.
 final class QueueReader: @unchecked Sendable {
@@ -57,6 +61,12 @@ final class QueueReader: @unchecked Sendable {
     /// Its owner reached `MemoIntake.maxUnfinishedPerUser` since the file was last read to
     /// its end (said once in the log, not at every read).
     private var holding = false
+    /// The inode of the held file while it is refused (StrictModes): when it is safe again,
+    /// what was appended meanwhile is not trusted.
+    private var unsafeInode: UInt64?
+    /// Lines of that file (inode, generation) starting before `until` were appended while
+    /// others could write it: quarantined, not read.
+    private var untrusted: (inode: UInt64, generation: Int64, until: Int64)?
 
     struct Report: Sendable {
         var lines = 0
@@ -126,6 +136,9 @@ final class QueueReader: @unchecked Sendable {
                 queueOwner = old.st_uid
                 queueOwnerName = UnixUser.nameOrNumber(old.st_uid)
                 report.owner = old.st_uid
+                // Once open to all, a writer may still hold it: replacing the file is how its
+                // owner shuts them out, so nothing of the old file's rest is trusted.
+                if untrusted?.inode == h.inode || unsafeInode == h.inode { untrusted = (h.inode, pos.generation, .max) }
                 let room = try roomOrHold(&report)
                 if room > 0 { try drain(h.fd, &pos, &report, maxLines: min(Self.linesPerRead, room)) }
                 if room <= 0 || report.more {
@@ -147,6 +160,7 @@ final class QueueReader: @unchecked Sendable {
         report.owner = st.st_uid
         if let refused = Self.refusal(st, path: path) {
             report.refused = refused
+            unsafeInode = ino
             report.unreadBytes = max(0, Int64(st.st_size) - (pos.inode == ino ? pos.offset : 0))
             return report
         }
@@ -154,10 +168,19 @@ final class QueueReader: @unchecked Sendable {
             pos = pos == .start ? QueuePosition(inode: ino, offset: 0, line: 0) : pos.restarted(inode: ino)
         } else if Int64(st.st_size) < pos.offset {
             report.notes.append("\(name) truncated to \(st.st_size) bytes (was read to \(pos.offset)): reading from the start")
-            pos = pos.restarted(inode: ino)
+            pos = try startOver(ino, from: pos)
         } else if let tail = pos.tail, try fingerprint(held!.fd, before: pos.offset) != tail {
             report.notes.append("\(name) was rewritten before byte \(pos.offset): reading from the start")
-            pos = pos.restarted(inode: ino)
+            pos = try startOver(ino, from: pos)
+        }
+        if unsafeInode == ino {
+            // Safe again: what others could have appended meanwhile is not its owner's.
+            unsafeInode = nil
+            untrusted = (ino, pos.generation, Int64(st.st_size))
+            if Int64(st.st_size) > pos.offset {
+                report.notes.append("\(name) is safe again (mode \(String(st.st_mode & 0o7777, radix: 8))); the \(Int64(st.st_size) - pos.offset) bytes "
+                                    + "appended while others could write it are not trusted: their lines go to quarantine")
+            }
         }
         let room = try roomOrHold(&report)
         if room > 0 {
@@ -167,6 +190,14 @@ final class QueueReader: @unchecked Sendable {
         fstat(held!.fd, &st)
         report.unreadBytes = max(0, Int64(st.st_size) - pos.offset)
         return report
+    }
+
+    /// A new generation from byte 0, committed at once: a file truncated to nothing has no
+    /// line to commit it with, and was found truncated (and said so) at every poll.
+    private func startOver(_ ino: UInt64, from pos: QueuePosition) throws -> QueuePosition {
+        let next = pos.restarted(inode: ino)
+        _ = try journal.commitMemos([], position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value, now: unixNow())
+        return next
     }
 
     /// How many more jobs the file's owner may have. A user's lines wait unread while they
@@ -202,6 +233,14 @@ final class QueueReader: @unchecked Sendable {
                 try syscall("pread \(path)", blocking: { pread(fd, raw.baseAddress, raw.count, off_t(chunkAt)) })
             }
             if n == 0 { return }
+            // Made unsafe (a chmod) since the turn began: these bytes may be anyone's.
+            var now = stat()
+            fstat(fd, &now)
+            if let refused = Self.refusal(now, path: path) {
+                report.refused = refused
+                unsafeInode = UInt64(now.st_ino)
+                return
+            }
             var memos: [QueuedMemo] = []
             var next = pos
             var start = 0
@@ -284,6 +323,11 @@ final class QueueReader: @unchecked Sendable {
         var bytes = raw
         if bytes.last == 0x0D { bytes = bytes.dropLast() }
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
+        if let u = untrusted, u.inode == pos.inode, u.generation == pos.generation, pos.offset < u.until {
+            try quarantineLine(bytes, at: pos, reason: "appended while \(name) was writable by others than its owner, so it could be "
+                               + "anyone's; not read as theirs: append it again if it is yours", &report)
+            return
+        }
         var memo: MemoJob
         let photo: QueuedMemo.Photo
         do {

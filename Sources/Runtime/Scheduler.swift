@@ -68,6 +68,8 @@ final class Scheduler {
     /// A job that crashed the daemon once runs alone (nothing else starts meanwhile), so
     /// a second crash names it and no bystander.
     private var crashSuspectRunning: Int64?
+    /// Inbox names whose files are to be taken again (`quarantinePhoto`): set to the inbox's.
+    var onUntaken: ([String]) -> Void = { _ in }
     /// Stages that read only the photo, never the memo (DESIGN.md's "photo stages").
     static let photoStages: Set<String> = ["validate", "compress", "upload"]
 
@@ -148,16 +150,17 @@ final class Scheduler {
     /// Moves photos of failed jobs left unquarantined by a crash, then starts pumping.
     func start() {
         let journal = self.journal, quarantine = self.quarantine
-        loop.submit({ () -> [String] in
-            var errors: [String] = []
+        loop.submit({ () -> ([String], [String]) in
+            var errors: [String] = [], untaken: [String] = []
             for p in (try? journal.pendingQuarantines()) ?? [] {
-                do { try Self.quarantinePhoto(p, journal: journal, quarantine: quarantine) } catch {
+                do { untaken += try Self.quarantinePhoto(p, journal: journal, quarantine: quarantine) } catch {
                     errors.append("job \(p.job): cannot quarantine \(p.photoPath): \(error)")
                 }
             }
-            return errors
-        }) { [unowned self] errors in
+            return (errors, untaken)
+        }) { [unowned self] errors, untaken in
             for e in errors { Log.error(e) }
+            if !untaken.isEmpty { self.onUntaken(untaken) }
             self.pump()
         }
     }
@@ -372,24 +375,25 @@ final class Scheduler {
         let old = def.stages.map(\.name), now = definition.stages.map(\.name)
         let steps = JobStateMachine.steps(Array(zip(jobs, outcomes)), stageCount: stageCount, retry: retry)
             .map { ($0.job, $0.step.moved(from: old, to: now)) }
-        loop.submit({ () -> Result<([Transition], [String]), Error> in
+        loop.submit({ () -> Result<([Transition], [String], [String]), Error> in
             Failpoint.hit("stage.before_journal")
             return Result {
                 let transitions = try journal.recordSteps(steps, stageName: entry.name, durationMs: ms, now: unixNow())
                 // Recorded: a photo that fails to move now is moved at the next start.
-                var errors: [String] = []
+                var errors: [String] = [], untaken: [String] = []
                 for (job, t) in zip(jobs, transitions) {
                     guard let photo = t.quarantinePhoto, case .failed(let reason) = t.kind else { continue }
                     do {
-                        try Self.quarantinePhoto(PendingQuarantine(job: job.context.id, photoPath: photo, stage: entry.name, reason: reason),
+                        untaken += try Self.quarantinePhoto(PendingQuarantine(job: job.context.id, photoPath: photo, stage: entry.name, reason: reason),
                                                  taken: job.context.photoSHA256, journal: journal, quarantine: quarantine)
                     } catch { errors.append("job \(job.context.id): cannot quarantine \(photo): \(error)") }
                 }
-                return (transitions, errors)
+                return (transitions, errors, untaken)
             }
         }) { [unowned self] result in
             switch result {
-            case .success(let (transitions, errors)):
+            case .success(let (transitions, errors, untaken)):
+                if !untaken.isEmpty { self.onUntaken(untaken) }
                 if failures > 0 { self.unwritten[entry.name, default: 1] -= 1 }
                 if self.dependencies["journal"] == false {
                     self.dependencies["journal"] = true
@@ -504,25 +508,5 @@ final class Scheduler {
         case .unavailable(let d, let r): "\(d): \(r)"
         case .continue: ""
         }
-    }
-
-    /// `taken`: the SHA-256 intake took the photo with, when known. A file with other
-    /// bytes under that name now was renamed over it after intake — another drop, with a
-    /// job of its own or taken at the next scan — so it stays in the inbox and only this
-    /// job fails; moving it would fail that drop too ("gone") and lose it.
-    static func quarantinePhoto(_ p: PendingQuarantine, taken: String? = nil, journal: any JobQueue, quarantine: Quarantine) throws {
-        let name = (p.photoPath as NSString).lastPathComponent
-        guard p.photoPath.hasPrefix(quarantine.inbox + "/") else {
-            try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) is outside the inbox)", now: unixNow())
-            return
-        }
-        if let taken, let now = try? SHA256.hexOfRegularFile(atPath: p.photoPath), now.hex != taken {
-            try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) was replaced after this job took it; the new file is another drop)",
-                                        now: unixNow())
-            return
-        }
-        let why = Quarantine.reason(p.reason, job: p.job, stage: p.stage, extra: ["source": "inbox", "name": .string(name)])
-        let moved = try quarantine.moveFile(at: p.photoPath, name: name, reason: why, job: p.job)
-        try journal.markQuarantined(job: p.job, at: moved, now: unixNow())
     }
 }

@@ -117,6 +117,8 @@ import Testing
         unlink(d.home + "/inbox/bad.jpg")
         #expect(try DaemonHarness.run(["resume", "validate", "--home", d.home]).0 == 0)
         try d.waitIdle(jobs: 2)
+        // The reason is written after the failure is committed.
+        try d.waitUntil("the second job's reason is written") { FileManager.default.fileExists(atPath: d.home + "/quarantine/bad.jpg~job2.reason.json") }
         let first = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: d.home + "/quarantine/bad.jpg.reason.json")))
         #expect(first["job"]?.intValue == 1 && first["reason"]?.stringValue?.contains("damaged") == true, "\(first)")
         let second = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: d.home + "/quarantine/bad.jpg~job2.reason.json")))

@@ -68,7 +68,8 @@ import Testing
 
     /// A queue file that is refused (writable by others) is not backlog — it will not be
     /// read as it is — so `queue_unread_bytes` does not count it and the daemon can be idle;
-    /// `queue_files` still shows its unread bytes and why. Fixed, it is read.
+    /// `queue_files` still shows its unread bytes and why. Fixed, what was written while
+    /// others could write it goes to quarantine (it could be anyone's), and what follows is read.
     @Test func aRefusedQueueFileIsNotCountedAsUnreadBacklog() throws {
         let d = try DaemonHarness()
         try d.start()
@@ -85,6 +86,9 @@ import Testing
         #expect(status["backlog"]?["queue_unread_bytes"] == 0)
         #expect(try DaemonHarness.run(["metrics", "--home", d.home]).1.contains("photomemo_backlog_queue_unread_bytes 0"))
         chmod(d.home + "/queue.jsonl", 0o644)
+        try d.waitUntil("the open file's line is quarantined") { d.quarantined().count == 1 }
+        try d.waitUntil("status shows the file read again") { try json(d, ["status"])["queue_files"]?.arrayValue?.first?["error"] == .null }
+        try d.append(#"{"memo":"once it is safe"}"# + "\n")
         try d.waitIdle(jobs: 1)
         #expect(try json(d, ["status"])["backlog"]?["queue_unread_bytes"] == 0)
         #expect(d.stop().status == 0)

@@ -207,8 +207,14 @@ struct WhoMayDoWhatTests {
         }
         #expect(try d.jobs().isEmpty)
         #expect(try DaemonHarness.run(as: bob, ["/bin/chmod", "644", file]).0 == 0)
+        // What was appended while anyone could write it is not read as bob's: quarantined.
+        try d.waitUntil("the open file's line is quarantined") { d.quarantined().count == 1 }
+        try d.waitUntil("status shows the file read again") {
+            (try json(d, ["status"])["queue_files"]?.arrayValue ?? []).contains { $0["name"] == "queue.d/open.jsonl" && $0["error"] == .null }
+        }
+        try appendLine(bob, #"{"memo":"once it is his alone"}"#, to: file, umask: "022")
         try d.waitIdle(jobs: 1)
-        #expect(try d.jobs().first?.memo.contains("from an open file") == true)
+        #expect(try d.jobs().first?.memo.contains("once it is his alone") == true)
         #expect(d.stop().status == 0)
     }
 

@@ -43,6 +43,9 @@ final class FaultyDiskQueue: JobQueue, @unchecked Sendable {  // `written` is lo
     func moveStages(from old: [String], to new: [String], now: Double) throws -> Int { try journal.moveStages(from: old, to: new, now: now) }
     func pendingQuarantines() throws -> [PendingQuarantine] { try journal.pendingQuarantines() }
     func markQuarantined(job: Int64, at path: String, now: Double) throws { try journal.markQuarantined(job: job, at: path, now: now) }
+    func untake(endedJob job: Int64, photoGone: Bool, now: Double) throws -> [String] {
+        try journal.untake(endedJob: job, photoGone: photoGone, now: now)
+    }
     func setting(_ key: String) throws -> String? { try journal.setting(key) }
     func setSetting(_ key: String, _ value: String?) throws { try journal.setSetting(key, value) }
     var leaseSeconds: Double? { journal.leaseSeconds }

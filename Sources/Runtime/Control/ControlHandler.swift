@@ -1,5 +1,6 @@
 import ControlProtocol
 import EventLoop
+import Foundation
 import Journal
 import PhotomemoCore
 
@@ -34,8 +35,28 @@ extension EventLoop {
             } catch JobControlError.conflict(let m) {
                 return .failure(PhotomemoError(.conflict, m))
             } catch {
-                return .failure(PhotomemoError(.internalError, "\(error)"))
+                return .failure(PhotomemoError.forClient(error))
             }
         }, then: reply)
+    }
+}
+
+extension PhotomemoError {
+    /// An error no handler named, as a client is told it: `internal`, in words. Foundation's
+    /// own text (`Error Domain=NSCocoaErrorDomain Code=4 "..." UserInfo={...}`) is not for
+    /// users: a file error says which file and what went wrong, as strerror would.
+    static func forClient(_ error: any Error) -> PhotomemoError {
+        guard let e = error as? CocoaError else { return PhotomemoError(.internalError, "\(error)") }
+        let what: String
+        if let posix = e.userInfo[NSUnderlyingErrorKey] as? POSIXError {
+            what = String(cString: strerror(posix.code.rawValue))
+        } else if [.fileNoSuchFile, .fileReadNoSuchFile].contains(e.code) {
+            what = "No such file or directory"
+        } else if [.fileReadNoPermission, .fileWriteNoPermission].contains(e.code) {
+            what = "Permission denied"
+        } else {
+            what = "the file operation failed"
+        }
+        return PhotomemoError(.io, (e.filePath.map { "\($0): " } ?? "") + what)
     }
 }

@@ -180,14 +180,33 @@ final class JobHandlers: ControlHandler {
             try AccessPolicy.checkJob(id, owner: owner, by: caller)
             // A retried job is unfinished again: cancelled jobs retried in bulk would pass the cap.
             try MemoIntake.checkRoom(for: caller, in: journal, then: "retry")
-            let (quarantined, photoPath) = try journal.retry(job: id, joinTimeoutSeconds: join, now: unixNow())
-            // A quarantined photo goes back where the job expects it.
-            if let q = quarantined, let photo = photoPath, !FileManager.default.fileExists(atPath: photo) {
-                try FileManager.default.moveItem(atPath: q, toPath: photo)
-                try? FileManager.default.removeItem(atPath: q + ".reason.json")
+            try journal.retry(job: id, joinTimeoutSeconds: join, now: unixNow()) { photo, quarantined, needed in
+                try Self.bringBack(photo, from: quarantined, needed: needed, job: id)
             }
             return ["job": .int(id), "state": .string(try journal.job(id)?.state.rawValue ?? "queued"), "owner": owner.map(JSONValue.string) ?? .null]
         }
+    }
+
+    /// A retried job reads its photo where it was taken: put back from quarantine if it is
+    /// there. A photo stage (`needed`) would only fail again on a photo that is in neither
+    /// place (renamed or removed before its stage ran): `photo_gone`, and the job stays
+    /// failed. Past the photo stages, the photo is in the store and its file may be gone.
+    static func bringBack(_ photo: String, from quarantined: String?, needed: Bool, job id: Int64) throws {
+        if Files.exists(photo) { return }
+        guard let q = quarantined, Files.exists(q) else {
+            guard needed else {
+                if let quarantined { unlink(quarantined + ".reason.json") }  // the reason of a file that was not there
+                return
+            }
+            throw PhotomemoError(.photoGone, "job \(id)'s photo is gone: it is not at \(photo), nor in quarantine; "
+                                 + "drop it into the inbox again (it becomes a job of its own)")
+        }
+        do {
+            try syscall("rename \(q) to \(photo)", blocking: { rename(q, photo) })
+        } catch {
+            throw PhotomemoError(.io, "cannot move job \(id)'s photo back from quarantine: \(error)")
+        }
+        unlink(q + ".reason.json")
     }
 
     func cancel(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {

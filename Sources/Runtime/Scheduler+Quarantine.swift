@@ -1,0 +1,51 @@
+import Foundation
+import Journal
+import PhotomemoCore
+
+extension Scheduler {
+    /// Moves a failed job's inbox photo into quarantine with its reason, and says which
+    /// inbox names are to be taken again (`JobQueue.untake`): the job stored nothing, so
+    /// files taken as its duplicates are, and so is its own file when it was not there
+    /// (renamed away: a→b→a) or is back with the bytes it was taken with.
+    ///
+    /// `taken`: the SHA-256 intake took the photo with, when known. A file with other
+    /// bytes under that name now was renamed over it after intake — another drop, with a
+    /// job of its own or taken at the next scan — so it stays in the inbox and only this
+    /// job fails; moving it would fail that drop too ("gone") and lose it.
+    @discardableResult
+    static func quarantinePhoto(_ p: PendingQuarantine, taken: String? = nil, journal: any JobQueue, quarantine: Quarantine) throws -> [String] {
+        let name = (p.photoPath as NSString).lastPathComponent
+        guard p.photoPath.hasPrefix(quarantine.inbox + "/") else {
+            try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) is outside the inbox)", now: unixNow())
+            return []
+        }
+        let present = Files.exists(p.photoPath)
+        let now = present ? (try? SHA256.hexOfRegularFile(atPath: p.photoPath))?.hex : nil
+        // Its stage found no file, and the very bytes are back: a good photo, not one to
+        // quarantine under a reason no longer true.
+        let cameBack = now != nil && now == taken && failedAsGone(p.reason)
+        // Before the move: a crash after it leaves this to the next start's pending quarantine.
+        let untaken = try journal.untake(endedJob: p.job, photoGone: !present || cameBack, now: unixNow())
+        if let taken, let now, now != taken {
+            try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) was replaced after this job took it; the new file is another drop)",
+                                        now: unixNow())
+            return untaken
+        }
+        if cameBack {
+            try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) was back after its stage found it gone; it is taken again)",
+                                        now: unixNow())
+            return untaken
+        }
+        let why = Quarantine.reason(p.reason, job: p.job, stage: p.stage, extra: ["source": "inbox", "name": .string(name)])
+        let moved = try quarantine.moveFile(at: p.photoPath, name: name, reason: why, job: p.job, gone: !present)
+        try journal.markQuarantined(job: p.job, at: moved, now: unixNow())
+        return untaken
+    }
+
+    /// The reasons a photo stage gives when the file is not there: validate and compress
+    /// (`PhotoBytes`: "photo file is gone: PATH"), upload ("original PATH is gone and not in
+    /// STORE"). `RenameRaceTests` fails if they change without this.
+    static func failedAsGone(_ reason: String) -> Bool {
+        reason.hasPrefix("photo file is gone") || (reason.hasPrefix("original ") && reason.contains(" is gone and not in "))
+    }
+}
