@@ -35,6 +35,10 @@ final class InboxScanner: @unchecked Sendable {
         var skipped: [String: SkippedEntry] = [:]
         /// Entries looked at that are not (or no longer) left alone.
         var notSkipped: [String] = []
+        /// Users at their cap of unfinished jobs, whose files wait (counted in `untaken`).
+        var atCap: Set<String> = []
+        /// How many more jobs each user may have, as this look found it (`MemoIntake.room`).
+        fileprivate var room: [UInt32: Int] = [:]
         var errors: [String] = []
     }
 
@@ -186,6 +190,17 @@ final class InboxScanner: @unchecked Sendable {
             if access(path, R_OK) != 0 && errno == EACCES {
                 return reject(name, identity, owner, "the daemon (uid \(getuid())) may not read it; make it readable (chmod a+r) and drop it again", &report)
             }
+            // A user's drops count toward their unfinished jobs like their queue lines: at the
+            // cap their files wait, unread, and are taken as their jobs finish (a flood of
+            // drops is never more than the cap ahead of anyone else's photo).
+            let room = try report.room[st.st_uid] ?? MemoIntake.room(for: owner, uid: st.st_uid, in: journal)
+            guard room > 0 else {
+                report.room[st.st_uid] = room
+                report.atCap.insert(owner)
+                report.untaken += 1
+                return nil
+            }
+            report.room[st.st_uid] = room - 1
             // The very file lstat saw: a FIFO or a link renamed over it meanwhile is not read.
             let sha: String
             do {

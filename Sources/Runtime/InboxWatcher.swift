@@ -77,6 +77,8 @@ final class InboxWatcher {
     /// found them: `status` counts them (`backlog.inbox_skipped`, not part of the backlog:
     /// they never become jobs), `photomemo inbox` lists them.
     private(set) var skipped: [String: InboxScanner.SkippedEntry] = [:]
+    /// Users whose inbox files wait because they are at their cap of unfinished jobs.
+    private var atCap: Set<String> = []
 
     private func handle(_ events: [FolderWatcher.Event]) {
         for e in events {
@@ -156,6 +158,7 @@ final class InboxWatcher {
             self.skipped = report.skipped  // a whole walk: what is gone is gone
             self.unsettled = report.unsettled + report.untaken
             self.log(report)
+            self.atCap = report.atCap  // a whole walk: who is still at the cap
             if report.untaken > 0 {
                 self.retryUntaken()
                 return
@@ -191,6 +194,11 @@ final class InboxWatcher {
         for r in report.rejected { Log.warning("quarantined inbox entry \(r)") }
         for n in report.removedDuplicates { Log.info("removed \(n) from the inbox: a copy of a finished job's photo") }
         for e in report.errors { Log.error("inbox: \(e)") }
+        // Said once as a user reaches the cap, not at every look while they stay there.
+        for owner in report.atCap.subtracting(atCap).sorted() {
+            Log.notice("inbox: \(owner) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; their inbox files are taken as those finish")
+        }
+        atCap.formUnion(report.atCap)
         if report.outcomes.contains(where: { $0.outcome != .alreadyTaken }) { onJobs() }
     }
 }

@@ -134,3 +134,30 @@ import Testing
         #expect(try t.reason("near.jpg")["reason"]?.stringValue?.hasPrefix("a symlink is not taken") == true)
     }
 }
+
+extension InboxScannerTests {
+    /// A user's drops count toward their 1,000 unfinished jobs like queue lines: at the cap
+    /// their files wait in the inbox, unread, and are taken as jobs finish; an admin's are not held.
+    @Test func aUsersDropsWaitAtTheirCapOfUnfinishedJobs() throws {
+        let t = try TestHome()
+        let user = UnixUser.nameOrNumber(65534)
+        let flood = (0..<MemoIntake.maxUnfinishedPerUser).map {
+            TakenPhoto(name: "f\($0).jpg", path: t.home.inbox + "/f\($0).jpg", identity: "i\($0)", sha256: SHA256.hex(Data("f\($0)".utf8)), owner: user)
+        }
+        _ = try t.journal.commitPhotos(flood)
+        for name in ["u1.jpg", "u2.jpg", "u3.jpg"] {
+            try write(t, name, name)
+            #expect(chown(t.home.inbox + "/" + name, 65534, 65534) == 0)
+        }
+        try write(t, "admin.jpg", "admin")
+        var report = t.scanner(settle: 0).rescan()
+        #expect(report.outcomes.map(\.name) == ["admin.jpg"])
+        #expect(report.atCap == [user] && report.untaken == 3)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: t.home.inbox).count == 4)  // nothing moved
+        // Two of the user's jobs end: two files are taken, the third still waits.
+        let ids = try t.journal.jobs(limit: 10_000).filter { $0.state == .queued }.map(\.id).prefix(2)
+        for id in ids { try t.journal.cancel(job: id) }
+        report = t.scanner(settle: 0).rescan()
+        #expect(report.outcomes.count == 2 && report.untaken == 1, "\(report.outcomes.map(\.name))")
+    }
+}
