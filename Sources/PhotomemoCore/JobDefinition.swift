@@ -20,8 +20,9 @@ public struct JobDefinition: Sendable {
     /// (DESIGN.md, "Scaling past one machine"): opened once by the runtime.
     public let database: String
     public let store: String
+    public let inbox: InboxOptions
 
-    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store"]
+    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox"]
     static let stageKeys = ["use", "with", "concurrency"]
     static let retryKeys = ["max_attempts", "base_ms", "max_ms"]
 
@@ -127,7 +128,7 @@ public struct JobDefinition: Sendable {
             join = Int(n)
         }
         return JobDefinition(name: name, stages: entries, retry: retry, joinTimeoutSeconds: join, source: source,
-                             database: database, store: store)
+                             database: database, store: store, inbox: try InboxOptions.parse(o["inbox"], place: source))
     }
 
     static func checkKeys(_ o: [String: JSONValue], allowed: [String], place: String) throws {

@@ -131,7 +131,8 @@ public final class Daemon {
             try QueueTailer(loop: loop, lane: lane, folder: folder, events: events, pollSeconds: options.queuePollSeconds) { scheduler.pump() }
         }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
-                                   settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes)
+                                   settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes,
+                                   staleTempSeconds: LockedValue(definition.inbox.staleTempSeconds))
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
             scheduler.pump()
         }
@@ -150,6 +151,7 @@ public final class Daemon {
                 }
                 intake.joinTimeoutSeconds.value = next.joinTimeoutSeconds
                 intake.maxPhotoBytes.value = next.maxPhotoBytes
+                scanner.staleTempSeconds.value = next.inbox.staleTempSeconds
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)
@@ -183,7 +185,7 @@ public final class Daemon {
         let router = ControlRouter([
             jobs,
             StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
-                backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped },
+                backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity)),
             RecordHandlers(loop: loop, records: records, assets: assets, journal: journal, events: events, wakeup: wakeup.sender,

@@ -18,6 +18,8 @@ final class InboxScanner: @unchecked Sendable {
     let settleSeconds: Double
     /// A bigger file is quarantined unread (`MemoIntake.maxPhotoBytes`, set on reload).
     let maxPhotoBytes: LockedValue<Int64?>
+    /// A file under an ignored name untouched this long is reported (`InboxOptions`, set on reload).
+    let staleTempSeconds: LockedValue<Double>
 
     static let batchSize = 64
 
@@ -35,6 +37,8 @@ final class InboxScanner: @unchecked Sendable {
         var skipped: [String: SkippedEntry] = [:]
         /// Entries looked at that are not (or no longer) left alone.
         var notSkipped: [String] = []
+        /// Regular files under ignored names untouched for `staleTempSeconds` (a rescan's).
+        var stale: [String: StaleEntry] = [:]
         /// Users at their cap of unfinished jobs, whose files wait (counted in `untaken`).
         var atCap: Set<String> = []
         /// How many more jobs each user may have, as this look found it (`MemoIntake.room`).
@@ -43,8 +47,9 @@ final class InboxScanner: @unchecked Sendable {
     }
 
     init(inbox: String, journal: any JobIntake, quarantine: Quarantine, settleSeconds: Double,
-         maxPhotoBytes: LockedValue<Int64?> = LockedValue(nil)) {
+         maxPhotoBytes: LockedValue<Int64?> = LockedValue(nil), staleTempSeconds: LockedValue<Double> = LockedValue(InboxOptions().staleTempSeconds)) {
         self.maxPhotoBytes = maxPhotoBytes
+        self.staleTempSeconds = staleTempSeconds
         self.inbox = inbox
         self.journal = journal
         self.quarantine = quarantine
@@ -60,6 +65,15 @@ final class InboxScanner: @unchecked Sendable {
     struct SkippedEntry: Sendable, Equatable {
         let reason: String
         let owner: String
+    }
+
+    /// A file under a name the inbox never takes (a transfer tool's temporary name, a dot
+    /// file), untouched for `staleTempSeconds`: a transfer that died, or bytes parked where
+    /// nothing takes them. Reported, never removed (it may still be a tool's).
+    struct StaleEntry: Sendable, Equatable {
+        let owner: String
+        let bytes: Int64
+        let idleSeconds: Double
     }
 
     /// Why an entry is left alone, or nil for a photo candidate: a folder; or a name
@@ -106,7 +120,11 @@ final class InboxScanner: @unchecked Sendable {
                 rejectBadName(bytes, &report)
                 continue
             }
-            if name == "." || name == ".." || PhotoPolicy.isIgnoredInboxName(name) { continue }
+            if name == "." || name == ".." { continue }
+            if PhotoPolicy.isIgnoredInboxName(name) {
+                noteIfStale(name, &report)
+                continue
+            }
             if let p = examine(name, requireSettled: true, &report) { batch.append(p) }
             if batch.count >= Self.batchSize {
                 commit(batch, &report)
@@ -116,6 +134,13 @@ final class InboxScanner: @unchecked Sendable {
         commit(batch, &report)
         removeFinishedDuplicates(&report)
         return report
+    }
+
+    private func noteIfStale(_ name: String, _ report: inout Report) {
+        guard let st = try? Files.lstatEntry(inbox + "/" + name), st.st_mode & S_IFMT == S_IFREG else { return }
+        let idle = unixNow() - (Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
+        guard idle >= staleTempSeconds.value else { return }
+        report.stale[name] = StaleEntry(owner: UnixUser.nameOrNumber(st.st_uid), bytes: Int64(st.st_size), idleSeconds: idle)
     }
 
     /// Same bytes as a job that has finished: the job ended `done` with `duplicate_of`

@@ -77,6 +77,9 @@ final class InboxWatcher {
     /// found them: `status` counts them (`backlog.inbox_skipped`, not part of the backlog:
     /// they never become jobs), `photomemo inbox` lists them.
     private(set) var skipped: [String: InboxScanner.SkippedEntry] = [:]
+    /// Files under ignored names untouched for the definition's `inbox.stale_temp`, as the
+    /// last rescan found them.
+    private(set) var stale: [String: InboxScanner.StaleEntry] = [:]
     /// Users whose inbox files wait because they are at their cap of unfinished jobs.
     private var atCap: Set<String> = []
 
@@ -156,6 +159,7 @@ final class InboxWatcher {
         lane.enqueue({ scanner.rescan() }) { [unowned self] report in
             self.rescanQueued = false
             self.skipped = report.skipped  // a whole walk: what is gone is gone
+            self.stale = report.stale
             self.unsettled = report.unsettled + report.untaken
             self.log(report)
             self.atCap = report.atCap  // a whole walk: who is still at the cap

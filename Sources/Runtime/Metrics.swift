@@ -33,6 +33,8 @@ enum Metrics {
         sample("photomemo_backlog_inbox_files", [], Double(snapshot.backlog.inboxFiles))
         family("photomemo_inbox_skipped", "gauge", "Inbox entries left alone: folders and files that are not photos.")
         sample("photomemo_inbox_skipped", [], Double(snapshot.inboxSkipped))
+        family("photomemo_inbox_stale_bytes", "gauge", "Bytes of inbox files under ignored names untouched for inbox.stale_temp.")
+        sample("photomemo_inbox_stale_bytes", [], Double(snapshot.inboxStale.bytes))
         family("photomemo_backlog_queue_unread_bytes", "gauge", "Bytes of queue files not yet read (not a refused file's).")
         sample("photomemo_backlog_queue_unread_bytes", [], Double(snapshot.backlog.queueUnreadBytes))
 

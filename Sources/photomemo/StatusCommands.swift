@@ -103,13 +103,21 @@ let metricsCommand = clientCommand("metrics", "",
 }
 
 let inboxCommand = clientCommand("inbox", "[--json]",
-    "Lists the inbox entries left alone, with why: folders, and files that are not photos (a video, a sidecar, Thumbs.db). A user sees their own files; admins see every file, with its owner.") { c, args in
+    "Lists the inbox entries left alone, with why: folders, and files that are not photos (a video, a sidecar, Thumbs.db); then files under names the inbox ignores (a transfer tool's temporary name) untouched for the definition's inbox.stale_temp (default 24h). A user sees their own files; admins see every file, with its owner.") { c, args in
     let r = try c.request(.inbox)
     if args.has("json") { Output.json(r); return 0 }
-    let entries = r["skipped"]?.arrayValue ?? []
-    guard !entries.isEmpty else { Output.write("nothing in the inbox is left alone\n"); return 0 }
-    Output.table(["name", "owner", "left alone because"], entries.map {
-        [Output.text($0["name"]?.stringValue ?? "?"), $0["owner"]?.stringValue ?? "?", $0["reason"]?.stringValue ?? ""]
+    let entries = r["skipped"]?.arrayValue ?? [], stale = r["stale"]?.arrayValue ?? []
+    if entries.isEmpty { Output.write("nothing in the inbox is left alone\n") }
+    else {
+        Output.table(["name", "owner", "left alone because"], entries.map {
+            [Output.text($0["name"]?.stringValue ?? "?"), $0["owner"]?.stringValue ?? "?", $0["reason"]?.stringValue ?? ""]
+        })
+    }
+    guard !stale.isEmpty else { return 0 }
+    Output.write("\nfiles under names the inbox ignores, untouched for inbox.stale_temp (a transfer that died?):\n")
+    Output.table(["name", "owner", "bytes", "untouched"], stale.map {
+        [Output.text($0["name"]?.stringValue ?? "?"), $0["owner"]?.stringValue ?? "?", String($0["bytes"]?.intValue ?? 0),
+         Output.duration(Double($0["idle_s"]?.intValue ?? 0))]
     })
     return 0
 }

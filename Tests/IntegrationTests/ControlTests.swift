@@ -29,7 +29,7 @@ import Testing
         #expect(s["stages"]?["validate"]?["failed"] == 2)
         #expect(s["stages"]?["exec"]?["done"] == 8)
         #expect(s["stages"]?["exec"]?["p50_ms"]?.doubleValue ?? 0 > 0)
-        #expect(s["backlog"] == ["inbox_files": 0, "queue_unread_bytes": 0, "inbox_skipped": 0])
+        #expect(s["backlog"] == ["inbox_files": 0, "queue_unread_bytes": 0, "inbox_skipped": 0, "inbox_stale": 0, "inbox_stale_bytes": 0])
         #expect(s["dependencies"]?["journal"] == "up")
         #expect(s["throughput"]?["jobs_last_minute"] == 8)
         #expect(s["version"] == .string(PhotomemoVersion.current))

@@ -43,7 +43,7 @@ final class ControlRig {
         handlers = [
             jobs,
             StatusHandlers(loop: loop, journal: rig.journal, scheduler: rig.scheduler,
-                           live: .init(backlog: { (0, 0) }, inboxSkipped: { [:] }, queueFiles: { [] }, clients: { 1 }, watching: { jobs.watching },
+                           live: .init(backlog: { (0, 0) }, inboxSkipped: { [:] }, inboxStale: { [:] }, queueFiles: { [] }, clients: { 1 }, watching: { jobs.watching },
                                        host: "", database: "sqlite", hostWindowSeconds: .infinity)),
             RecordHandlers(loop: loop, records: records, assets: assets, journal: rig.journal, events: rig.events,
                            wakeup: rig.wakeup.sender, collectAssets: {}),

@@ -161,3 +161,37 @@ extension InboxScannerTests {
         #expect(report.outcomes.count == 2 && report.untaken == 1, "\(report.outcomes.map(\.name))")
     }
 }
+
+extension InboxScannerTests {
+    /// A file under an ignored name untouched for `stale_temp` (a transfer that died, or
+    /// `dd` into `.fill.part`) is reported with its owner and size, and never removed.
+    @Test func filesUnderIgnoredNamesUntouchedForStaleTempAreReported() throws {
+        let t = try TestHome()
+        for name in [".fill.part", "IMG.jpg.partial", ".IMG.jpg.Xy12Ab", "fresh.jpg.part"] { try write(t, name, "0123456789") }
+        try FileManager.default.createDirectory(atPath: t.home.inbox + "/.stfolder", withIntermediateDirectories: false)
+        let twoDaysAgo = Date().addingTimeInterval(-2 * 86_400)
+        for name in [".fill.part", "IMG.jpg.partial", ".IMG.jpg.Xy12Ab", ".stfolder"] {
+            try FileManager.default.setAttributes([.modificationDate: twoDaysAgo], ofItemAtPath: t.home.inbox + "/" + name)
+        }
+        let scanner = InboxScanner(inbox: t.home.inbox, journal: t.journal, quarantine: t.quarantine, settleSeconds: 0,
+                                   staleTempSeconds: LockedValue(86_400))
+        let report = scanner.rescan()
+        #expect(Set(report.stale.keys) == [".fill.part", "IMG.jpg.partial", ".IMG.jpg.Xy12Ab"])
+        #expect(report.stale[".fill.part"]?.bytes == 10 && report.stale[".fill.part"]!.idleSeconds > 86_400)
+        #expect(report.outcomes.isEmpty && report.skipped.isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: t.home.inbox).count == 5)
+        scanner.staleTempSeconds.value = 3 * 86_400  // a reload
+        #expect(scanner.rescan().stale.isEmpty)
+    }
+
+    @Test func theInboxSectionOfADefinitionTakesDurations() throws {
+        #expect(InboxOptions.seconds("24h") == 86_400 && InboxOptions.seconds("90s") == 90 && InboxOptions.seconds("7d") == 604_800)
+        #expect(InboxOptions.seconds("24") == nil && InboxOptions.seconds("h") == nil && InboxOptions.seconds("-1h") == nil)
+        #expect(try InboxOptions.parse(["stale_temp": "2h"], place: "x.json").staleTempSeconds == 7200)
+        #expect(try InboxOptions.parse(nil, place: "x.json") == InboxOptions())
+        #expect(throws: PhotomemoError(.badDefinition, "x.json: inbox.stale_temp must be a duration: a number with s, m, h or d (e.g. \"24h\"), not 24")) {
+            try InboxOptions.parse(["stale_temp": 24], place: "x.json")
+        }
+        #expect(throws: PhotomemoError.self) { try InboxOptions.parse(["stale_tmp": "1h"], place: "x.json") }
+    }
+}

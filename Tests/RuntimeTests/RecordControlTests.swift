@@ -106,7 +106,7 @@ import Testing
         #expect(Set(first.keys) == ["done", "failed", "retried", "skipped", "unavailable", "running", "paused", "p50_ms", "p99_ms"])
         #expect(first["running"] == 0 && first["p50_ms"] == .null)
         #expect(s["dependencies"] == ["journal": "up"])
-        #expect(s["backlog"] == ["inbox_files": 0, "queue_unread_bytes": 0, "inbox_skipped": 0])
+        #expect(s["backlog"] == ["inbox_files": 0, "queue_unread_bytes": 0, "inbox_skipped": 0, "inbox_stale": 0, "inbox_stale_bytes": 0])
         #expect(s["clients"]?["connected"] == 1)
         #expect(s["version"]?.stringValue == PhotomemoVersion.current)
     }

@@ -89,7 +89,7 @@ final class SchedulerRig {
         wakeup = try LoopWakeup(loop: loop)
         let def = JobDefinition(name: "test", stages: stages.map { .init(name: $0.name, stage: $0.stage, concurrency: $0.concurrency) },
                                 retry: retry, joinTimeoutSeconds: 600, source: "test", database: StageEnvironment.defaultDatabase,
-                                store: StageEnvironment.defaultStore)
+                                store: StageEnvironment.defaultStore, inbox: InboxOptions())
         scheduler = try Scheduler(loop: loop, journal: queue(t.journal), quarantine: t.quarantine, photos: t.photos, definition: def, events: events,
                                   wakeup: wakeup.sender)
     }

@@ -15,6 +15,8 @@ final class StatusHandlers: ControlHandler {
         let backlog: () -> (inboxFiles: Int, queueUnreadBytes: Int64)
         /// Inbox entries left alone (folders, files that are not photos), by name.
         let inboxSkipped: () -> [String: InboxScanner.SkippedEntry]
+        /// Files under ignored names untouched for `inbox.stale_temp`, by name.
+        let inboxStale: () -> [String: InboxScanner.StaleEntry]
         /// The queue files' state (queue.jsonl and queue.d/*).
         let queueFiles: () -> [QueueTailer.FileState]
         let clients: () -> Int
@@ -49,12 +51,15 @@ final class StatusHandlers: ControlHandler {
         }
     }
 
-    /// The inbox entries left alone, with why: a user's own (a file's owner is whoever
-    /// owns it), every one for an admin.
+    /// The inbox entries left alone, with why, and the stale files under ignored names: a
+    /// user's own (a file's owner is whoever owns it), every one for an admin.
     func inbox(_ caller: Caller, _ reply: @escaping Reply) {
         let entries = live.inboxSkipped().filter { caller.isAdmin || $0.value.owner == caller.name }.sorted { $0.key < $1.key }
+        let stale = live.inboxStale().filter { caller.isAdmin || $0.value.owner == caller.name }.sorted { $0.key < $1.key }
         reply(.success(["skipped": .array(entries.map { ["name": .string($0.key), "reason": .string($0.value.reason),
-                                                         "owner": .string($0.value.owner)] })]))
+                                                         "owner": .string($0.value.owner)] }),
+                        "stale": .array(stale.map { ["name": .string($0.key), "owner": .string($0.value.owner),
+                                                     "bytes": .int($0.value.bytes), "idle_s": .int(Int64($0.value.idleSeconds))] })]))
     }
 
     /// The daemons on this journal: their leases and recent rate.
@@ -121,7 +126,9 @@ final class StatusHandlers: ControlHandler {
                 "stage_order": .array(snapshot.stageNames.map(JSONValue.string)),
                 "backlog": ["inbox_files": .int(Int64(snapshot.backlog.inboxFiles)),
                             "queue_unread_bytes": .int(snapshot.backlog.queueUnreadBytes),
-                            "inbox_skipped": .int(Int64(snapshot.inboxSkipped))],
+                            "inbox_skipped": .int(Int64(snapshot.inboxSkipped)),
+                            "inbox_stale": .int(Int64(snapshot.inboxStale.count)),
+                            "inbox_stale_bytes": .int(snapshot.inboxStale.bytes)],
                 "dependencies": .object(deps),
                 "queue_files": .array(queueFiles),
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60)],
@@ -147,6 +154,8 @@ final class StatusHandlers: ControlHandler {
         let backlog: (inboxFiles: Int, queueUnreadBytes: Int64)
         /// Inbox entries left alone: not backlog, they never become jobs.
         let inboxSkipped: Int
+        /// Stale files under ignored names: how many, and their bytes.
+        let inboxStale: (count: Int, bytes: Int64)
         let clients: Int
         let watchers: Int
     }
@@ -160,7 +169,8 @@ final class StatusHandlers: ControlHandler {
         deps["journal"] = deps["journal", default: true] && writeFailure == nil
         return LoopSnapshot(started: started, paused: s.paused, pausedStages: s.pausedStages, definition: s.definition.name,
                             stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
-                            dependencies: deps, journalWriteFailure: writeFailure, backlog: live.backlog(), inboxSkipped: live.inboxSkipped().count, clients: live.clients(),
+                            dependencies: deps, journalWriteFailure: writeFailure, backlog: live.backlog(), inboxSkipped: live.inboxSkipped().count,
+                            inboxStale: live.inboxStale().values.reduce((0, 0)) { ($0.0 + 1, $0.1 + $1.bytes) }, clients: live.clients(),
                             watchers: live.watching())
     }
 
