@@ -39,7 +39,7 @@ final class QueryGate {
         }
     }
 
-    /// Queries running and waiting, for tests and status.
+    /// One user's queries running and waiting (what the tests look at).
     func counts(_ uid: UInt32) -> (running: Int, waiting: Int) { (running[uid, default: 0], waiting[uid]?.count ?? 0) }
 
     private func begin(_ uid: UInt32, _ start: (@escaping () -> Void) -> Void) {
