@@ -33,7 +33,8 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     let recordIDSecret: String
 
     /// How long one `query` may run inside the engine before it answers `too_expensive`:
-    /// the cost of a request is bounded whatever its predicate.
+    /// the cost of a request is bounded whatever its predicate (`.infinity`: no limit, for
+    /// the benchmark that measures what the limit costs).
     public var queryTimeLimit = 1.0
     /// How long one subscription's predicate may take on one changed record at fan-out
     /// before the subscription is parked with the reason.
@@ -134,13 +135,14 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         var limit = limit
         do {
             rows = try reading { db in
-                try db.withTimeLimit(queryTimeLimit) {
+                let read = { () throws -> [Row] in
                     if let maxBytes {
                         let sizes = "SELECT \(Self.storedLength) FROM \(q.from) WHERE \(q.whereSQL) ORDER BY \(q.order) LIMIT ?"
                         limit = Row.fitting(try db.query(sizes, q.params + q.orderParams + [.int(Int64(limit))]), maxBytes) ?? limit
                     }
                     return try db.query(q.sql, q.selectParams + q.params + q.orderParams + [.int(Int64(limit))])
                 }
+                return queryTimeLimit.isFinite ? try db.withTimeLimit(queryTimeLimit, read) : try read()
             }
         } catch let e as SQLTimeLimitExceeded {
             throw PhotomemoError(.tooExpensive,
