@@ -4,8 +4,8 @@ import PhotomemoCore
 
 /// Subscriptions (CKSubscription-like) and their outbox. A change fans out to the
 /// subscriptions whose type, `fires_on` and predicate match and whose owner may read the
-/// record: one `deliveries` row each, committed in one transaction, delivered at least
-/// once, in change order per subscription.
+/// record (`RecordStore+FanOut`): one `deliveries` row each, delivered at least once, in
+/// change order per subscription.
 extension RecordStore {
 
     static let subscriptionColumns = "id, owner, type, predicate, fires_on, alert, sink, target, secret"
