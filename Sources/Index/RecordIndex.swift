@@ -5,7 +5,8 @@ import PhotomemoCore
 /// the collector needs. `RecordStore` is it, on SQLite or on PostgreSQL shared by several
 /// daemons. Every call blocks: run them off the loop thread.
 public protocol RecordIndex: AnyObject, Sendable {
-    // MARK: writing (each call one transaction, with its change and outbox rows)
+    // MARK: writing (each call one transaction with its change; an update's and a delete's
+    // outbox rows too, while `apply`'s are written by `fanOutPending`, outside the write)
 
     /// Creates the job's record, or returns it when this job already did (idempotent on
     /// the job key); `op` is "create", "update" or "none".

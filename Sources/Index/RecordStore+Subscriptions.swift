@@ -4,8 +4,8 @@ import PhotomemoCore
 
 /// Subscriptions (CKSubscription-like) and their outbox. A change fans out to the
 /// subscriptions whose type, `fires_on` and predicate match and whose owner may read the
-/// record: one `deliveries` row each, committed in one transaction, delivered at least
-/// once, in change order per subscription.
+/// record (`RecordStore+FanOut`): one `deliveries` row each, delivered at least once, in
+/// change order per subscription.
 extension RecordStore {
 
     static let subscriptionColumns = "id, owner, type, predicate, fires_on, alert, sink, target, secret"
@@ -52,37 +52,6 @@ extension RecordStore {
         try locked { try db.queryOne("SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE id = ?", [.text(id)]).map(Self.subscription) }
     }
 
-    /// The test of one record, on that record's own rows (`perRecord`): a subscriber's
-    /// predicate never walks an index over others' values, so how long the write that fans
-    /// out to it takes tells them nothing either.
-    func matchSQL(_ predicate: RecordPredicate, recordID: String) -> (sql: String, params: [SQLValue]) {
-        var params: [SQLValue] = [.text(recordID)]
-        return ("SELECT 1 FROM records r WHERE r.id = ? AND " + PredicateCompiler.compile(predicate, dialect, &params, perRecord: true), params)
-    }
-
-    /// Whether record `recordID` matches `predicate`; the engine refusing the compiled SQL
-    /// is a `PredicateSyntaxError`. Inside a transaction on PostgreSQL, a savepoint keeps
-    /// the refusal from aborting it (fan-out parks the subscription and goes on).
-    /// On a query connection (`on`, outside any transaction) no savepoint is needed.
-    func matches(_ predicate: RecordPredicate, recordID: String, on reader: (any SQLConnection)? = nil) throws -> Bool {
-        let (sql, params) = matchSQL(predicate, recordID: recordID)
-        do {
-            if let reader { return try reader.queryOne(sql, params) != nil }
-            guard dialect == .postgres else { return try db.queryOne(sql, params) != nil }
-            try db.exec("SAVEPOINT predicate")
-            do {
-                let found = try db.queryOne(sql, params) != nil
-                try db.exec("RELEASE SAVEPOINT predicate")
-                return found
-            } catch {
-                try db.exec("ROLLBACK TO SAVEPOINT predicate")
-                throw error
-            }
-        } catch {
-            throw PredicateCompiler.refusal(error, dialect)
-        }
-    }
-
     /// Subscriptions with their delivery counts (pending, delivered, failed) and last error,
     /// and `state`: `active`, or `parked` with the `error` that stopped its fan-out.
     public func subscriptions(viewer: Viewer) throws -> [JSONValue] {
@@ -105,124 +74,6 @@ extension RecordStore {
                 return .object(o)
             }
         }
-    }
-
-    /// Fans out every change not yet fanned out (the pipeline's), in change order; returns
-    /// deliveries made. Idempotent: a delivery is unique per (subscription, change).
-    ///
-    /// Predicates are matched first, on a query connection, outside any write: however
-    /// long someone's subscriptions take (each at most `predicateTimeLimit` a record), the
-    /// writer — the journal's too, on one SQLite file — is held only for the short
-    /// transaction that writes the deliveries. A change fanned out meanwhile by another
-    /// run is left as that run wrote it.
-    @discardableResult
-    public func fanOutPending(now: Double) throws -> Int {
-        var made = 0
-        while true {
-            let (changes, matched, parked) = try reading { reader in try matchPending(on: reader) }
-            guard !changes.isEmpty else { return made }
-            made += try writing {
-                var made = 0
-                for (id, reason) in parked {
-                    try db.run("UPDATE subscriptions SET parked_error = ?, parked_at = ? WHERE id = ? AND parked_error IS NULL",
-                               [.text(reason), .double(now), .text(id)])
-                }
-                for seq in changes where try db.run("UPDATE changes SET fanned_out = 1 WHERE seq = ? AND fanned_out = 0", [.int(seq)]) == 1 {
-                    for id in matched[seq] ?? [] {
-                        made += try db.run("INSERT INTO deliveries(subscription_id, seq, state, next_at) VALUES (?, ?, 'pending', ?) ON CONFLICT DO NOTHING",
-                                           [.text(id), .int(seq), .double(now)])
-                    }
-                }
-                return made
-            }
-            if changes.count < Self.fanOutBatch { return made }
-        }
-    }
-
-    /// Changes matched per read (and written per transaction) by `fanOutPending`.
-    static let fanOutBatch = 256
-
-    /// The oldest changes not fanned out, the subscriptions each matches, and those whose
-    /// predicate cannot be evaluated or ran past its limit (to park, with the reason).
-    private func matchPending(on reader: any SQLConnection) throws -> (changes: [Int64], matched: [Int64: [String]], parked: [String: String]) {
-        let rows = try reader.query("SELECT seq, record_id, type, op, owner, readers, public_read FROM changes WHERE fanned_out = 0 ORDER BY seq LIMIT ?",
-                                    [.int(Int64(Self.fanOutBatch))])
-        guard !rows.isEmpty else { return ([], [:], [:]) }
-        let subscriptions = try reader.query("SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE parked_error IS NULL").map(Self.subscription)
-        var matched: [Int64: [String]] = [:], parked: [String: String] = [:]
-        for c in rows {
-            let seq = c.int(0)!, recordID = c.string(1)!, type = c.string(2)!, op = c.string(3)!, owner = c.string(4)
-            let readers = (try JSONValue.parse(c.string(5)!).arrayValue ?? []).compactMap(\.stringValue)
-            for s in subscriptions where s.type == type && s.firesOn.contains(op) && parked[s.id] == nil {
-                if let who = s.owner, who != owner, c.int(6) != 1, !readers.contains(who) { continue }
-                do {
-                    let predicate = try PredicateParser.parse(s.predicate)
-                    if try reader.withTimeLimit(predicateTimeLimit, { try matches(predicate, recordID: recordID, on: reader) }) {
-                        matched[seq, default: []].append(s.id)
-                    }
-                } catch let e as PredicateSyntaxError {
-                    parked[s.id] = "predicate: \(e.description)"
-                } catch let e as SQLTimeLimitExceeded {
-                    parked[s.id] = Self.overLimit(e)
-                }
-            }
-        }
-        return (rows.map { $0.int(0)! }, matched, parked)
-    }
-
-    static func overLimit(_ e: SQLTimeLimitExceeded) -> String {
-        "predicate: took more than \(e.limit) on one record, the limit; subscribe again with a simpler predicate"
-    }
-
-    /// Inside a write transaction (a change made over the socket, committed with its
-    /// outbox): all changes not yet fanned out, oldest first (so a subscription's
-    /// deliveries always follow change order).
-    func fanOutPendingInTransaction(now: Double) throws -> Int {
-        var made = 0
-        for row in try db.query("SELECT seq FROM changes WHERE fanned_out = 0 ORDER BY seq") {
-            made += try fanOut(seq: row.int(0)!, now: now)
-        }
-        return made
-    }
-
-    /// Inside a write transaction: deliveries for one change. For a delete it must run
-    /// before the record's rows go (the predicate is evaluated against them).
-    func fanOut(seq: Int64, now: Double) throws -> Int {
-        guard let c = try db.queryOne("SELECT record_id, type, op, owner, readers, public_read FROM changes WHERE seq = ?", [.int(seq)]) else { return 0 }
-        let recordID = c.string(0)!, type = c.string(1)!, op = c.string(2)!, owner = c.string(3)
-        let readers = (try JSONValue.parse(c.string(4)!).arrayValue ?? []).compactMap(\.stringValue)
-        let isPublic = c.int(5) == 1
-        var made = 0
-        let subscriptions = try db.query("SELECT \(Self.subscriptionColumns) FROM subscriptions WHERE type = ? AND parked_error IS NULL",
-                                         [.text(type)]).map(Self.subscription)
-        for s in subscriptions {
-            guard s.firesOn.contains(op) else { continue }
-            // A subscriber only hears about records it may read.
-            if let who = s.owner, who != owner, !isPublic, !readers.contains(who) { continue }
-            // A predicate that cannot be evaluated (stored before subscribe checked it, or
-            // refused by the engine) parks its subscription; everyone else's fan-out goes on.
-            // Other errors (I/O) still fail the transaction, to be retried whole.
-            // One that runs past its time limit on this one record is parked the same way:
-            // fan-out holds the writer, and no one's predicate may hold it for long.
-            var parked: String?
-            do {
-                let predicate = try PredicateParser.parse(s.predicate)
-                guard try db.withTimeLimit(predicateTimeLimit, { try matches(predicate, recordID: recordID) }) else { continue }
-            } catch let e as PredicateSyntaxError {
-                parked = "predicate: \(e.description)"
-            } catch let e as SQLTimeLimitExceeded {
-                parked = Self.overLimit(e)
-            }
-            if let parked {
-                try db.run("UPDATE subscriptions SET parked_error = ?, parked_at = ? WHERE id = ?",
-                           [.text(parked), .double(now), .text(s.id)])
-                continue
-            }
-            made += try db.run("INSERT INTO deliveries(subscription_id, seq, state, next_at) VALUES (?, ?, 'pending', ?) ON CONFLICT DO NOTHING",
-                               [.text(s.id), .int(seq), .double(now)])
-        }
-        try db.run("UPDATE changes SET fanned_out = 1 WHERE seq = ?", [.int(seq)])
-        return made
     }
 
     /// Claims the next due delivery of each webhook/exec subscription (the lowest change

@@ -29,7 +29,7 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
     /// other for everyone else. Safe: each connection is only touched with its lock held.
     private let readers: [(lock: NSLock, connection: any SQLConnection)]
     public let path: String
-    /// Keys new record ids (index migration 8): made once per home, or per cluster.
+    /// Keys new record ids (index migration 8, PostgreSQL 3): made once per home, or per cluster.
     let recordIDSecret: String
 
     /// How long one `query` may run inside the engine before it answers `too_expensive`:

@@ -59,29 +59,14 @@ public final class PhotoBytes: @unchecked Sendable {  // immutable after init
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(capacity, 1), alignment: 16)
         var total = 0
         while total < capacity {
-            let n = pread(fd, buffer.baseAddress! + total, capacity - total, off_t(total))
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
+            let n: Int
+            do { n = try syscall("read \(path)", blocking: { pread(fd, buffer.baseAddress! + total, capacity - total, off_t(total)) }) } catch {
                 buffer.deallocate()
-                throw PhotomemoError(.io, "cannot read \(path): \(String(cString: strerror(e)))")
+                throw PhotomemoError(.io, "cannot \(error)")
             }
+            if n == 0 { break }
             total += n
         }
         return (PhotoBytes(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(total, Int(fileSize))]), fileSize: fileSize), total)
-    }
-
-    /// O_NOFOLLOW: a link swapped in after intake is never followed (intake takes no
-    /// links, and stores an allowed root's photo by its resolved path).
-    static func openNoFollow(_ path: String) throws -> Int32 {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            let e = errno
-            if e == ENOENT || e == ENOTDIR { throw PhotomemoError(.notFound, "photo file is gone: \(path)") }
-            if e == ELOOP { throw PhotomemoError(.badImage, "photo is a symlink: \(path)") }
-            throw PhotomemoError(.io, "cannot open \(path): \(String(cString: strerror(e)))")
-        }
-        return fd
     }
 }

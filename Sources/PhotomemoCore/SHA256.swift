@@ -55,16 +55,25 @@ public struct SHA256: ~Copyable {
         return h.finalizeHex()
     }
 
-    /// Hashes a file in 1 MiB chunks; returns the hex digest and the byte count.
     /// The hash of the regular file at `path` as it is now: opened without following a
     /// link or blocking (a FIFO or a link swapped in after a check is refused, never read),
     /// and only if it is still the file `expected` names (device and inode), when given.
+    /// Gone is `.notFound`, a link `.badImage`, another failure `.io`.
     public static func hexOfRegularFile(atPath path: String, expected: (dev: UInt64, ino: UInt64)? = nil) throws
         -> (hex: String, bytes: Int64) {
-        let fd = try PhotoBytes.openNoFollow(path)
+        let fd: Int32
+        do {
+            fd = try syscall("open \(path)", blocking: { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) })
+        } catch let e as SystemError {
+            switch e.errno {
+            case ENOENT, ENOTDIR: throw PhotomemoError(.notFound, "photo file is gone: \(path)")
+            case ELOOP: throw PhotomemoError(.badImage, "photo is a symlink: \(path)")
+            default: throw PhotomemoError(.io, "cannot open \(path): \(String(cString: strerror(e.errno)))")
+            }
+        }
         defer { close(fd) }
         var st = Glibc.stat()
-        guard fstat(fd, &st) == 0 else { throw PhotomemoError(.io, "cannot fstat \(path): \(String(cString: strerror(errno)))") }
+        do { try syscall("fstat \(path)", blocking: { fstat(fd, &st) }) } catch { throw PhotomemoError(.io, "cannot \(error)") }
         guard st.st_mode & S_IFMT == S_IFREG else { throw PhotomemoError(.badImage, "\(path) is not a regular file") }
         if let expected, UInt64(st.st_dev) != expected.dev || UInt64(st.st_ino) != expected.ino {
             throw PhotomemoError(.badImage, "\(path) was replaced while it was taken")
@@ -72,15 +81,17 @@ public struct SHA256: ~Copyable {
         return try hex(ofOpenFile: fd, path: path)
     }
 
-    /// The hash and byte count of what is left to read from `fd` (`path` names it in errors).
+    /// The hash and byte count of what is left to read from `fd` (`path` names it in
+    /// errors), read in 1 MiB chunks.
     public static func hex(ofOpenFile fd: Int32, path: String) throws -> (hex: String, bytes: Int64) {
         var h = SHA256()
         var total: Int64 = 0
         var buf = [UInt8](repeating: 0, count: 1 << 20)
         while true {
-            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw PhotomemoError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+            let n: Int
+            do { n = try syscall("read \(path)", blocking: { buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }) } catch {
+                throw PhotomemoError(.io, "cannot \(error)")
+            }
             if n == 0 { break }
             total += Int64(n)
             buf.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }

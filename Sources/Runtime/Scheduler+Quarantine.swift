@@ -43,7 +43,7 @@ extension Scheduler {
     }
 
     /// The reasons a photo stage gives when the file is not there: validate and compress
-    /// (`PhotoBytes`: "photo file is gone: PATH"), upload ("original PATH is gone and not in
+    /// (`PhotoFile`: "photo file is gone: PATH"), upload ("original PATH is gone and not in
     /// STORE"). `RenameRaceTests` fails if they change without this.
     static func failedAsGone(_ reason: String) -> Bool {
         reason.hasPrefix("photo file is gone") || (reason.hasPrefix("original ") && reason.contains(" is gone and not in "))

@@ -53,9 +53,9 @@ import Testing
 }
 
 extension ReadableQueryTests {
-    /// A subscription's predicate is tested on the changed record alone (fan-out runs in the
-    /// writer's transaction, so its cost would show in their reply): by record id, never
-    /// through an index over every owner's values.
+    /// A subscription's predicate is tested on the changed record alone (a change made over
+    /// the socket fans out inside its write, so the cost would show in its writer's reply):
+    /// by record id, never through an index over every owner's values.
     @Test(arguments: Engine.allCases) func aSubscriptionTestsTheChangedRecordOnItsOwnRows(_ engine: Engine) throws {
         try withStore(engine) { s in
             _ = try s.apply(batch: (0..<2000).map {

@@ -35,7 +35,7 @@ struct OracleTests {
     }
 
     /// Record ids were "r" + sha256("OWNER/KEY")[:23]: anyone could compute another's from
-    /// a guessed key. Now keyed with a secret the home made once (index migration 7).
+    /// a guessed key. Now keyed with a secret the home made once (index migration 8; PostgreSQL 3).
     @Test func aRecordIDCannotBeComputedFromItsKey() throws {
         let d = try users.start()
         #expect(try users.cli(alice, d, ["enqueue", "--memo", "keyed", "--key", "k1"]).0 == 0)

@@ -1,3 +1,4 @@
+import ControlProtocol
 import Foundation
 import PhotomemoCore
 import Testing
@@ -26,5 +27,31 @@ import Testing
         #expect(!e.message.contains("NSCocoaErrorDomain") && !e.message.contains("Code="))
         let denied = CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: "/x", NSUnderlyingErrorKey: POSIXError(.EACCES)])
         #expect(try replied(denied)?.message == "/x: Permission denied")
+    }
+}
+
+/// Every command, thrown at synchronously: what the router's own catch-all answers.
+private final class ThrowingHandler: ControlHandler {
+    let error: any Error
+    init(_ error: any Error) { self.error = error }
+    var commands: Set<ControlCommand> { Set(ControlCommand.allCases) }
+    func handle(_ command: ControlCommand, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection,
+                reply: @escaping Reply) throws { throw error }
+}
+
+extension ClientErrorTests {
+    /// A handler that throws before it replies (not through `loop.reply`) is answered the
+    /// same way: an admin, whose errors are not screened, never sees Foundation's text.
+    @Test func aHandlersOwnFoundationErrorIsSaidInWordsToo() throws {
+        let loop = try EventLoop()
+        let router = ControlRouter([ThrowingHandler(CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "/q/b.jpg"]))])
+        let conn = ControlConnection(pipe: try PipeConnection(loop: loop), commands: router)
+        var got: Result<JSONValue, PhotomemoError>?
+        router.run("status", ControlRequest(values: [:]), from: conn, as: Caller(uid: 0)) { got = $0 }
+        conn.close()
+        loop.run()
+        #expect(loop.close() == 0)
+        guard case .failure(let e) = got else { Issue.record("no failure: \(String(describing: got))"); return }
+        #expect(e.code == .io && e.message == "/q/b.jpg: No such file or directory", "\(e)")
     }
 }

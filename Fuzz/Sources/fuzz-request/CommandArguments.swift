@@ -32,7 +32,7 @@ enum CommandArguments {
             _ = try req.requiredString("record")
             _ = try req.string("if_tag")
             _ = try RecordHandlers.memoAndFields(req)
-            if let acl = req.values["acl"] { _ = ACL(json: acl) }
+            _ = try RecordHandlers.acl(req)
         case "changes":
             _ = try req.int("since")
             _ = try req.int("limit")

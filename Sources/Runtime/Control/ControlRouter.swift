@@ -50,7 +50,7 @@ final class ControlRouter: ControlDispatch {
         } catch let e as PhotomemoError {
             reply(.failure(e))
         } catch {
-            reply(.failure(PhotomemoError(.internalError, "\(error)")))
+            reply(.failure(PhotomemoError.forClient(error)))
         }
     }
 

@@ -77,10 +77,7 @@ final class RecordHandlers: ControlHandler {
             let id = try req.requiredString("record")
             let (memo, fields) = try Self.memoAndFields(req)
             let ifTag = try req.string("if_tag")
-            let acl = try req.values["acl"].map { v -> ACL in
-                guard case .object = v else { throw PhotomemoError(.badRequest, "\"acl\" must be {\"read\": [...], \"write\": [...], \"public\": bool}") }
-                return ACL(json: v)
-            }
+            let acl = try Self.acl(req)
             let publishChange = changePublisher()
             offLoopRecords(reply) {
                 let r = try store.update(id, memo: memo, fields: fields, acl: acl, ifTag: ifTag, viewer: viewer)
@@ -122,6 +119,14 @@ final class RecordHandlers: ControlHandler {
     /// records than `limit`, with a cursor or `next` for the rest): a page of 1000 records
     /// of 1 MiB memos would otherwise be built whole in memory, per request.
     static let pageBytes = 4 << 20
+
+    /// `acl` of an update, if given: it must be an object.
+    static func acl(_ req: ControlRequest) throws -> ACL? {
+        try req.values["acl"].map { v -> ACL in
+            guard case .object = v else { throw PhotomemoError(.badRequest, "\"acl\" must be {\"read\": [...], \"write\": [...], \"public\": bool}") }
+            return ACL(json: v)
+        }
+    }
 
     /// `memo` and `fields` of an update: the same rules as a job line (field names and
     /// types, no NUL anywhere); a null field removes it.
