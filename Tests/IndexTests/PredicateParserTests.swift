@@ -1,4 +1,5 @@
 import Foundation
+import PhotomemoCore
 import Testing
 @testable import Index
 
@@ -50,6 +51,15 @@ import Testing
         #expect(try SortKey.parse("-salesPrice,costRate") == [SortKey(key: "salesPrice", descending: true), SortKey(key: "costRate", descending: false)])
         #expect(try SortKey.parse("") == [])
         #expect(throws: PredicateSyntaxError.self) { try SortKey.parse("price; DROP") }
+    }
+
+    /// Found by fuzz-predicate (Fuzz/corpus/predicate/017): 39 sort keys, most of them
+    /// empty, are the client's bad_request with the count, before any key is read.
+    @Test func moreThan32SortKeysAreABadRequest() throws {
+        #expect(throws: PhotomemoError(.badRequest, "sort: 39 keys; at most 32 may be given")) {
+            try SortKey.parse(",,,,,,,,,,,,,22222222,,,,,,,,,,,,,,,,,,,,,,,,,-s(e")
+        }
+        #expect(try SortKey.parse((0..<32).map { "k\($0)" }.joined(separator: ",")).count == 32)
     }
 
     // MARK: hostile predicates (each once crashed the daemon or SQLite's parser)
