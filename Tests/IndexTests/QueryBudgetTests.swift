@@ -126,3 +126,38 @@ extension QueryBudgetTests {
         #expect(longestWrite < fanOut / 4, "a write waited \(longestWrite) s during a fan-out of \(fanOut) s")
     }
 }
+
+extension QueryBudgetTests {
+    /// A user's `changes` walks every change to find the few they may read: it reads on a
+    /// query connection within the query time limit, so a user looping it over others'
+    /// changes never holds the writer (it ran on the writer's connection, unbounded).
+    @Test func aUsersChangesPageNeverHoldsTheWriterAndHasATimeLimit() throws {
+        let s = try tempStore()
+        _ = try s.apply(batch: (0..<20_000).map { input("k\($0)", memo: "memo \($0)") }, now: unixNow())
+        let t0 = Date()
+        #expect(try s.changes(since: 0, limit: 1, viewer: .user("bob"), maxBytes: 4 << 20).isEmpty)
+        let scan = Date().timeIntervalSince(t0)
+
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var stop = false  // set before the wait, read by the looping thread
+        Thread.detachNewThread {
+            while !stop { _ = try? s.changes(since: 0, limit: 1, viewer: .user("bob"), maxBytes: 4 << 20) }
+            done.signal()
+        }
+        var longestWrite = 0.0
+        for i in 0..<20 {
+            let w0 = Date()
+            _ = try s.apply(input("w\(i)", memo: "write \(i)"), now: unixNow())
+            longestWrite = max(longestWrite, Date().timeIntervalSince(w0))
+        }
+        stop = true
+        done.wait()
+        #expect(scan > 0.02, "bob's scan takes long enough to tell: \(scan) s")
+        #expect(longestWrite < scan / 2, "a write waited \(longestWrite) s behind bob's changes scan of \(scan) s")
+
+        s.queryTimeLimit = 0
+        #expect(throws: PhotomemoError.self) { try s.changes(since: 0, limit: 1, viewer: .user("bob"), maxBytes: 4 << 20) }
+        // An admin's page starts at `since` through the primary key: it is never refused.
+        #expect(try s.changes(since: 0, limit: 1, viewer: .admin).count == 1)
+    }
+}
