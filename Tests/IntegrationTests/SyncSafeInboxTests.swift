@@ -52,3 +52,21 @@ extension WhoMayDoWhatTests {
         #expect(status == 0 && out.contains("IMG_0001.MOV") && out.contains(bob) && out.contains("not a photo (.mov)"), "\(status) \(out) \(err)")
     }
 }
+
+extension WhoMayDoWhatTests {
+    /// A file left alone and then renamed or removed leaves no name behind: `photomemo inbox`
+    /// and `status` show what is there, not every name it ever had. (A user renaming one
+    /// video through a million names grew the daemon's list without bound until the next
+    /// full rescan, every name in it to be listed and sorted on the loop.)
+    @Test func aFileLeftAloneThenRenamedOrRemovedLeavesNoNameBehind() throws {
+        let d = try start(["--rescan-interval", "600"])
+        let inbox = d.home + "/inbox"
+        let script = "cd '\(inbox)' && printf moov > v0.mov && i=0; while [ $i -lt 200 ]; do mv v$i.mov v$((i+1)).mov; i=$((i+1)); done;"
+            + " printf aae > gone.aae && sleep 0.3 && rm gone.aae"
+        #expect(try DaemonHarness.run(as: bob, ["/bin/sh", "-c", script]).0 == 0)
+        try d.waitUntil("bob's list is what his inbox holds", timeout: 15) {
+            (try cliJSON(bob, d, ["inbox"])["skipped"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue } == ["v200.mov"]
+        }
+        #expect(try cliJSON(bob, d, ["status"])["backlog"]?["inbox_skipped"] == 1)
+    }
+}
