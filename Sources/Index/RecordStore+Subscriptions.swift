@@ -119,7 +119,7 @@ extension RecordStore {
     public func fanOutPending(now: Double) throws -> Int {
         var made = 0
         while true {
-            let (changes, matched, parked) = try reading { reader in try matchPending(on: reader) }
+            let (changes, matched, parked) = try matching { reader in try matchPending(on: reader) }
             guard !changes.isEmpty else { return made }
             made += try writing {
                 var made = 0

@@ -161,3 +161,47 @@ extension QueryBudgetTests {
         #expect(try s.changes(since: 0, limit: 1, viewer: .admin).count == 1)
     }
 }
+
+extension QueryBudgetTests {
+    /// Fan-out matches on a connection of its own: a user's query never waits behind the
+    /// matching of a batch of changes (up to 256 changes times every subscription of their
+    /// type, each up to the predicate limit), even while another user keeps the other query
+    /// connection busy with queries at their time limit.
+    @Test func queriesNeverWaitBehindFanOut() throws {
+        let s = try tempStore()
+        s.predicateTimeLimit = 10
+        for i in 0..<60 {
+            _ = try s.subscribe(Subscription(id: "s\(i)", owner: nil, type: "Memo", predicate: Self.noPrefix, firesOn: ["create"], alert: nil,
+                                             sink: .socket, target: nil, secret: nil))
+        }
+        _ = try s.apply(batch: (0..<3000).map { input("m\($0)", type: "Junk", owner: "mallory") }, now: unixNow())
+        _ = try s.apply(input("a", memo: "alice's", owner: "alice"), now: unixNow())
+        _ = try s.fanOutPending()  // the setup's own changes
+        let fields = Dictionary(uniqueKeysWithValues: (0..<255).map { ("f\($0)", JSONValue.string("v\($0)")) })
+        _ = try s.apply(batch: (0..<12).map { input("k\($0)", fields: fields) }, now: unixNow())
+
+        s.queryTimeLimit = 0.3
+        let costly = try PredicateParser.parse(Self.everyPrefix), cheap = try PredicateParser.parse("memo == \"alice's\"")
+        let started = Date(), finished = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var fanOut = 0.0  // written before the signal, read after it
+        Thread.detachNewThread {
+            _ = try? s.fanOutPending()
+            fanOut = Date().timeIntervalSince(started)
+            finished.signal()
+        }
+        Thread.detachNewThread {
+            while finished.wait(timeout: .now()) == .timedOut { _ = try? s.query(costly, limit: 1000, viewer: .user("mallory")) }
+            finished.signal()
+        }
+        var slowest = 0.0
+        while Date().timeIntervalSince(started) < 2.5 {
+            let t0 = Date()
+            #expect(try s.query(cheap, viewer: .user("alice")).records.count == 1)
+            slowest = max(slowest, Date().timeIntervalSince(t0))
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        finished.wait()
+        #expect(fanOut > 3, "the fan-out takes long enough to tell: \(fanOut) s")
+        #expect(slowest < 1, "alice's query waited \(slowest) s (mallory's are cut at 0.3 s, fan-out took \(fanOut) s)")
+    }
+}
