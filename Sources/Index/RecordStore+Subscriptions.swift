@@ -55,17 +55,20 @@ extension RecordStore {
     /// The test of one record, on that record's own rows (`perRecord`): a subscriber's
     /// predicate never walks an index over others' values, so how long the write that fans
     /// out to it takes tells them nothing either.
-    func matchSQL(_ predicate: RecordPredicate, recordID: String) -> (sql: String, params: [SQLValue]) {
+    /// `viewer`: the subscriber, who must (still) be able to read the record. Fan-out runs
+    /// after the change commits, when the record may have been made private with new text.
+    func matchSQL(_ predicate: RecordPredicate, recordID: String, viewer: Viewer = .admin) -> (sql: String, params: [SQLValue]) {
         var params: [SQLValue] = [.text(recordID)]
-        return ("SELECT 1 FROM records r WHERE r.id = ? AND " + PredicateCompiler.compile(predicate, dialect, &params, perRecord: true), params)
+        let readable = Self.visible(viewer, &params)
+        return ("SELECT 1 FROM records r WHERE r.id = ? AND \(readable) AND " + PredicateCompiler.compile(predicate, dialect, &params, perRecord: true), params)
     }
 
     /// Whether record `recordID` matches `predicate`; the engine refusing the compiled SQL
     /// is a `PredicateSyntaxError`. Inside a transaction on PostgreSQL, a savepoint keeps
     /// the refusal from aborting it (fan-out parks the subscription and goes on).
     /// On a query connection (`on`, outside any transaction) no savepoint is needed.
-    func matches(_ predicate: RecordPredicate, recordID: String, on reader: (any SQLConnection)? = nil) throws -> Bool {
-        let (sql, params) = matchSQL(predicate, recordID: recordID)
+    func matches(_ predicate: RecordPredicate, recordID: String, viewer: Viewer = .admin, on reader: (any SQLConnection)? = nil) throws -> Bool {
+        let (sql, params) = matchSQL(predicate, recordID: recordID, viewer: viewer)
         do {
             if let reader { return try reader.queryOne(sql, params) != nil }
             guard dialect == .postgres else { return try db.queryOne(sql, params) != nil }
@@ -157,7 +160,7 @@ extension RecordStore {
                 if let who = s.owner, who != owner, c.int(6) != 1, !readers.contains(who) { continue }
                 do {
                     let predicate = try PredicateParser.parse(s.predicate)
-                    if try reader.withTimeLimit(predicateTimeLimit, { try matches(predicate, recordID: recordID, on: reader) }) {
+                    if try reader.withTimeLimit(predicateTimeLimit, { try matches(predicate, recordID: recordID, viewer: Viewer(owner: s.owner), on: reader) }) {
                         matched[seq, default: []].append(s.id)
                     }
                 } catch let e as PredicateSyntaxError {
@@ -207,7 +210,7 @@ extension RecordStore {
             var parked: String?
             do {
                 let predicate = try PredicateParser.parse(s.predicate)
-                guard try db.withTimeLimit(predicateTimeLimit, { try matches(predicate, recordID: recordID) }) else { continue }
+                guard try db.withTimeLimit(predicateTimeLimit, { try matches(predicate, recordID: recordID, viewer: Viewer(owner: s.owner)) }) else { continue }
             } catch let e as PredicateSyntaxError {
                 parked = "predicate: \(e.description)"
             } catch let e as SQLTimeLimitExceeded {

@@ -205,3 +205,26 @@ extension QueryBudgetTests {
         #expect(slowest < 1, "alice's query waited \(slowest) s (mallory's are cut at 0.3 s, fan-out took \(fanOut) s)")
     }
 }
+
+extension QueryBudgetTests {
+    /// Fan-out now runs after the change commits, so a record may have changed by then: a
+    /// subscriber's predicate is tested only while they may still read the record. (A
+    /// pipeline change to alice's public record, fanned out after she made it private with
+    /// a secret memo, matched mallory's `memo CONTAINS "password"` on the secret: an oracle
+    /// on text he may no longer read.)
+    @Test func aSubscriberWhoMayNoLongerReadTheRecordIsNotMatchedOnItsNewText() throws {
+        let s = try tempStore()
+        let r = try s.apply(input("k1", memo: "hello", owner: "alice")).record
+        _ = try s.update(r.id, memo: nil, fields: [:], acl: ACL(publicRead: true), ifTag: nil, viewer: .user("alice"))
+        let probe = try s.subscribe(Subscription(owner: "mallory", type: "Memo", predicate: #"memo CONTAINS "password""#, firesOn: ["update"],
+                                                 alert: nil, sink: .socket, target: nil, secret: nil))
+        // A job line updates her public record; before its fan-out she makes it private.
+        var line = input("k2", memo: "innocent", owner: "alice")
+        line.memo.record = r.id
+        _ = try s.apply(line)
+        _ = try s.update(r.id, memo: "the password is hunter2", fields: [:], acl: ACL(), ifTag: nil, viewer: .user("alice"))
+        _ = try s.fanOutPending()
+        let mine = try s.subscriptions(viewer: .user("mallory")).first { $0["id"]?.stringValue == probe.id }
+        #expect(mine?["pending"] == 0, "\(String(describing: mine))")
+    }
+}
