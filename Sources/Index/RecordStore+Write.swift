@@ -155,7 +155,8 @@ extension RecordStore {
     /// record still has `ifTag`.
     public func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL?, ifTag: String?, viewer: Viewer,
                        now: Double) throws -> Record {
-        try writing {
+        try matchBacklog(now: now)
+        return try writing {
             guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
                 throw RecordWriteError.notFound
             }
@@ -184,7 +185,8 @@ extension RecordStore {
     /// records are gone.
     public func delete(_ id: String, viewer: Viewer, now: Double) throws
         -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
-        try writing {
+        try matchBacklog(now: now)
+        return try writing {
             guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
                 throw RecordWriteError.notFound
             }
@@ -219,6 +221,14 @@ extension RecordStore {
             }
             return (deleted, try releaseUnused(Array(keys), now: now), photos)
         }
+    }
+
+    /// A change made over the socket is fanned out inside its write with every change
+    /// before it not yet fanned out (deliveries follow change order): those, the pipeline's,
+    /// are matched first, outside the write, so the write holds the writer only for its own.
+    /// (The whole backlog against every subscription held it for seconds.)
+    private func matchBacklog(now: Double) throws {
+        _ = try fanOutPending(now: now)
     }
 
     /// Changes after `since`, oldest first, that the viewer could read when they happened.

@@ -228,3 +228,42 @@ extension QueryBudgetTests {
         #expect(mine?["pending"] == 0, "\(String(describing: mine))")
     }
 }
+
+extension QueryBudgetTests {
+    /// A change made over the socket is matched inside its own write, with every change
+    /// not yet fanned out before it: that backlog is matched first, outside the write, so
+    /// one user's update never holds the writer (the journal's too, on SQLite) through the
+    /// matching of the pipeline's changes against everyone's subscriptions.
+    @Test func anUpdateOverTheSocketDoesNotMatchTheBacklogInsideItsWrite() throws {
+        let s = try tempStore()
+        s.predicateTimeLimit = 10
+        let mine = try s.apply(input("a", memo: "alice's", owner: "alice")).record
+        for i in 0..<60 {
+            _ = try s.subscribe(Subscription(id: "s\(i)", owner: nil, type: "Memo", predicate: Self.noPrefix, firesOn: ["create"], alert: nil,
+                                             sink: .socket, target: nil, secret: nil))
+        }
+        let fields = Dictionary(uniqueKeysWithValues: (0..<255).map { ("f\($0)", JSONValue.string("v\($0)")) })
+        _ = try s.apply(batch: (0..<6).map { input("k\($0)", fields: fields) }, now: unixNow())
+
+        let other = try Database(path: s.path)
+        try other.exec("CREATE TABLE IF NOT EXISTS probe(n INTEGER)")
+        let updated = DispatchSemaphore(value: 0)
+        let started = Date()
+        nonisolated(unsafe) var update = 0.0  // written before the signal, read after it
+        Thread.detachNewThread {
+            _ = try? s.update(mine.id, memo: "changed", fields: [:], acl: nil, ifTag: nil, viewer: .user("alice"))
+            update = Date().timeIntervalSince(started)
+            updated.signal()
+        }
+        var longestWrite = 0.0
+        while updated.wait(timeout: .now() + 0.01) == .timedOut {
+            let t0 = Date()
+            try other.transaction { try other.run("INSERT INTO probe VALUES (1)") }
+            longestWrite = max(longestWrite, Date().timeIntervalSince(t0))
+        }
+        #expect(try s.db.queryOne("SELECT count(*) FROM changes WHERE fanned_out = 0")?.int(0) == 0)
+        #expect(try s.get(mine.id, viewer: .user("alice"))?.memo == "changed")
+        #expect(update > 0.2, "the backlog takes long enough to tell: \(update) s")
+        #expect(longestWrite < update / 4, "a write waited \(longestWrite) s during an update of \(update) s")
+    }
+}
