@@ -111,6 +111,7 @@ let inboxCommand = clientCommand("inbox", "[--json]",
     Output.table(["name", "owner", "left alone because"], entries.map {
         [Output.text($0["name"]?.stringValue ?? "?"), $0["owner"]?.stringValue ?? "?", $0["reason"]?.stringValue ?? ""]
     })
+    if let total = r["total"]?.intValue, total > entries.count { Output.write("… and \(total - Int64(entries.count)) more\n") }
     return 0
 }
 

@@ -50,12 +50,19 @@ final class StatusHandlers: ControlHandler {
     }
 
     /// The inbox entries left alone, with why: a user's own (a file's owner is whoever
-    /// owns it), every one for an admin.
+    /// owns it), every one for an admin; the first `maxListedSkipped` by name, and how many
+    /// in all (`total`).
     func inbox(_ caller: Caller, _ reply: @escaping Reply) {
-        let entries = live.inboxSkipped().filter { caller.isAdmin || $0.value.owner == caller.name }.sorted { $0.key < $1.key }
-        reply(.success(["skipped": .array(entries.map { ["name": .string($0.key), "reason": .string($0.value.reason),
-                                                         "owner": .string($0.value.owner)] })]))
+        let entries = live.inboxSkipped().filter { caller.isAdmin || $0.value.owner == caller.name }
+        let listed = entries.sorted { $0.key < $1.key }.prefix(Self.maxListedSkipped)
+        reply(.success(["skipped": .array(listed.map { ["name": .string($0.key), "reason": .string($0.value.reason),
+                                                        "owner": .string($0.value.owner)] }),
+                        "total": .int(Int64(entries.count))]))
     }
+
+    /// A reply listing 100,000 entries was 11.7 MB: more than a connection may leave unread
+    /// (8 MiB), so the client was disconnected and never saw its list.
+    static let maxListedSkipped = 1000
 
     /// The daemons on this journal: their leases and recent rate.
     func hosts(_ reply: @escaping Reply) {
