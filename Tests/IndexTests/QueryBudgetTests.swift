@@ -267,3 +267,25 @@ extension QueryBudgetTests {
         #expect(longestWrite < update / 4, "a write waited \(longestWrite) s during an update of \(update) s")
     }
 }
+
+extension QueryBudgetTests {
+    /// A socket follower's catch-up comes a page at a time (256 events, about 4 MiB of
+    /// records): `--since 0` over many deliveries of 1 MiB memos built them all at once.
+    @Test func aFollowersCatchUpComesAPageAtATime() throws {
+        let s = try tempStore()
+        let sub = try s.subscribe(Subscription(owner: "alice", type: "Memo", predicate: "TRUEPREDICATE", firesOn: ["create"],
+                                               alert: nil, sink: .socket, target: nil, secret: nil))
+        _ = try s.apply(batch: (0..<300).map { input("k\($0)", memo: "m\($0)") }, now: unixNow())
+        _ = try s.fanOutPending()
+        let first = try s.socketEvents(subscription: sub, since: 0)
+        #expect(first.count == 256)
+        let rest = try s.socketEvents(subscription: sub, since: first.last!["seq"]!.intValue!)
+        #expect(rest.count == 300 - 256 && rest.last?["record"]?["memo"] == "m299")
+
+        let big = String(repeating: "x", count: 1 << 20)
+        _ = try s.apply(batch: (0..<6).map { input("b\($0)", memo: big) }, now: unixNow())
+        _ = try s.fanOutPending()
+        let page = try s.socketEvents(subscription: sub, since: rest.last!["seq"]!.intValue!)
+        #expect((1...4).contains(page.count), "\(page.count) events of 1 MiB in one page")
+    }
+}
