@@ -3,8 +3,8 @@ import Glibc
 import PhotomemoCore
 
 /// Watches one folder with a raw inotify fd on a `uv_poll_t`: unlike `uv_fs_event`, it
-/// reports "writer closed the file" (`IN_CLOSE_WRITE`), renames in (`IN_MOVED_TO`) and
-/// kernel queue overflow. When the folder itself goes away (deleted, moved, unmounted) it
+/// reports "writer closed the file" (`IN_CLOSE_WRITE`), renames in (`IN_MOVED_TO`), names
+/// gone (`IN_DELETE`, `IN_MOVED_FROM`) and kernel queue overflow. When the folder itself goes away (deleted, moved, unmounted) it
 /// reports `.folderGone`; `rearm()` watches the path again once it is back.
 public final class FolderWatcher: LoopHandle {
     public enum Event: Equatable, Sendable {
@@ -12,6 +12,8 @@ public final class FolderWatcher: LoopHandle {
         case movedIn(String)
         case created(String)
         case modified(String)
+        /// Deleted or renamed away (a folder's too): gone under this name.
+        case removed(String)
         case overflow
         case folderGone
     }
@@ -29,7 +31,7 @@ public final class FolderWatcher: LoopHandle {
     /// a chmod that lets others write a queue file is seen at once, not at the next poll.
     public init(loop: EventLoop, path: String, modifications: Bool = false, _ callback: @escaping ([Event]) -> Void) throws {
         self.path = path
-        mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+        mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
             | (modifications ? UInt32(IN_MODIFY | IN_ATTRIB) : 0)
         fd = try syscall("inotify_init1", blocking: { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) })
         super.init(type: UV_POLL)
@@ -80,6 +82,7 @@ public final class FolderWatcher: LoopHandle {
                         if wd >= 0 { wd = -1; events.append(.folderGone) }
                         continue
                     }
+                    if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 { events.append(.removed(name)); continue }
                     if mask & UInt32(IN_ISDIR) != 0 { continue }
                     if mask & UInt32(IN_CLOSE_WRITE) != 0 { events.append(.closedAfterWrite(name)) }
                     if mask & UInt32(IN_MOVED_TO) != 0 { events.append(.movedIn(name)) }

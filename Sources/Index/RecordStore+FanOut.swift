@@ -36,7 +36,9 @@ extension RecordStore {
         if let who = s.owner, who != c.owner, !c.isPublic, !c.readers.contains(who) { return .misses }
         do {
             let predicate = try PredicateParser.parse(s.predicate)
-            let found = try (reader ?? db).withTimeLimit(predicateTimeLimit) { try matches(predicate, recordID: c.recordID, on: reader) }
+            let found = try (reader ?? db).withTimeLimit(predicateTimeLimit) {
+                try matches(predicate, recordID: c.recordID, viewer: Viewer(owner: s.owner), on: reader)
+            }
             return found ? .matches : .misses
         } catch let e as PredicateSyntaxError {
             return .parks("predicate: \(e.description)")
@@ -59,18 +61,21 @@ extension RecordStore {
 
     /// The test of one record, on that record's own rows (`perRecord`): a subscriber's
     /// predicate never walks an index over others' values, so how long the write that fans
-    /// out to it takes tells them nothing either.
-    func matchSQL(_ predicate: RecordPredicate, recordID: String) -> (sql: String, params: [SQLValue]) {
+    /// out to it takes tells them nothing either. `viewer`: the subscriber, who must (still)
+    /// be able to read the record: the pipeline's changes are matched after they commit,
+    /// when the record may have been made private with new text.
+    func matchSQL(_ predicate: RecordPredicate, recordID: String, viewer: Viewer = .admin) -> (sql: String, params: [SQLValue]) {
         var params: [SQLValue] = [.text(recordID)]
-        return ("SELECT 1 FROM records r WHERE r.id = ? AND " + PredicateCompiler.compile(predicate, dialect, &params, perRecord: true), params)
+        let readable = Self.visible(viewer, &params)
+        return ("SELECT 1 FROM records r WHERE r.id = ? AND \(readable) AND " + PredicateCompiler.compile(predicate, dialect, &params, perRecord: true), params)
     }
 
     /// Whether record `recordID` matches `predicate`; the engine refusing the compiled SQL
     /// is a `PredicateSyntaxError`. Inside a transaction on PostgreSQL, a savepoint keeps
     /// the refusal from aborting it (fan-out parks the subscription and goes on).
     /// On a query connection (`on`, outside any transaction) no savepoint is needed.
-    func matches(_ predicate: RecordPredicate, recordID: String, on reader: (any SQLConnection)? = nil) throws -> Bool {
-        let (sql, params) = matchSQL(predicate, recordID: recordID)
+    func matches(_ predicate: RecordPredicate, recordID: String, viewer: Viewer = .admin, on reader: (any SQLConnection)? = nil) throws -> Bool {
+        let (sql, params) = matchSQL(predicate, recordID: recordID, viewer: viewer)
         do {
             if let reader { return try reader.queryOne(sql, params) != nil }
             guard dialect == .postgres else { return try db.queryOne(sql, params) != nil }
@@ -91,7 +96,7 @@ extension RecordStore {
     /// Fans out every change not yet fanned out (the pipeline's), in change order; returns
     /// deliveries made. Idempotent: a delivery is unique per (subscription, change).
     ///
-    /// Predicates are matched first, on a query connection, outside any write: however
+    /// Predicates are matched first, on fan-out's own read connection, outside any write: however
     /// long someone's subscriptions take (each at most `predicateTimeLimit` a record), the
     /// writer — the journal's too, on one SQLite file — is held only for the short
     /// transaction that writes the deliveries. A change fanned out meanwhile by another
@@ -100,7 +105,7 @@ extension RecordStore {
     public func fanOutPending(now: Double) throws -> Int {
         var made = 0
         while true {
-            let (changes, matched, parked) = try reading { reader in try matchPending(on: reader) }
+            let (changes, matched, parked) = try matching { reader in try matchPending(on: reader) }
             guard !changes.isEmpty else { return made }
             made += try writing {
                 var made = 0

@@ -156,13 +156,21 @@ extension RecordStore {
         }
     }
 
-    /// Socket-sink events after `since` for a subscription (catch-up on reconnect).
+    /// A follower's catch-up page: at most this many events, and about this much record text.
+    public static let socketEventsPage = 256
+    static let socketEventsBytes = 4 << 20
+
+    /// Socket-sink events after `since` for a subscription (catch-up on reconnect), oldest
+    /// first: at most `socketEventsPage` of them and about `socketEventsBytes` of record
+    /// text (at least one); the caller asks again after the last one it got. (A catch-up
+    /// from 0 built every event at once: N records of 1 MiB memos pinned N MiB.)
     public func socketEvents(subscription s: Subscription, since: Int64) throws -> [JSONValue] {
         try locked {
-            try db.query("""
-                SELECT d.seq, c.op, c.type, c.at, c.record FROM deliveries d JOIN changes c ON c.seq = d.seq
-                WHERE d.subscription_id = ? AND d.seq > ? ORDER BY d.seq
-                """, [.text(s.id), .int(since)]).map {
+            let from = "FROM deliveries d JOIN changes c ON c.seq = d.seq WHERE d.subscription_id = ? AND d.seq > ? ORDER BY d.seq LIMIT ?"
+            let params: [SQLValue] = [.text(s.id), .int(since), .int(Int64(Self.socketEventsPage))]
+            let sizes = try db.query("SELECT length(c.record) + 256 \(from)", params)
+            let limit = Row.fitting(sizes, Self.socketEventsBytes) ?? Self.socketEventsPage
+            return try db.query("SELECT d.seq, c.op, c.type, c.at, c.record \(from)", [params[0], params[1], .int(Int64(limit))]).map {
                 s.event(seq: $0.int(0)!, op: $0.string(1)!, type: $0.string(2)!, at: $0.double(3)!,
                            record: try JSONValue.parse($0.string(4)!))
             }

@@ -155,7 +155,8 @@ extension RecordStore {
     /// record still has `ifTag`.
     public func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL?, ifTag: String?, viewer: Viewer,
                        now: Double) throws -> Record {
-        try writing {
+        try matchBacklog(now: now)
+        return try writing {
             guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
                 throw RecordWriteError.notFound
             }
@@ -184,7 +185,8 @@ extension RecordStore {
     /// records are gone.
     public func delete(_ id: String, viewer: Viewer, now: Double) throws
         -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
-        try writing {
+        try matchBacklog(now: now)
+        return try writing {
             guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
                 throw RecordWriteError.notFound
             }
@@ -221,27 +223,46 @@ extension RecordStore {
         }
     }
 
+    /// A change made over the socket is fanned out inside its write with every change
+    /// before it not yet fanned out (deliveries follow change order): those, the pipeline's,
+    /// are matched first, outside the write, so the write holds the writer only for its own.
+    /// (The whole backlog against every subscription held it for seconds.)
+    private func matchBacklog(now: Double) throws {
+        _ = try fanOutPending(now: now)
+    }
+
     /// Changes after `since`, oldest first, that the viewer could read when they happened.
+    /// A user's page may walk everyone's changes to find theirs: it reads on a query
+    /// connection (never the writer's) within the query time limit, like `query`.
     public func changes(since: Int64, limit: Int, viewer: Viewer, maxBytes: Int? = nil) throws -> [RecordChange] {
-        try locked {
-            var params: [SQLValue] = [.int(since)]
-            var filter = ""
-            if case .user(let name) = viewer {
-                // The readers' JSON array, one row (`value`) per name.
-                let elements = dialect == .sqlite ? "json_each(readers)" : "jsonb_array_elements_text(readers)"
-                filter = " AND (owner = ? OR public_read = 1 OR EXISTS (SELECT 1 FROM \(elements) WHERE value = ?))"
-                params += [.text(name), .text(name)]
-            }
-            var limit = limit
-            if let maxBytes {
-                let sizes = try db.query("SELECT length(record) + 256 FROM changes WHERE seq > ?\(filter) ORDER BY seq LIMIT ?", params + [.int(Int64(limit))])
-                limit = Row.fitting(sizes, maxBytes) ?? limit
-            }
-            params.append(.int(Int64(limit)))
-            return try db.query("SELECT seq, record_id, type, op, at, record FROM changes WHERE seq > ?\(filter) ORDER BY seq LIMIT ?", params)
-                .map { RecordChange(seq: $0.int(0)!, recordID: $0.string(1)!, type: $0.string(2)!, op: $0.string(3)!, at: $0.double(4)!,
-                              record: try JSONValue.parse($0.string(5)!)) }
+        var params: [SQLValue] = [.int(since)]
+        var filter = ""
+        if case .user(let name) = viewer {
+            // The readers' JSON array, one row (`value`) per name.
+            let elements = dialect == .sqlite ? "json_each(readers)" : "jsonb_array_elements_text(readers)"
+            filter = " AND (owner = ? OR public_read = 1 OR EXISTS (SELECT 1 FROM \(elements) WHERE value = ?))"
+            params += [.text(name), .text(name)]
         }
+        let rows: [Row]
+        do {
+            rows = try reading { db in
+                let page = {
+                    var limit = limit
+                    if let maxBytes {
+                        let sizes = try db.query("SELECT length(record) + 256 FROM changes WHERE seq > ?\(filter) ORDER BY seq LIMIT ?", params + [.int(Int64(limit))])
+                        limit = Row.fitting(sizes, maxBytes) ?? limit
+                    }
+                    return try db.query("SELECT seq, record_id, type, op, at, record FROM changes WHERE seq > ?\(filter) ORDER BY seq LIMIT ?", params + [.int(Int64(limit))])
+                }
+                // An admin's page starts at `since` through the key and is never cut short.
+                return try filter.isEmpty ? page() : db.withTimeLimit(queryTimeLimit, page)
+            }
+        } catch let e as SQLTimeLimitExceeded {
+            throw PhotomemoError(.tooExpensive,
+                "the changes page ran past its limit of \(e.limit) in the index; ask again from a later --since, or ask an admin")
+        }
+        return try rows.map { RecordChange(seq: $0.int(0)!, recordID: $0.string(1)!, type: $0.string(2)!, op: $0.string(3)!, at: $0.double(4)!,
+                                           record: try JSONValue.parse($0.string(5)!)) }
     }
 }
 

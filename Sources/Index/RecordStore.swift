@@ -68,6 +68,19 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         recordIDSecret = secret
         self.db = db
         readers = try reader.map { open in try (0..<2).map { _ in (NSLock(), try open()) } } ?? []
+        matcher = try reader.map { open in (NSLock(), try open()) }
+    }
+
+    /// Fan-out's own read connection: matching a batch of changes against every subscription
+    /// of their type may take minutes, and a query waited behind it on a shared one.
+    private let matcher: (lock: NSLock, connection: any SQLConnection)?
+
+    /// A read on fan-out's connection (the queries' when there is none).
+    func matching<T>(_ body: (any SQLConnection) throws -> T) rethrows -> T {
+        guard let matcher else { return try reading(body) }
+        matcher.lock.lock()
+        defer { matcher.lock.unlock() }
+        return try body(matcher.connection)
     }
 
     var dialect: SQLDialect { db.dialect }

@@ -180,7 +180,10 @@ final class InboxScanner: @unchecked Sendable {
     private func examine(_ name: String, requireSettled: Bool, _ report: inout Report) -> TakenPhoto? {
         guard !PhotoPolicy.isIgnoredInboxName(name), !name.contains("/") else { return nil }
         let path = inbox + "/" + name
-        guard let st = try? Files.lstatEntry(path) else { return nil }  // gone again
+        guard let st = try? Files.lstatEntry(path) else {  // gone again
+            report.notSkipped.append(name)
+            return nil
+        }
         if let why = Self.leftAlone(path, name: name, st) {
             report.skipped[name] = SkippedEntry(reason: why, owner: UnixUser.nameOrNumber(st.st_uid))
             return nil

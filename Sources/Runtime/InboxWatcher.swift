@@ -92,6 +92,11 @@ final class InboxWatcher {
                 // A regular file is not complete yet (its close event follows); a FIFO,
                 // device or symlink never gets one, so it is looked at now.
                 enqueue(name, complete: false)
+            case .removed(let name):
+                // Looked at again (it is gone, or back already) so that `skipped` never keeps
+                // a name that is not there: renaming one file through a million names grew
+                // it without bound until the next full rescan.
+                enqueue(name, complete: false)
             case .modified:
                 break
             case .overflow:

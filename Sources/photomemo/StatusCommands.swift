@@ -107,11 +107,16 @@ let inboxCommand = clientCommand("inbox", "[--json]",
     let r = try c.request(.inbox)
     if args.has("json") { Output.json(r); return 0 }
     let entries = r["skipped"]?.arrayValue ?? [], stale = r["stale"]?.arrayValue ?? []
+    /// The reply lists the first 1,000 of each; the rest is counted.
+    func more(_ key: String, _ listed: Int) {
+        if let total = r[key]?.intValue, total > listed { Output.write("… and \(total - Int64(listed)) more\n") }
+    }
     if entries.isEmpty { Output.write("nothing in the inbox is left alone\n") }
     else {
         Output.table(["name", "owner", "left alone because"], entries.map {
             [Output.text($0["name"]?.stringValue ?? "?"), $0["owner"]?.stringValue ?? "?", $0["reason"]?.stringValue ?? ""]
         })
+        more("total", entries.count)
     }
     guard !stale.isEmpty else { return 0 }
     Output.write("\nfiles under names the inbox ignores, untouched for inbox.stale_temp (a transfer that died?):\n")
@@ -119,6 +124,7 @@ let inboxCommand = clientCommand("inbox", "[--json]",
         [Output.text($0["name"]?.stringValue ?? "?"), $0["owner"]?.stringValue ?? "?", String($0["bytes"]?.intValue ?? 0),
          Output.duration(Double($0["idle_s"]?.intValue ?? 0))]
     })
+    more("stale_total", stale.count)
     return 0
 }
 

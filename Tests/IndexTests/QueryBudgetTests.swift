@@ -126,3 +126,166 @@ extension QueryBudgetTests {
         #expect(longestWrite < fanOut / 4, "a write waited \(longestWrite) s during a fan-out of \(fanOut) s")
     }
 }
+
+extension QueryBudgetTests {
+    /// A user's `changes` walks every change to find the few they may read: it reads on a
+    /// query connection within the query time limit, so a user looping it over others'
+    /// changes never holds the writer (it ran on the writer's connection, unbounded).
+    @Test func aUsersChangesPageNeverHoldsTheWriterAndHasATimeLimit() throws {
+        let s = try tempStore()
+        _ = try s.apply(batch: (0..<20_000).map { input("k\($0)", memo: "memo \($0)") }, now: unixNow())
+        let t0 = Date()
+        #expect(try s.changes(since: 0, limit: 1, viewer: .user("bob"), maxBytes: 4 << 20).isEmpty)
+        let scan = Date().timeIntervalSince(t0)
+
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var stop = false  // set before the wait, read by the looping thread
+        Thread.detachNewThread {
+            while !stop { _ = try? s.changes(since: 0, limit: 1, viewer: .user("bob"), maxBytes: 4 << 20) }
+            done.signal()
+        }
+        var longestWrite = 0.0
+        for i in 0..<20 {
+            let w0 = Date()
+            _ = try s.apply(input("w\(i)", memo: "write \(i)"), now: unixNow())
+            longestWrite = max(longestWrite, Date().timeIntervalSince(w0))
+        }
+        stop = true
+        done.wait()
+        #expect(scan > 0.02, "bob's scan takes long enough to tell: \(scan) s")
+        #expect(longestWrite < scan / 2, "a write waited \(longestWrite) s behind bob's changes scan of \(scan) s")
+
+        s.queryTimeLimit = 0
+        #expect(throws: PhotomemoError.self) { try s.changes(since: 0, limit: 1, viewer: .user("bob"), maxBytes: 4 << 20) }
+        // An admin's page starts at `since` through the primary key: it is never refused.
+        #expect(try s.changes(since: 0, limit: 1, viewer: .admin).count == 1)
+    }
+}
+
+extension QueryBudgetTests {
+    /// Fan-out matches on a connection of its own: a user's query never waits behind the
+    /// matching of a batch of changes (up to 256 changes times every subscription of their
+    /// type, each up to the predicate limit), even while another user keeps the other query
+    /// connection busy with queries at their time limit.
+    @Test func queriesNeverWaitBehindFanOut() throws {
+        let s = try tempStore()
+        s.predicateTimeLimit = 10
+        for i in 0..<60 {
+            _ = try s.subscribe(Subscription(id: "s\(i)", owner: nil, type: "Memo", predicate: Self.noPrefix, firesOn: ["create"], alert: nil,
+                                             sink: .socket, target: nil, secret: nil))
+        }
+        _ = try s.apply(batch: (0..<3000).map { input("m\($0)", type: "Junk", owner: "mallory") }, now: unixNow())
+        _ = try s.apply(input("a", memo: "alice's", owner: "alice"), now: unixNow())
+        _ = try s.fanOutPending()  // the setup's own changes
+        let fields = Dictionary(uniqueKeysWithValues: (0..<255).map { ("f\($0)", JSONValue.string("v\($0)")) })
+        _ = try s.apply(batch: (0..<12).map { input("k\($0)", fields: fields) }, now: unixNow())
+
+        s.queryTimeLimit = 0.3
+        let costly = try PredicateParser.parse(Self.everyPrefix), cheap = try PredicateParser.parse("memo == \"alice's\"")
+        let started = Date(), finished = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var fanOut = 0.0  // written before the signal, read after it
+        Thread.detachNewThread {
+            _ = try? s.fanOutPending()
+            fanOut = Date().timeIntervalSince(started)
+            finished.signal()
+        }
+        Thread.detachNewThread {
+            while finished.wait(timeout: .now()) == .timedOut { _ = try? s.query(costly, limit: 1000, viewer: .user("mallory")) }
+            finished.signal()
+        }
+        var slowest = 0.0
+        while Date().timeIntervalSince(started) < 2.5 {
+            let t0 = Date()
+            #expect(try s.query(cheap, viewer: .user("alice")).records.count == 1)
+            slowest = max(slowest, Date().timeIntervalSince(t0))
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        finished.wait()
+        #expect(fanOut > 3, "the fan-out takes long enough to tell: \(fanOut) s")
+        #expect(slowest < 1, "alice's query waited \(slowest) s (mallory's are cut at 0.3 s, fan-out took \(fanOut) s)")
+    }
+}
+
+extension QueryBudgetTests {
+    /// Fan-out now runs after the change commits, so a record may have changed by then: a
+    /// subscriber's predicate is tested only while they may still read the record. (A
+    /// pipeline change to alice's public record, fanned out after she made it private with
+    /// a secret memo, matched mallory's `memo CONTAINS "password"` on the secret: an oracle
+    /// on text he may no longer read.)
+    @Test func aSubscriberWhoMayNoLongerReadTheRecordIsNotMatchedOnItsNewText() throws {
+        let s = try tempStore()
+        let r = try s.apply(input("k1", memo: "hello", owner: "alice")).record
+        _ = try s.update(r.id, memo: nil, fields: [:], acl: ACL(publicRead: true), ifTag: nil, viewer: .user("alice"))
+        let probe = try s.subscribe(Subscription(owner: "mallory", type: "Memo", predicate: #"memo CONTAINS "password""#, firesOn: ["update"],
+                                                 alert: nil, sink: .socket, target: nil, secret: nil))
+        // A job line updates her public record; before its fan-out she makes it private.
+        var line = input("k2", memo: "innocent", owner: "alice")
+        line.memo.record = r.id
+        _ = try s.apply(line)
+        _ = try s.update(r.id, memo: "the password is hunter2", fields: [:], acl: ACL(), ifTag: nil, viewer: .user("alice"))
+        _ = try s.fanOutPending()
+        let mine = try s.subscriptions(viewer: .user("mallory")).first { $0["id"]?.stringValue == probe.id }
+        #expect(mine?["pending"] == 0, "\(String(describing: mine))")
+    }
+}
+
+extension QueryBudgetTests {
+    /// A change made over the socket is matched inside its own write, with every change
+    /// not yet fanned out before it: that backlog is matched first, outside the write, so
+    /// one user's update never holds the writer (the journal's too, on SQLite) through the
+    /// matching of the pipeline's changes against everyone's subscriptions.
+    @Test func anUpdateOverTheSocketDoesNotMatchTheBacklogInsideItsWrite() throws {
+        let s = try tempStore()
+        s.predicateTimeLimit = 10
+        let mine = try s.apply(input("a", memo: "alice's", owner: "alice")).record
+        for i in 0..<60 {
+            _ = try s.subscribe(Subscription(id: "s\(i)", owner: nil, type: "Memo", predicate: Self.noPrefix, firesOn: ["create"], alert: nil,
+                                             sink: .socket, target: nil, secret: nil))
+        }
+        let fields = Dictionary(uniqueKeysWithValues: (0..<255).map { ("f\($0)", JSONValue.string("v\($0)")) })
+        _ = try s.apply(batch: (0..<6).map { input("k\($0)", fields: fields) }, now: unixNow())
+
+        let other = try Database(path: s.path)
+        try other.exec("CREATE TABLE IF NOT EXISTS probe(n INTEGER)")
+        let updated = DispatchSemaphore(value: 0)
+        let started = Date()
+        nonisolated(unsafe) var update = 0.0  // written before the signal, read after it
+        Thread.detachNewThread {
+            _ = try? s.update(mine.id, memo: "changed", fields: [:], acl: nil, ifTag: nil, viewer: .user("alice"))
+            update = Date().timeIntervalSince(started)
+            updated.signal()
+        }
+        var longestWrite = 0.0
+        while updated.wait(timeout: .now() + 0.01) == .timedOut {
+            let t0 = Date()
+            try other.transaction { try other.run("INSERT INTO probe VALUES (1)") }
+            longestWrite = max(longestWrite, Date().timeIntervalSince(t0))
+        }
+        #expect(try s.db.queryOne("SELECT count(*) FROM changes WHERE fanned_out = 0")?.int(0) == 0)
+        #expect(try s.get(mine.id, viewer: .user("alice"))?.memo == "changed")
+        #expect(update > 0.2, "the backlog takes long enough to tell: \(update) s")
+        #expect(longestWrite < update / 4, "a write waited \(longestWrite) s during an update of \(update) s")
+    }
+}
+
+extension QueryBudgetTests {
+    /// A socket follower's catch-up comes a page at a time (256 events, about 4 MiB of
+    /// records): `--since 0` over many deliveries of 1 MiB memos built them all at once.
+    @Test func aFollowersCatchUpComesAPageAtATime() throws {
+        let s = try tempStore()
+        let sub = try s.subscribe(Subscription(owner: "alice", type: "Memo", predicate: "TRUEPREDICATE", firesOn: ["create"],
+                                               alert: nil, sink: .socket, target: nil, secret: nil))
+        _ = try s.apply(batch: (0..<300).map { input("k\($0)", memo: "m\($0)") }, now: unixNow())
+        _ = try s.fanOutPending()
+        let first = try s.socketEvents(subscription: sub, since: 0)
+        #expect(first.count == 256)
+        let rest = try s.socketEvents(subscription: sub, since: first.last!["seq"]!.intValue!)
+        #expect(rest.count == 300 - 256 && rest.last?["record"]?["memo"] == "m299")
+
+        let big = String(repeating: "x", count: 1 << 20)
+        _ = try s.apply(batch: (0..<6).map { input("b\($0)", memo: big) }, now: unixNow())
+        _ = try s.fanOutPending()
+        let page = try s.socketEvents(subscription: sub, since: rest.last!["seq"]!.intValue!)
+        #expect((1...4).contains(page.count), "\(page.count) events of 1 MiB in one page")
+    }
+}

@@ -52,3 +52,40 @@ extension WhoMayDoWhatTests {
         #expect(status == 0 && out.contains("IMG_0001.MOV") && out.contains(bob) && out.contains("not a photo (.mov)"), "\(status) \(out) \(err)")
     }
 }
+
+extension WhoMayDoWhatTests {
+    /// A file left alone and then renamed or removed leaves no name behind: `photomemo inbox`
+    /// and `status` show what is there, not every name it ever had. (A user renaming one
+    /// video through a million names grew the daemon's list without bound until the next
+    /// full rescan, every name in it to be listed and sorted on the loop.)
+    @Test func aFileLeftAloneThenRenamedOrRemovedLeavesNoNameBehind() throws {
+        let d = try start(["--rescan-interval", "600"])
+        let inbox = d.home + "/inbox"
+        let script = "cd '\(inbox)' && printf moov > v0.mov && i=0; while [ $i -lt 200 ]; do mv v$i.mov v$((i+1)).mov; i=$((i+1)); done;"
+            + " printf aae > gone.aae && sleep 0.3 && rm gone.aae"
+        #expect(try DaemonHarness.run(as: bob, ["/bin/sh", "-c", script]).0 == 0)
+        try d.waitUntil("bob's list is what his inbox holds", timeout: 15) {
+            (try cliJSON(bob, d, ["inbox"])["skipped"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue } == ["v200.mov"]
+        }
+        #expect(try cliJSON(bob, d, ["status"])["backlog"]?["inbox_skipped"] == 1)
+    }
+}
+
+extension WhoMayDoWhatTests {
+    /// `photomemo inbox` lists at most 1,000 entries (by name) and says how many there are:
+    /// a user's 100,000 files that are not photos made a reply of 11.7 MB, over what a
+    /// connection may leave unread, and the client was disconnected without its list.
+    @Test func theInboxListIsBoundedAndSaysHowManyThereAre() throws {
+        let d = try start()
+        let script = "cd '\(d.home)/inbox' && i=0; while [ $i -lt 1500 ]; do : > n$i.mov; i=$((i+1)); done"
+        #expect(try DaemonHarness.run(as: bob, ["/bin/sh", "-c", script]).0 == 0)
+        try d.waitUntil("all 1,500 are counted", timeout: 20) {
+            try cliJSON(bob, d, ["status"])["backlog"]?["inbox_skipped"] == 1500
+        }
+        let r = try cliJSON(bob, d, ["inbox"])
+        #expect(r["skipped"]?.arrayValue?.count == 1000 && r["total"] == 1500)
+        #expect(r["skipped"]?.arrayValue?.first?["name"] == "n0.mov")
+        let (status, out, _) = try cli(bob, d, ["inbox"])
+        #expect(status == 0 && out.hasSuffix("… and 500 more\n"), "\(out.suffix(200))")
+    }
+}

@@ -74,6 +74,8 @@ final class Followers {
             self.polling = false
             defer { if self.again { self.again = false; self.poll() } }
             for (f, events) in zip(targets, results) where !f.connection.pipe.isClosed {
+                // A page at a time (RecordStore.socketEvents): a full one means more wait.
+                if !events.isEmpty { self.again = true }
                 for e in events {
                     f.connection.push(Self.line(e))
                     f.last = max(f.last, e["seq"]?.intValue ?? f.last)

@@ -104,9 +104,12 @@ final class RecordHandlers: ControlHandler {
             let since = try req.int("since") ?? 0
             let limit = Int(try req.int("limit") ?? 100)
             guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
-            offLoopRecords(reply) {
-                let list = try store.changes(since: since, limit: limit, viewer: viewer, maxBytes: Self.pageBytes)
-                return ["changes": .array(list.map(\.json)), "next": .int(list.last?.seq ?? since)]
+            // A user's page may walk everyone's changes: it waits its turn with their queries.
+            queries.admit(caller, connection: conn) { [self] done in
+                offLoopRecords({ result in done(); reply(result) }) {
+                    let list = try store.changes(since: since, limit: limit, viewer: viewer, maxBytes: Self.pageBytes)
+                    return ["changes": .array(list.map(\.json)), "next": .int(list.last?.seq ?? since)]
+                }
             }
         case .asset:
             try streamAsset(req, records: store, viewer: viewer, to: conn, reply: reply)

@@ -52,15 +52,24 @@ final class StatusHandlers: ControlHandler {
     }
 
     /// The inbox entries left alone, with why, and the stale files under ignored names: a
-    /// user's own (a file's owner is whoever owns it), every one for an admin.
+    /// user's own (a file's owner is whoever owns it), every one for an admin; of each, the
+    /// first `maxListedSkipped` by name, and how many in all (`total`, `stale_total`).
     func inbox(_ caller: Caller, _ reply: @escaping Reply) {
-        let entries = live.inboxSkipped().filter { caller.isAdmin || $0.value.owner == caller.name }.sorted { $0.key < $1.key }
-        let stale = live.inboxStale().filter { caller.isAdmin || $0.value.owner == caller.name }.sorted { $0.key < $1.key }
-        reply(.success(["skipped": .array(entries.map { ["name": .string($0.key), "reason": .string($0.value.reason),
-                                                         "owner": .string($0.value.owner)] }),
-                        "stale": .array(stale.map { ["name": .string($0.key), "owner": .string($0.value.owner),
-                                                     "bytes": .int($0.value.bytes), "idle_s": .int(Int64($0.value.idleSeconds))] })]))
+        let entries = live.inboxSkipped().filter { caller.isAdmin || $0.value.owner == caller.name }
+        let stale = live.inboxStale().filter { caller.isAdmin || $0.value.owner == caller.name }
+        let listed = entries.sorted { $0.key < $1.key }.prefix(Self.maxListedSkipped)
+        let listedStale = stale.sorted { $0.key < $1.key }.prefix(Self.maxListedSkipped)
+        reply(.success(["skipped": .array(listed.map { ["name": .string($0.key), "reason": .string($0.value.reason),
+                                                        "owner": .string($0.value.owner)] }),
+                        "total": .int(Int64(entries.count)),
+                        "stale": .array(listedStale.map { ["name": .string($0.key), "owner": .string($0.value.owner),
+                                                           "bytes": .int($0.value.bytes), "idle_s": .int(Int64($0.value.idleSeconds))] }),
+                        "stale_total": .int(Int64(stale.count))]))
     }
+
+    /// A reply listing 100,000 entries was 11.7 MB: more than a connection may leave unread
+    /// (8 MiB), so the client was disconnected and never saw its list.
+    static let maxListedSkipped = 1000
 
     /// The daemons on this journal: their leases and recent rate.
     func hosts(_ reply: @escaping Reply) {
