@@ -36,7 +36,7 @@ extension WhoMayDoWhatTests {
         for (i, pair) in Self.timedPairs.enumerated() {
             let (matching, other) = (medians[2 * i], medians[2 * i + 1])
             #expect(max(matching, other) <= 1.5 * min(matching, other),
-                    "\(pair.0): \(matching) ms vs \(pair.1): \(other) ms (medians over 100 queries)")
+                    "\(pair.0): \(matching) ms vs \(pair.1): \(other) ms (the least median of four blocks of 25 queries)")
         }
     }
 
@@ -58,7 +58,10 @@ extension WhoMayDoWhatTests {
                     if not reply.get("ok"): sys.exit("query failed: " + json.dumps(reply))
                     counts[i] = len(reply["result"]["records"])
                     if r >= 5: times[i].append((t1 - t0) * 1000)
-            print(json.dumps({"medians": [statistics.median(t) for t in times], "counts": counts}))
+            # The least of four block medians: a burst of load from elsewhere (the suite runs
+            # tests side by side) lands in a block or two; a cost the query itself has, in all.
+            blocks = lambda t: [statistics.median(t[k:k + len(t) // 4]) for k in range(0, len(t), len(t) // 4)]
+            print(json.dumps({"medians": [min(blocks(t)) for t in times], "counts": counts}))
             """
         let (status, out, err) = try DaemonHarness.run(as: user, group: "nogroup",
             ["/usr/bin/python3", "-c", script, d.home + "/photomemo.sock", JSONValue.array(predicates.map(JSONValue.string)).jsonString, String(rounds)])
