@@ -1,4 +1,5 @@
 import Foundation
+import Postgres  // PostgresError: a lost query connection
 import SQLite  // Database, for init(path:)
 import PhotomemoCore
 
@@ -80,7 +81,14 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         guard let matcher else { return try reading(body) }
         matcher.lock.lock()
         defer { matcher.lock.unlock() }
-        return try body(matcher.connection)
+        return try Self.read(on: matcher.connection, body)
+    }
+
+    /// A read, and once more if it found its connection lost: an idle query connection
+    /// learns of a PostgreSQL restart only from the read that fails on it, and the next
+    /// call reconnects (a read may run twice; a write is never retried here).
+    private static func read<T>(on connection: any SQLConnection, _ body: (any SQLConnection) throws -> T) rethrows -> T {
+        do { return try body(connection) } catch let e as PostgresError where e.isUnavailable { return try body(connection) }
     }
 
     var dialect: SQLDialect { db.dialect }
@@ -102,7 +110,7 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
             return any
         }()
         defer { reader.lock.unlock() }
-        return try body(reader.connection)
+        return try Self.read(on: reader.connection, body)
     }
 
     /// One write transaction. PostgreSQL: one writer at a time across daemons, so change
