@@ -54,17 +54,21 @@ final class StatusHandlers: ControlHandler {
     /// The inbox entries left alone, with why, and the stale files under ignored names: a
     /// user's own (a file's owner is whoever owns it), every one for an admin; of each, the
     /// first `maxListedSkipped` by name, and how many in all (`total`, `stale_total`).
+    /// Filtered and sorted off the loop: 100,000 entries take it tens of milliseconds.
     func inbox(_ caller: Caller, _ reply: @escaping Reply) {
-        let entries = live.inboxSkipped().filter { caller.isAdmin || $0.value.owner == caller.name }
-        let stale = live.inboxStale().filter { caller.isAdmin || $0.value.owner == caller.name }
-        let listed = entries.sorted { $0.key < $1.key }.prefix(Self.maxListedSkipped)
-        let listedStale = stale.sorted { $0.key < $1.key }.prefix(Self.maxListedSkipped)
-        reply(.success(["skipped": .array(listed.map { ["name": .string($0.key), "reason": .string($0.value.reason),
-                                                        "owner": .string($0.value.owner)] }),
-                        "total": .int(Int64(entries.count)),
-                        "stale": .array(listedStale.map { ["name": .string($0.key), "owner": .string($0.value.owner),
-                                                           "bytes": .int($0.value.bytes), "idle_s": .int(Int64($0.value.idleSeconds))] }),
-                        "stale_total": .int(Int64(stale.count))]))
+        let (allSkipped, allStale) = (live.inboxSkipped(), live.inboxStale())
+        loop.reply(reply) {
+            let entries = allSkipped.filter { caller.isAdmin || $0.value.owner == caller.name }
+            let stale = allStale.filter { caller.isAdmin || $0.value.owner == caller.name }
+            let listed = entries.sorted { $0.key < $1.key }.prefix(Self.maxListedSkipped)
+            let listedStale = stale.sorted { $0.key < $1.key }.prefix(Self.maxListedSkipped)
+            return ["skipped": .array(listed.map { ["name": .string($0.key), "reason": .string($0.value.reason),
+                                                    "owner": .string($0.value.owner)] }),
+                    "total": .int(Int64(entries.count)),
+                    "stale": .array(listedStale.map { ["name": .string($0.key), "owner": .string($0.value.owner),
+                                                       "bytes": .int($0.value.bytes), "idle_s": .int(Int64($0.value.idleSeconds))] }),
+                    "stale_total": .int(Int64(stale.count))]
+        }
     }
 
     /// A reply listing 100,000 entries was 11.7 MB: more than a connection may leave unread
