@@ -1,5 +1,3 @@
-import PhotomemoCore
-
 /// At most `perUser` queries of one user run at once; the rest wait their turn in order,
 /// so a user looping expensive queries on many connections holds one pool thread and one
 /// read of the index, not all of them (everyone else's requests and the pipeline's stages

@@ -57,12 +57,10 @@ final class RecordHandlers: ControlHandler {
             let limit = Int(try req.int("limit") ?? 100)
             guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
             let cursor = try req.string("cursor")
-            queries.admit(caller, connection: conn) { [self] done in
-                offLoopRecords({ result in done(); reply(result) }) {
-                    let page = try store.query(try PredicateParser.parse(predicate), type: type, sort: try SortKey.parse(sort),
-                                               limit: limit, cursor: cursor, viewer: viewer, maxBytes: Self.pageBytes)
-                    return ["records": .array(page.records.map(\.json)), "cursor": page.cursor.map(JSONValue.string) ?? .null]
-                }
+            offLoopRead(caller, conn, reply) {
+                let page = try store.query(try PredicateParser.parse(predicate), type: type, sort: try SortKey.parse(sort),
+                                           limit: limit, cursor: cursor, viewer: viewer, maxBytes: Self.pageBytes)
+                return ["records": .array(page.records.map(\.json)), "cursor": page.cursor.map(JSONValue.string) ?? .null]
             }
         case .get:
             let id = try req.requiredString("record")
@@ -105,11 +103,9 @@ final class RecordHandlers: ControlHandler {
             let limit = Int(try req.int("limit") ?? 100)
             guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
             // A user's page may walk everyone's changes: it waits its turn with their queries.
-            queries.admit(caller, connection: conn) { [self] done in
-                offLoopRecords({ result in done(); reply(result) }) {
-                    let list = try store.changes(since: since, limit: limit, viewer: viewer, maxBytes: Self.pageBytes)
-                    return ["changes": .array(list.map(\.json)), "next": .int(list.last?.seq ?? since)]
-                }
+            offLoopRead(caller, conn, reply) {
+                let list = try store.changes(since: since, limit: limit, viewer: viewer, maxBytes: Self.pageBytes)
+                return ["changes": .array(list.map(\.json)), "next": .int(list.last?.seq ?? since)]
             }
         case .asset:
             try streamAsset(req, records: store, viewer: viewer, to: conn, reply: reply)
@@ -157,6 +153,15 @@ final class RecordHandlers: ControlHandler {
     }
 
     func disconnected(_ conn: ControlConnection) { queries.disconnected(conn) }
+
+    /// A read whose cost grows with the index (query, changes): off the loop, in the
+    /// caller's turn (`QueryGate`).
+    private func offLoopRead(_ caller: Caller, _ conn: ControlConnection, _ reply: @escaping Reply,
+                             _ work: @escaping @Sendable () throws -> JSONValue) {
+        queries.admit(caller, connection: conn) { [self] done in
+            offLoopRecords({ result in done(); reply(result) }, work)
+        }
+    }
 
     private func offLoopRecords(_ reply: @escaping Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
         loop.reply(reply) {
