@@ -25,6 +25,12 @@ struct RcloneTests {
         let t = try ToolDelivery(Self.photos)
         try rclone(verb, [], t, to: t.inbox)
         try t.expectEachPhotoStoredOnce()
+        guard verb == "copy" else { return }
+        // The inbox consumed what the first copy sent, so the next copy sends it all again:
+        // duplicates of stored photos, no new record.
+        try rclone(verb, [], t, to: t.inbox)
+        try t.d.waitIdle(jobs: 2 * t.photos.count)
+        try t.expectEachPhotoStoredOnce()
     }
 
     /// Over SFTP rclone checks what it sent after the upload: it sets the file's time and
