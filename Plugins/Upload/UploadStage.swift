@@ -29,8 +29,10 @@ public struct UploadStage: Stage {
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
         store = try environment.assetStore(options.string("store"))
-        // The definition folded `keep_originals` into its inbox section (and checked it).
-        keepOriginals = environment.inbox.originalsMode
+        // A definition folds `keep_originals` into its inbox section (refusing both
+        // differing); a stage built alone goes by its own option.
+        let own = try options.string("keep_originals").map { try InboxOptions.Originals.parse(.string($0), key: "\"keep_originals\"") }
+        keepOriginals = environment.inbox.originals ?? own ?? .delete
         inbox = environment.home.appendingPathComponent("inbox").path
         done = environment.home.appendingPathComponent("done").path
         renditionsRoot = environment.home.appendingPathComponent("renditions").path
