@@ -64,7 +64,12 @@ public struct IndexStage: BatchStage {
             source: job.memo.photo, updatesSource: keptPath)
     }
 
+    /// The record written, and its receipt (`source`, `sha256`), which `watch` shows.
     static func outcome(_ written: (record: Record, op: String)) -> StageOutcome {
-        .continue(result: ["record": .string(written.record.id), "op": .string(written.op), "change_tag": .string(written.record.changeTag)])
+        var result: [String: JSONValue] = ["record": .string(written.record.id), "op": .string(written.op),
+                                           "change_tag": .string(written.record.changeTag)]
+        if let source = written.record.source { result["source"] = .string(source) }
+        if let sha = written.record.sha256 { result["sha256"] = .string(sha) }
+        return .continue(result: .object(result))
     }
 }

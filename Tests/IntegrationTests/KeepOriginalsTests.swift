@@ -97,6 +97,8 @@ import Testing
     @Test func anEditedPhotoUpdatesItsRecordReleasesTheOldOriginalAndARemovedOneLeavesIt() throws {
         let d = try DaemonHarness(stages: try Self.definition())
         try d.start()
+        let watcher = try SocketClient(path: d.home + "/photomemo.sock")
+        #expect(watcher.call("watch")?["ok"] == true)
         try d.drop("Nikon_D70.jpg", as: "a.jpg")
         try d.waitIdle(jobs: 1, timeout: 60)
         let first = try #require(try records(d).first)
@@ -114,6 +116,15 @@ import Testing
         let feed = try changes(d)
         #expect(feed.compactMap { $0["op"]?.stringValue } == ["create", "update"])
         #expect(feed.last?["record"]?["sha256"] == now.first?["sha256"])
+        // `watch` shows each record the pipeline wrote, with its receipt.
+        var written: [JSONValue] = []
+        while written.count < 2, let e = watcher.readLine(timeout: 5) {
+            if e["event"]?.stringValue?.hasPrefix("record_") == true { written.append(e) }
+        }
+        #expect(written.map { $0["event"] } == ["record_create", "record_update"] && written.allSatisfy { $0["record"] == .string(id) }, "\(written)")
+        let nikon = try Self.sha("Nikon_D70.jpg")
+        #expect(written.first?["source"] == "a.jpg" && written.first?["sha256"]?.stringValue == nikon, "\(written)")
+        #expect(written.last?["sha256"] == now.first?["sha256"])
         try d.waitUntil("the old original leaves the store") { !FileManager.default.fileExists(atPath: d.home + "/store/" + oldKey) }
         #expect(FileManager.default.fileExists(atPath: d.home + "/store/" + newKey))
 
