@@ -7,11 +7,13 @@ import Testing
 /// inbox (a folder a two-way sync tool owns) is never written to; a path is taken once per
 /// bytes, and new bytes update its record; a `create` change is the photo's receipt.
 @Suite(.serialized) struct KeepOriginalsTests {
-    /// `Jobs/local-store.json` with `inbox` (a section's text) and upload's options.
+    /// `Jobs/local-store.json` with `inbox` (a section's text), upload's options, and the
+    /// notify stage (which fans the pipeline's changes out to subscriptions).
     static func definition(inbox: String = #""inbox": {"originals": "keep"},"#, upload: String = "{}") throws -> String {
         let base = try String(contentsOf: packageRoot.appendingPathComponent("Jobs/local-store.json"), encoding: .utf8)
         return base.replacingOccurrences(of: #"{ "name": "local-store","#, with: #"{ "name": "keep", "# + inbox)
             .replacingOccurrences(of: #"{"use": "upload",   "with": {}}"#, with: #"{"use": "upload",   "with": \#(upload)}"#)
+            .replacingOccurrences(of: #"{"use": "index",    "with": {}}"#, with: #"{"use": "index", "with": {}}, {"use": "notify", "with": {}}"#)
     }
 
     /// Every entry under `root`, and `root` itself: type and mode, size, inode, mtime, ctime
@@ -33,6 +35,12 @@ import Testing
     }
 
     static func sha(_ photo: String) throws -> String { try SHA256.hexOfFile(atPath: testPhotos.appendingPathComponent(photo).path).hex }
+
+    /// Whether the daemon's store (its folder, or the harness's S3 bucket) holds `key`.
+    func stored(_ d: DaemonHarness, _ key: String) -> Bool {
+        if let s3 = d.s3 { return s3.fetchWithCurl("pm/" + key) != nil }
+        return FileManager.default.fileExists(atPath: d.home + "/store/" + key)
+    }
 
     func records(_ d: DaemonHarness) throws -> [JSONValue] { try json(d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue ?? [] }
     func changes(_ d: DaemonHarness) throws -> [JSONValue] { try json(d, ["changes", "--since", "0"])["changes"]?.arrayValue ?? [] }
@@ -99,12 +107,14 @@ import Testing
         try d.start()
         let watcher = try SocketClient(path: d.home + "/photomemo.sock")
         #expect(watcher.call("watch")?["ok"] == true)
+        let follower = try SocketClient(path: d.home + "/photomemo.sock")
+        #expect(follower.call("subscribe", ["type": "Photo", "predicate": "TRUEPREDICATE", "fires_on": "create,update"])?["ok"] == true)
         try d.drop("Nikon_D70.jpg", as: "a.jpg")
         try d.waitIdle(jobs: 1, timeout: 60)
         let first = try #require(try records(d).first)
         let id = try #require(first["id"]?.stringValue)
         let oldKey = try #require(first["assets"]?["original"]?["key"]?.stringValue)
-        #expect(FileManager.default.fileExists(atPath: d.home + "/store/" + oldKey))
+        #expect(stored(d, oldKey))
 
         try replace(d, "a.jpg", with: "Canon_40D.jpg")
         try d.waitIdle(jobs: 2, timeout: 60)
@@ -125,8 +135,12 @@ import Testing
         let nikon = try Self.sha("Nikon_D70.jpg")
         #expect(written.first?["source"] == "a.jpg" && written.first?["sha256"]?.stringValue == nikon, "\(written)")
         #expect(written.last?["sha256"] == now.first?["sha256"])
-        try d.waitUntil("the old original leaves the store") { !FileManager.default.fileExists(atPath: d.home + "/store/" + oldKey) }
-        #expect(FileManager.default.fileExists(atPath: d.home + "/store/" + newKey))
+        // So do a subscription's events (a webhook's and a command's carry the same record).
+        let pushed = [follower.readLine(timeout: 10), follower.readLine(timeout: 10)]
+        #expect(pushed.map { $0?["op"] } == ["create", "update"] && pushed.first??["record"]?["source"] == "a.jpg", "\(pushed)")
+        #expect(pushed.first??["record"]?["sha256"]?.stringValue == nikon && pushed.last??["record"]?["sha256"] == now.first?["sha256"])
+        try d.waitUntil("the old original leaves the store") { !stored(d, oldKey) }
+        #expect(stored(d, newKey))
 
         // Touched (same bytes, new mtime): not taken again.
         #expect(utimes(d.home + "/inbox/a.jpg", nil) == 0)
@@ -178,9 +192,10 @@ import Testing
     }
 
     /// SIGKILL while an edit is taken (between hashing and the journal's commit), and
-    /// between the index stage's write of the update and the journal's record of it:
+    /// between the index stage's write of the update and the journal's record of it (the
+    /// 9th stage run: five for the first job, then validate, compress, upload, index):
     /// after the restart, one record, one `update`, nothing taken twice.
-    @Test(arguments: ["inbox.before_commit=2", "stage.before_journal=8"])
+    @Test(arguments: ["inbox.before_commit=2", "stage.before_journal=9"])
     func killedWhileAnEditIsTakenOrIndexedItIsOneUpdate(_ failpoint: String) throws {
         let d = try DaemonHarness(stages: try Self.definition())
         try d.start(env: ["PHOTOMEMO_FAILPOINTS": failpoint])
