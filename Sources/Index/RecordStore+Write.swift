@@ -70,6 +70,10 @@ extension RecordStore {
                 try db.run("UPDATE records SET photo_sha256 = ?, source = COALESCE(?, source), width = ?, height = ? WHERE id = ?",
                            [.text(sha), SQLValue(input.source), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
                             .text(r.id)])
+                if input.exif != .emptyObject {  // the new photo's, as `exif` is
+                    try db.run("UPDATE records SET taken = ? WHERE id = ?",
+                               [SQLValue(input.exif["taken"]?.stringValue.flatMap(ISODate.parse)), .text(r.id)])
+                }
                 (r.sha256, r.source) = (sha, input.source ?? r.source)
             }
             try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])

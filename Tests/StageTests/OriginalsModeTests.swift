@@ -39,10 +39,11 @@ import UploadStage
         #expect(message("", indexFirst: true).contains("index must come after upload"))
     }
 
-    static func job(_ key: String, sha: String, original: String, photo: String = "DCIM/a.jpg") -> JobContext {
+    static func job(_ key: String, sha: String, original: String, photo: String = "DCIM/a.jpg", taken: String = "2020-05-01T10:00:00Z") -> JobContext {
         let upload: JSONValue = ["assets": ["original": ["key": .string(original), "bytes": 10, "sha256": .string(sha)]]]
+        let compress: JSONValue = ["exif": ["taken": .string(taken)], "original": ["width": 40, "height": 30]]
         return JobContext(id: 1, key: key, photoPath: "/srv/inbox/" + photo, photoSHA256: sha,
-                          memo: .photoOnly(photo, owner: "alice"), results: ["upload": upload], attempt: 1)
+                          memo: .photoOnly(photo, owner: "alice"), results: ["upload": upload, "compress": compress], attempt: 1)
     }
 
     func index(_ h: StageHome, _ originals: InboxOptions.Originals) throws -> IndexStage {
@@ -58,13 +59,15 @@ import UploadStage
         let (one, two) = (String(repeating: "1", count: 64), String(repeating: "2", count: 64))
         let created = try #require(stage.run(Self.job("k1", sha: one, original: "sha256/11/11/one")).result)
         #expect(created["op"] == "create")
-        let updated = try #require(stage.run(Self.job("k2", sha: two, original: "sha256/22/22/two")).result)
+        let updated = try #require(stage.run(Self.job("k2", sha: two, original: "sha256/22/22/two", taken: "2026-12-01T09:00:00Z")).result)
         #expect(updated["op"] == "update" && updated["record"] == created["record"])
         let store = try h.environment.recordIndex()
         let records = try store.query(PredicateParser.parse(#"source == "DCIM/a.jpg""#), viewer: .admin).records
         #expect(records.count == 1 && records.first?.sha256 == two && records.first?.source == "DCIM/a.jpg")
         #expect(records.first?.assets["original"]?["key"] == "sha256/22/22/two")
         #expect(try store.releasedAssets(limit: 10) == ["sha256/11/11/one"])
+        #expect(try store.query(PredicateParser.parse(#"taken > DATE("2026-01-01")"#), viewer: .admin).records.map(\.id) == records.map(\.id),
+                "the new photo's date")
         #expect(try store.query(PredicateParser.parse("sha256 == \"\(two)\""), viewer: .admin).records.map(\.id) == records.map(\.id))
         let feed = try store.changes(since: 0, limit: 10, viewer: .admin)
         #expect(feed.map(\.op) == ["create", "update"])
