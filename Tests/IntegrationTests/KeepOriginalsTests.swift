@@ -66,13 +66,25 @@ import Testing
         }
         #expect(symlink("a.jpg", inbox + "/link.jpg") == 0)
         try Data("moov".utf8).write(to: URL(fileURLWithPath: inbox + "/DCIM/clip.MOV"))
+        // A name that is not UTF-8 ("f\xFF\xFE.jpg"), which a delete inbox renames into quarantine.
+        let badName = Array((inbox + "/").utf8) + [0x66, 0xFF, 0xFE, 0x2E, 0x6A, 0x70, 0x67, 0]
+        func badNameStat() -> String {
+            var st = stat()
+            let ok = badName.withUnsafeBufferPointer { lstat(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), &st) } == 0
+            return ok ? "\(st.st_ino) \(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec) \(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)" : "gone"
+        }
+        let fd = badName.withUnsafeBufferPointer { open(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), O_WRONLY | O_CREAT, 0o644) }
+        #expect(fd >= 0)
+        close(fd)
         Thread.sleep(forTimeInterval: 0.05)  // the folder's mtime settles before it is looked at
         let before = Self.snapshot(inbox)
+        let badBefore = badNameStat()
 
         try d.start()
-        try d.waitIdle(jobs: 5, timeout: 90)  // a, b, the copy (a duplicate), bad, the link
+        try d.waitIdle(jobs: 6, timeout: 90)  // a, b, the copy (a duplicate), bad, the link, the bad name
         waitForRescans()
         #expect(Self.snapshot(inbox) == before, "the daemon wrote in a keep inbox")
+        #expect(badNameStat() == badBefore)
         #expect(d.quarantined().isEmpty)
         let found = try records(d)
         // One record per bytes: the copy is a duplicate of a.jpg (whichever a walk met first).
@@ -91,14 +103,15 @@ import Testing
         #expect(reasons["bad.jpg"]?.hasPrefix("kept in place, not taken: ") == true && reasons["bad.jpg"]!.contains("JPEG is damaged"), "\(listed)")
         #expect(reasons["link.jpg"]?.contains("a symlink is not taken") == true, "\(listed)")
         #expect(reasons["a.jpg"] == nil)
+        #expect(reasons[#"f\xFF\xFE.jpg"#]?.contains("is not valid UTF-8") == true, "\(listed)")
 
         #expect(d.stop().status == 0)
         try d.start()
         waitForRescans()
         let after = try d.jobs()
-        #expect(after.count == 5, "a restart took a kept file again: \(after.map { ($0.photo, $0.state) })")
+        #expect(after.count == 6, "a restart took a kept file again: \(after.map { ($0.photo, $0.state) })")
         #expect(try records(d).count == 2)
-        #expect(Self.snapshot(inbox) == before)
+        #expect(Self.snapshot(inbox) == before && badNameStat() == badBefore)
         #expect(d.stop().status == 0)
     }
 
