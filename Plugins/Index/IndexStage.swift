@@ -14,21 +14,32 @@ public struct IndexStage: BatchStage {
     ]
 
     let store: any RecordIndex
+    /// `keep` inbox (`inbox.originals`): a path's new bytes update that path's record.
+    let keepsInbox: Bool
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
         store = try environment.recordIndex(options.string("index"))
+        keepsInbox = environment.inbox.originalsMode == .keep
+    }
+
+    /// A record's `create` change is its receipt (the original is safe to delete at the
+    /// source): it must come after the upload stage has stored the original.
+    public func check(alongside stages: [any Stage]) throws {
+        guard let me = stages.firstIndex(where: { $0 is IndexStage }),
+              let upload = stages.firstIndex(where: { type(of: $0).name == "upload" }), upload > me else { return }
+        throw PhotomemoError(.badDefinition, "index must come after upload: a record (and its create change) is written only once its original is stored")
     }
 
     /// Under load the scheduler hands over up to 64 jobs: they are written in one
     /// transaction. If that fails, each job is written alone, so one job's error (a record
     /// that does not exist) stays that job's.
     public func run(batch jobs: [JobContext]) -> [StageOutcome] {
-        if jobs.count > 1, let written = try? store.apply(batch: jobs.map(Self.input)) {
+        if jobs.count > 1, let written = try? store.apply(batch: jobs.map(input)) {
             return written.map(Self.outcome)
         }
         return jobs.map { job in
             do {
-                return Self.outcome(try store.apply(Self.input(job)))
+                return Self.outcome(try store.apply(input(job)))
             } catch RecordWriteError.notFound {
                 return .fail(reason: "record \(job.memo.record ?? "?") named by the job does not exist (or is not visible to \(job.memo.owner ?? "its owner"))")
             } catch RecordWriteError.badReference(let field, let record) {
@@ -41,16 +52,24 @@ public struct IndexStage: BatchStage {
         }
     }
 
-    static func input(_ job: JobContext) -> RecordInput {
+    func input(_ job: JobContext) -> RecordInput {
         let compress = job.results["compress"]
         let original = compress?["original"] ?? job.results["validate"]
+        // An inbox photo's name (not an absolute path under an --allow-root) in a `keep` inbox.
+        let keptPath = keepsInbox && job.photoPath != nil && !(job.memo.photo ?? "/").hasPrefix("/")
         return RecordInput(
             jobKey: job.key, photoSHA256: job.photoSHA256, memo: job.memo,
             assets: job.results["upload"]?["assets"] ?? .emptyObject, exif: compress?["exif"] ?? .emptyObject,
-            width: original?["width"]?.intValue.map(Int.init), height: original?["height"]?.intValue.map(Int.init))
+            width: original?["width"]?.intValue.map(Int.init), height: original?["height"]?.intValue.map(Int.init),
+            source: job.memo.photo, updatesSource: keptPath)
     }
 
+    /// The record written, and its receipt (`source`, `sha256`), which `watch` shows.
     static func outcome(_ written: (record: Record, op: String)) -> StageOutcome {
-        .continue(result: ["record": .string(written.record.id), "op": .string(written.op), "change_tag": .string(written.record.changeTag)])
+        var result: [String: JSONValue] = ["record": .string(written.record.id), "op": .string(written.op),
+                                           "change_tag": .string(written.record.changeTag)]
+        if let source = written.record.source { result["source"] = .string(source) }
+        if let sha = written.record.sha256 { result["sha256"] = .string(sha) }
+        return .continue(result: .object(result))
     }
 }

@@ -4,7 +4,8 @@ import Stores
 
 /// `upload`: puts the original and every rendition into the asset store under content
 /// addresses and hands the keys to the index. After the original is durably stored, the
-/// inbox file is removed (or moved to `HOME/done/` with `keep_originals: move`).
+/// inbox file is removed, moved to `HOME/done/` or kept, as the definition's
+/// `"inbox": {"originals"}` says (`keep_originals` here is its old name).
 ///
 /// Idempotent: a key already stored is skipped (HEAD / size check), and a re-run after
 /// the local files are gone (a crash after cleanup) finds them in the store by hash.
@@ -15,22 +16,23 @@ public struct UploadStage: Stage {
     public static let options: [StageOption] = [
         StageOption("store", .string,
                     "file:DIR (relative to the home) or s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_* variables); default: the job definition's \"store\""),
-        StageOption("keep_originals", .string, default: "delete",
-                    "what happens to an inbox photo once stored: delete, move (to HOME/done/) or keep"),
+        StageOption("keep_originals", .string,
+                    "the old name of the job definition's \"inbox\": {\"originals\"}: delete (the default), move (to HOME/done/) or keep"),
     ]
+    public static let originalsAlias: String? = "keep_originals"
 
     let store: any AssetStore
     let inbox: String
     let done: String
     let renditionsRoot: String
-    let keepOriginals: String
+    let keepOriginals: InboxOptions.Originals
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
         store = try environment.assetStore(options.string("store"))
-        keepOriginals = options.string("keep_originals")!
-        guard ["delete", "move", "keep"].contains(keepOriginals) else {
-            throw PhotomemoError(.badDefinition, "\"keep_originals\" must be delete, move or keep (got \"\(keepOriginals)\")")
-        }
+        // A definition folds `keep_originals` into its inbox section (refusing both
+        // differing); a stage built alone goes by its own option.
+        let own = try options.string("keep_originals").map { try InboxOptions.Originals.parse(.string($0), key: "\"keep_originals\"") }
+        keepOriginals = environment.inbox.originals ?? own ?? .delete
         inbox = environment.home.appendingPathComponent("inbox").path
         done = environment.home.appendingPathComponent("done").path
         renditionsRoot = environment.home.appendingPathComponent("renditions").path
@@ -48,7 +50,7 @@ public struct UploadStage: Stage {
                 let format = original["format"]?.stringValue ?? "jpeg"
                 guard let sha = job.photoSHA256 else { throw StoreFailure(.permanent, "photo has no recorded sha256, so its bytes cannot be checked") }
                 // A photo that leaves the inbox once stored may become the store's object itself.
-                let released = photo.hasPrefix(inbox + "/") && keepOriginals == "delete"
+                let released = photo.hasPrefix(inbox + "/") && keepOriginals == .delete
                 var asset = try send(photo, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
                                      job: job, rendition: "original", releasing: released, original: true)
                 asset["format"] = .string(format)
@@ -130,16 +132,16 @@ public struct UploadStage: Stage {
 
     func releaseOriginal(_ photo: String) throws {
         switch keepOriginals {
-        case "delete":
+        case .delete:
             if FileManager.default.fileExists(atPath: photo) { try FileManager.default.removeItem(atPath: photo) }
-        case "move":
+        case .move:
             try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
             let target = done + "/" + (photo as NSString).lastPathComponent
             if FileManager.default.fileExists(atPath: photo) {
                 try? FileManager.default.removeItem(atPath: target)
                 try FileManager.default.moveItem(atPath: photo, toPath: target)
             }
-        default: break
+        case .keep: break
         }
     }
 }

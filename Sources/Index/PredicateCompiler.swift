@@ -15,7 +15,7 @@ import PhotomemoCore
 /// so each term tests that record's own rows instead of walking an index over every
 /// owner's (whose cost would show how many of others' records match).
 enum PredicateCompiler {
-    static let textKeys = ["id": "r.id", "type": "r.type", "memo": "r.memo", "owner": "r.owner"]
+    static let textKeys = ["id": "r.id", "type": "r.type", "memo": "r.memo", "owner": "r.owner", "source": "r.source", "sha256": "r.photo_sha256"]
     static let numberKeys = ["created": "r.created", "modified": "r.modified", "taken": "r.taken", "width": "r.width", "height": "r.height"]
     static let trueSQL = "1 = 1"
     static let falseSQL = "1 = 0"

@@ -15,6 +15,10 @@ public struct Record: Sendable, Equatable {
     public var created: Double
     public var modified: Double
     public var changeTag: String
+    /// The receipt: where the photo came from (inbox-relative path, or the memo line's
+    /// `photo`) and the SHA-256 of its original, as stored; nil for a memo without one.
+    public var source: String? = nil
+    public var sha256: String? = nil
 
     public var json: JSONValue {
         var o: [String: JSONValue] = [
@@ -23,6 +27,8 @@ public struct Record: Sendable, Equatable {
             "modified": .string(isoTimestamp(modified)), "change_tag": .string(changeTag),
         ]
         o["owner"] = owner.map(JSONValue.string) ?? .null
+        o["source"] = source.map(JSONValue.string) ?? .null
+        o["sha256"] = sha256.map(JSONValue.string) ?? .null
         return .object(o)
     }
 }

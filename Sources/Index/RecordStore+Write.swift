@@ -43,7 +43,17 @@ extension RecordStore {
             }
             guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
             target = row
-        } else if let sha = input.photoSHA256 {
+        }
+        // New bytes of a `keep` inbox's path update the record of that path.
+        var bySource = false
+        if target == nil, input.updatesSource, input.photoSHA256 != nil, let source = input.source {
+            target = try db.queryOne("""
+                SELECT \(Self.columns) FROM records r WHERE r.source = ? AND r.owner IS NOT DISTINCT FROM ?
+                ORDER BY r.created DESC, r.ord DESC LIMIT 1
+                """, [.text(source), SQLValue(input.memo.owner)])
+            bySource = target != nil
+        }
+        if target == nil, input.memo.record == nil, let sha = input.photoSHA256 {
             target = try db.queryOne("""
                 SELECT \(Self.columns) FROM records r WHERE r.photo_sha256 = ? AND r.owner IS NOT DISTINCT FROM ?
                 ORDER BY r.created, r.ord LIMIT 1
@@ -56,9 +66,15 @@ extension RecordStore {
             for (k, v) in input.memo.fields { r.fields[k] = v }
             if input.assets != .emptyObject { r.assets = input.assets }
             if input.exif != .emptyObject { r.exif = input.exif }
-            if input.memo.record != nil, let sha = input.photoSHA256 {
-                try db.run("UPDATE records SET photo_sha256 = ?, width = ?, height = ? WHERE id = ?",
-                           [.text(sha), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)), .text(r.id)])
+            if input.memo.record != nil || bySource, let sha = input.photoSHA256 {
+                try db.run("UPDATE records SET photo_sha256 = ?, source = COALESCE(?, source), width = ?, height = ? WHERE id = ?",
+                           [.text(sha), SQLValue(input.source), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
+                            .text(r.id)])
+                if input.exif != .emptyObject {  // the new photo's, as `exif` is
+                    try db.run("UPDATE records SET taken = ? WHERE id = ?",
+                               [SQLValue(input.exif["taken"]?.stringValue.flatMap(ISODate.parse)), .text(r.id)])
+                }
+                (r.sha256, r.source) = (sha, input.source ?? r.source)
             }
             try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
             return (try write(r, jobKey: nil, op: "update", now: now), "update")
@@ -66,11 +82,12 @@ extension RecordStore {
         let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
         let r = Record(id: recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
                        fields: input.memo.fields, owner: input.memo.owner, acl: ACL(), assets: input.assets,
-                       exif: input.exif, created: now, modified: now, changeTag: "")
+                       exif: input.exif, created: now, modified: now, changeTag: "",
+                       source: input.source, sha256: input.photoSHA256)
         try db.run("""
-            INSERT INTO records(id, job_key, photo_sha256, type, memo, owner, taken, width, height, created, modified, change_tag)
-            VALUES (?,?,?,?,?,?,?,?,?,?,?,'')
-            """, [.text(r.id), .text(input.jobKey), SQLValue(input.photoSHA256), .text(r.type), .text(r.memo), SQLValue(r.owner),
+            INSERT INTO records(id, job_key, photo_sha256, source, type, memo, owner, taken, width, height, created, modified, change_tag)
+            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'')
+            """, [.text(r.id), .text(input.jobKey), SQLValue(input.photoSHA256), SQLValue(input.source), .text(r.type), .text(r.memo), SQLValue(r.owner),
                   SQLValue(taken), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
                   .double(now), .double(now)])
         try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])

@@ -128,14 +128,16 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
 
     // MARK: reading
 
-    static let columns = "r.id, r.type, r.memo, r.fields, r.owner, r.acl, r.assets, r.exif, r.created, r.modified, r.change_tag"
+    static let columns = "r.id, r.type, r.memo, r.fields, r.owner, r.acl, r.assets, r.exif, r.created, r.modified, r.change_tag, r.source, r.photo_sha256"
+    /// How many `columns` there are: a query's extra columns follow them.
+    static let columnCount = 13
 
     static func record(_ row: Row, offset: Int = 0) throws -> Record {
         Record(id: row.string(offset)!, type: row.string(offset + 1)!, memo: row.string(offset + 2) ?? "",
                fields: try JSONValue.parse(row.string(offset + 3)!).objectValue ?? [:], owner: row.string(offset + 4),
                acl: ACL(json: try JSONValue.parse(row.string(offset + 5)!)), assets: try JSONValue.parse(row.string(offset + 6)!),
                exif: try JSONValue.parse(row.string(offset + 7)!), created: row.double(offset + 8)!, modified: row.double(offset + 9)!,
-               changeTag: row.string(offset + 10)!)
+               changeTag: row.string(offset + 10)!, source: row.string(offset + 11), sha256: row.string(offset + 12))
     }
 
     public func get(_ id: String, viewer: Viewer) throws -> Record? {
@@ -174,7 +176,7 @@ public final class RecordStore: RecordIndex, @unchecked Sendable {
         let records = try rows.map { try Self.record($0) }
         var next: String?
         if rows.count == limit, let last = rows.last {
-            next = Self.encode(Array(last.values[12..<(12 + q.sortCount)]), last.int(11)!)
+            next = Self.encode(Array(last.values[(Self.columnCount + 1)..<(Self.columnCount + 1 + q.sortCount)]), last.int(Self.columnCount)!)
         }
         return RecordPage(records: records, cursor: next)
     }

@@ -26,8 +26,16 @@ public struct RecordInput: Sendable {
     public var exif: JSONValue
     public var width: Int?
     public var height: Int?
+    /// Where the photo came from (`source`): its inbox-relative path, or the memo line's `photo`.
+    public var source: String?
+    /// The job brings new bytes for a `keep` inbox's path: they update the record of that
+    /// path (same owner) when there is one, instead of making another.
+    public var updatesSource: Bool
 
-    public init(jobKey: String, photoSHA256: String?, memo: MemoJob, assets: JSONValue, exif: JSONValue, width: Int?, height: Int?) {
+    public init(jobKey: String, photoSHA256: String?, memo: MemoJob, assets: JSONValue, exif: JSONValue, width: Int?, height: Int?,
+                source: String? = nil, updatesSource: Bool = false) {
+        self.source = source
+        self.updatesSource = updatesSource
         self.jobKey = jobKey
         self.photoSHA256 = photoSHA256
         self.memo = memo

@@ -118,5 +118,12 @@ extension IndexSchema {
         INSERT INTO index_secrets(name, value)
             VALUES ('record_id', encode(sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8')), 'hex'));
         """,
+        // 4 (SQLite's 9): the receipt of a record's photo: where it came from (inbox-relative
+        // path, or the memo line's `photo`), shown and queried as `source`; a `keep` inbox's new
+        // bytes for a path find that path's record by it.
+        """
+        ALTER TABLE records ADD COLUMN source TEXT COLLATE "C";
+        CREATE INDEX records_source ON records(source, owner) WHERE source IS NOT NULL;
+        """,
     ]
 }

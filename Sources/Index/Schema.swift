@@ -146,5 +146,12 @@ enum IndexSchema {
         CREATE TABLE index_secrets(name TEXT PRIMARY KEY, value TEXT NOT NULL);
         INSERT INTO index_secrets(name, value) VALUES ('record_id', lower(hex(randomblob(32))));
         """,
+        // 9: the receipt of a record's photo: where it came from (inbox-relative path, or
+        // the memo line's `photo`), shown and queried as `source`; a `keep` inbox's new
+        // bytes for a path find that path's record by it.
+        """
+        ALTER TABLE records ADD COLUMN source TEXT;
+        CREATE INDEX records_source ON records(source, owner) WHERE source IS NOT NULL;
+        """,
     ]
 }

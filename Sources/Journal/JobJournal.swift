@@ -21,6 +21,8 @@ public protocol JobIntake: AnyObject, Sendable {
     func unfinishedJobs(owner: String, limit: Int) throws -> Int
     /// Whether an inbox file with this name and identity is already a job.
     func isTaken(name: String, identity: String) throws -> Bool
+    /// nil when not taken, else why its job failed ("" when it did not).
+    func takenFailure(name: String, identity: String) throws -> String?
     /// An inbox entry that can never be a photo: a failed job, already quarantined.
     func recordRejectedEntry(name: String, identity: String, owner: String?, reason: String, quarantinePath: String,
                              now: Double) throws -> Int64

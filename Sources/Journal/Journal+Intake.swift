@@ -103,6 +103,16 @@ extension Journal {
         return .created(job: id, state: .waiting)
     }
 
+    /// An inbox file with this name and identity already taken: nil when it is not, else
+    /// the reason its job failed ("" when it did not), as a `keep` inbox lists it.
+    public func takenFailure(name: String, identity: String) throws -> String? {
+        try read { db in
+            try db.queryOne("""
+                SELECT j.state, j.error FROM inbox_taken t JOIN jobs j ON j.id = t.job_id WHERE t.host = ? AND t.name = ? AND t.identity = ?
+                """, [.text(host), .text(name), .text(identity)]).map { $0.string(0) == "failed" ? $0.string(1) ?? "failed" : "" }
+        }
+    }
+
     /// Whether an inbox file with this name and identity is already a job.
     public func isTaken(name: String, identity: String) throws -> Bool {
         try read { db in
@@ -134,7 +144,16 @@ extension Journal {
     }
 
     private func addPhoto(_ db: any SQLConnection, _ p: TakenPhoto, now: Double) throws -> IntakeOutcome {
-        if try db.queryOne("SELECT 1 FROM inbox_taken WHERE host = ? AND name = ? AND identity = ?", [.text(host), .text(p.name), .text(p.identity)]) != nil {
+        let before = try db.queryOne("""
+            SELECT t.identity, t.job_id, j.photo_sha256, j.state FROM inbox_taken t LEFT JOIN jobs j ON j.id = t.job_id WHERE t.host = ? AND t.name = ?
+            """, [.text(host), .text(p.name)])
+        if before?.string(0) == p.identity { return .alreadyTaken }
+        // A `keep` inbox's path taken before: the same bytes again (touched, or rewritten by
+        // a sync tool) are not taken again; other bytes update its record (`RecordInput.source`).
+        let retake = p.keep ? before : nil
+        if let retake, retake.string(2) == p.sha256 {
+            try db.run("UPDATE inbox_taken SET identity = ?, seal = ? WHERE host = ? AND name = ?",
+                       [.text(p.identity), SQLValue(p.seal), .text(host), .text(p.name)])
             return .alreadyTaken
         }
         let outcome: IntakeOutcome
@@ -152,7 +171,7 @@ extension Journal {
             try event(db, job: waiting, stage: nil, attempt: nil, "joined", message: "photo \(p.name) arrived", at: now)
             jobID = waiting
             outcome = .joined(job: waiting)
-        } else if let original = try db.queryOne("""
+        } else if retake == nil, let original = try db.queryOne("""
             SELECT id FROM jobs WHERE photo_sha256 = ? AND owner IS NOT DISTINCT FROM ? AND duplicate_of IS NULL AND state NOT IN ('failed','cancelled')
                 AND record_deleted IS NULL
             ORDER BY id LIMIT 1
@@ -168,6 +187,11 @@ extension Journal {
                                   sha256: p.sha256, memo: .photoOnly(p.name, owner: p.owner), state: .queued, readyAt: now,
                                   source: "inbox", now: now)
             outcome = .created(job: jobID, state: .queued)
+            // Its record is the earlier job's: it is indexed after that one has ended.
+            if let retake, let earlier = retake.int(1), ["queued", "running", "waiting"].contains(retake.string(3) ?? "") {
+                try db.run("UPDATE jobs SET after_job = ? WHERE id = ?", [.int(earlier), .int(jobID)])
+                try event(db, job: jobID, stage: nil, attempt: nil, "updates", message: "job \(earlier)", at: now)
+            }
         }
         try db.run("""
             INSERT INTO inbox_taken(host, name, identity, seal, job_id) VALUES (?, ?, ?, ?, ?)

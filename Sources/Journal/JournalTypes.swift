@@ -75,8 +75,13 @@ public struct TakenPhoto: Sendable {
     public let sha256: String
     /// The Unix user owning the file: the record's owner unless a memo names one.
     public let owner: String?
+    /// Taken from a `keep` inbox (`inbox.originals`): the file stays, so a path taken
+    /// before is taken again only for other bytes, as an update of its record.
+    public let keep: Bool
 
-    public init(name: String, path: String, identity: String, seal: String? = nil, sha256: String, owner: String? = nil) {
+    public init(name: String, path: String, identity: String, seal: String? = nil, sha256: String, owner: String? = nil,
+                keep: Bool = false) {
+        self.keep = keep
         self.name = name
         self.path = path
         self.identity = identity

@@ -66,7 +66,9 @@ public struct JobDefinition: Sendable {
         }
         let database = try resource("database", database, environment.database)
         let store = try resource("store", store, environment.store)
-        let environment = StageEnvironment(home: environment.home, database: database, store: store, resources: environment.resources)
+        let inbox = try originals(in: rawStages, registry: registry, inbox: try InboxOptions.parse(o["inbox"], place: source), place: source)
+        let environment = StageEnvironment(home: environment.home, database: database, store: store, resources: environment.resources,
+                                           inbox: inbox)
         var entries: [StageEntry] = []
         for (i, raw) in rawStages.enumerated() {
             let place = "\(source): stages[\(i)]"
@@ -128,7 +130,24 @@ public struct JobDefinition: Sendable {
             join = Int(n)
         }
         return JobDefinition(name: name, stages: entries, retry: retry, joinTimeoutSeconds: join, source: source,
-                             database: database, store: store, inbox: try InboxOptions.parse(o["inbox"], place: source))
+                             database: database, store: store, inbox: inbox)
+    }
+
+    /// `inbox` with `originals` read from a stage's old name for it (`keep_originals`) when
+    /// the section has none; both given and different is an error, as is a bad value.
+    static func originals(in rawStages: [JSONValue], registry: StageRegistry, inbox: InboxOptions, place: String) throws -> InboxOptions {
+        var inbox = inbox
+        for (i, raw) in rawStages.enumerated() {
+            guard let use = raw["use"]?.stringValue, let alias = registry[use]?.originalsAlias, let given = raw["with"]?[alias] else { continue }
+            let key = "\(place): stages[\(i)] (\(use)): \(alias)"
+            let mode = try InboxOptions.Originals.parse(given, key: key)
+            if let set = inbox.originals, set != mode {
+                throw PhotomemoError(.badDefinition,
+                    "\(key) is \"\(mode.rawValue)\" but inbox.originals is \"\(set.rawValue)\": \(alias) is the old name of inbox.originals; give one of them")
+            }
+            inbox.originals = mode
+        }
+        return inbox
     }
 
     static func checkKeys(_ o: [String: JSONValue], allowed: [String], place: String) throws {

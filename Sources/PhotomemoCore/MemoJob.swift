@@ -15,6 +15,8 @@ public struct MemoJob: Sendable, Equatable {
     public static let defaultPhotoType = "Photo"
     public static let maxLineBytes = 1 << 20
     public static let keys: Set<String> = ["photo", "memo", "type", "fields", "owner", "key", "record"]
+    /// A record's receipt keys, refused as field names in new lines (`init(line:)`).
+    public static let receiptFieldNames: Set<String> = ["source", "sha256"]
     /// Field names that would shadow a record's built-in keys in queries.
     public static let reservedFieldNames: Set<String> = [
         "id", "type", "memo", "owner", "created", "modified", "taken", "width", "height", "acl", "assets", "exif",
@@ -60,6 +62,11 @@ public struct MemoJob: Sendable, Equatable {
     /// lacked, so a job stored with one still reads.
     public init(line value: JSONValue) throws {
         if case .object(let o) = value {
+            // Built-in keys since the receipts (`source`, `sha256`): refused in new lines only,
+            // so a stored job with such a field still reads.
+            if case .object(let fields)? = o["fields"], let name = fields.keys.sorted().first(where: Self.receiptFieldNames.contains) {
+                throw PhotomemoError(.badJob, "field name \"\(name)\" is a built-in record key")
+            }
             for (k, v) in o where k != "fields" { try Self.refuseNUL(v, at: "\"\(k)\"") }
             if case .object(let fields)? = o["fields"] {
                 for (name, v) in fields {

@@ -15,6 +15,9 @@ public protocol Stage: Sendable {
     static var options: [StageOption] { get }
     /// CPU-bound stages default to one concurrent job per core, I/O stages to more.
     static var workload: StageWorkload { get }
+    /// An option of this stage that is an older name of `"inbox": {"originals"}` (upload's
+    /// `keep_originals`): the definition reads it as that, and refuses both differing.
+    static var originalsAlias: String? { get }
 
     init(options: StageOptions, environment: StageEnvironment) throws
 
@@ -50,6 +53,7 @@ extension BatchStage {
 }
 
 extension Stage {
+    public static var originalsAlias: String? { nil }
     public var maxPhotoBytes: Int64? { nil }
     public var decodesPhotos: Bool { false }
     public func check(alongside stages: [any Stage]) throws {}

@@ -11,12 +11,16 @@ public struct StageEnvironment: Sendable {
     /// `file:DIR` (relative to the home) or `s3://BUCKET[/PREFIX]?endpoint=URL&region=R`.
     public let store: String
     public let resources: ResourcePool
+    /// The job definition's `"inbox"` section (what becomes of originals once stored).
+    public let inbox: InboxOptions
 
     public static let defaultDatabase = "sqlite:photomemo.sqlite"
     public static let defaultStore = "file:store"
 
-    public init(home: URL, database: String = defaultDatabase, store: String = defaultStore, resources: ResourcePool = ResourcePool()) {
+    public init(home: URL, database: String = defaultDatabase, store: String = defaultStore, resources: ResourcePool = ResourcePool(),
+                inbox: InboxOptions = InboxOptions()) {
         self.home = home
+        self.inbox = inbox
         self.database = database
         self.store = store
         self.resources = resources

@@ -109,7 +109,7 @@ public final class Daemon {
 
         let loop = try EventLoop()
         let photos = PhotoPolicy(inbox: home.inbox, allowedRoots: options.allowRoots)
-        let quarantine = Quarantine(folder: home.quarantine, inbox: home.inbox)
+        let quarantine = Quarantine(folder: home.quarantine, inbox: home.inbox, originals: LockedValue(definition.inbox.originalsMode))
         let lane = SerialLane(loop: loop)
         let events = EventBus()
         let wakeup = try LoopWakeup(loop: loop)
@@ -152,6 +152,7 @@ public final class Daemon {
                 intake.joinTimeoutSeconds.value = next.joinTimeoutSeconds
                 intake.maxPhotoBytes.value = next.maxPhotoBytes
                 scanner.staleTempSeconds.value = next.inbox.staleTempSeconds
+                quarantine.originals.value = next.inbox.originalsMode
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)

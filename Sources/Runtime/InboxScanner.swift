@@ -132,7 +132,7 @@ final class InboxScanner: @unchecked Sendable {
             }
         }
         commit(batch, &report)
-        removeFinishedDuplicates(&report)
+        if !quarantine.keepsInbox { removeFinishedDuplicates(&report) }  // `keep`: nothing leaves the inbox
         return report
     }
 
@@ -191,7 +191,17 @@ final class InboxScanner: @unchecked Sendable {
         report.notSkipped.append(name)
         let identity = PhotoSeal.identity(st)
         do {
-            if try journal.isTaken(name: name, identity: identity) { return nil }
+            if quarantine.keepsInbox {
+                // A `keep` inbox's bad photo stays where it is, taken (not tried again until
+                // its bytes change) and listed by `photomemo inbox` with its reason.
+                if let failure = try journal.takenFailure(name: name, identity: identity) {
+                    if !failure.isEmpty {
+                        report.notSkipped.removeLast()  // this name's, appended above
+                        report.skipped[name] = SkippedEntry(reason: "kept in place, not taken: \(failure)", owner: UnixUser.nameOrNumber(st.st_uid))
+                    }
+                    return nil
+                }
+            } else if try journal.isTaken(name: name, identity: identity) { return nil }
             if requireSettled {
                 let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
                 if unixNow() - mtime < settleSeconds { report.unsettled += 1; return nil }
@@ -240,7 +250,7 @@ final class InboxScanner: @unchecked Sendable {
             guard let after = try? Files.lstatEntry(path), PhotoSeal.identity(after) == identity else { return nil }
             // Sealed only when not even the ctime moved while it was hashed.
             let seal = PhotoSeal.seal(after) == PhotoSeal.seal(st) ? PhotoSeal.seal(after) : nil
-            return TakenPhoto(name: name, path: path, identity: identity, seal: seal, sha256: sha, owner: owner)
+            return TakenPhoto(name: name, path: path, identity: identity, seal: seal, sha256: sha, owner: owner, keep: quarantine.keepsInbox)
         } catch {
             report.errors.append("\(name): \(error)")
             report.untaken += 1
@@ -271,6 +281,20 @@ final class InboxScanner: @unchecked Sendable {
         guard path.withUnsafeBufferPointer({ lstat(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), &st) }) == 0 else { return }
         let name = "inbox-name-" + hex
         let reason = "the file name \"\(shown)\" is not valid UTF-8; rename it and drop it again"
+        if quarantine.keepsInbox {  // not renamed away: recorded once, listed while it is there
+            let identity = PhotoSeal.identity(st), owner = UnixUser.nameOrNumber(st.st_uid)
+            do {
+                if try journal.takenFailure(name: shown, identity: identity) == nil {
+                    _ = try journal.recordRejectedEntry(name: shown, identity: identity, owner: owner, reason: reason,
+                                                        quarantinePath: quarantine.keptInPlace(inbox + "/" + shown), now: unixNow())
+                    report.rejected.append("\(shown): \(reason)")
+                }
+                report.skipped[shown] = SkippedEntry(reason: "kept in place, not taken: \(reason)", owner: owner)
+            } catch {
+                report.errors.append("cannot record \(shown): \(error)")
+            }
+            return
+        }
         do {
             let target = quarantine.folder + "/" + name
             try DurableFile.write(Quarantine.reason(reason, extra: ["source": "inbox", "name": .string(shown)]).jsonData, to: target + ".reason.json")
@@ -292,6 +316,10 @@ final class InboxScanner: @unchecked Sendable {
             let moved = try quarantine.moveFile(at: inbox + "/" + name, name: name, reason: why, job: nil)
             _ = try journal.recordRejectedEntry(name: name, identity: identity, owner: owner, reason: reason, quarantinePath: moved, now: unixNow())
             report.rejected.append("\(name): \(reason)")
+            if quarantine.keepsInbox {  // still there: listed, as every later look lists it
+                report.notSkipped.removeLast()  // this name's, appended by `examine`
+                report.skipped[name] = SkippedEntry(reason: "kept in place, not taken: \(reason)", owner: owner)
+            }
         } catch {
             report.errors.append("cannot quarantine \(name) (\(reason)): \(error)")
         }

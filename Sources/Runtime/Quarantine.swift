@@ -10,6 +10,21 @@ struct Quarantine: Sendable {
     let folder: String
     /// Only files in the inbox are moved; a photo under an --allow-root belongs to its owner.
     let inbox: String
+    /// The definition's `inbox.originals` (set on reload): with `keep` nothing in the inbox
+    /// is moved — a sync tool owns it — and a bad photo's reason is only recorded.
+    let originals: LockedValue<InboxOptions.Originals>
+
+    init(folder: String, inbox: String, originals: LockedValue<InboxOptions.Originals> = LockedValue(.delete)) {
+        (self.folder, self.inbox, self.originals) = (folder, inbox, originals)
+    }
+
+    /// Whether inbox files stay where they are (`inbox.originals` is `keep`).
+    var keepsInbox: Bool { originals.value == .keep }
+
+    /// What a job's `quarantine` says of an inbox file a `keep` inbox leaves in place.
+    func keptInPlace(_ path: String) -> String {
+        "(kept in place: \(path); inbox.originals is keep, so nothing in the inbox is moved)"
+    }
 
     /// Moves `path` into quarantine (rename: same filesystem as the inbox) under `name`,
     /// or `name~jobN` when `name` is taken by another entry. Returns the new path.
@@ -18,7 +33,10 @@ struct Quarantine: Sendable {
     /// reason must not be overwritten by this job's.
     /// `gone`: the file was not there when its job failed: only the reason is written (a
     /// file back under that name since is a new arrival, taken again, not this job's).
+    /// With `keep`, an inbox file is not moved and no reason file is written: the job's
+    /// `quarantine` says it was kept in place, and its reason is the job's error.
     func moveFile(at path: String, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
+        if keepsInbox && path.hasPrefix(inbox + "/") { return keptInPlace(path) }
         var target = folder + "/" + name
         let reasonFor = { (t: String) in t + ".reason.json" }
         let reasonJob = { (t: String) in (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reasonFor(t)))))?["job"]?.intValue }

@@ -36,6 +36,12 @@ extension Scheduler {
                                         now: unixNow())
             return untaken
         }
+        if quarantine.keepsInbox && present {
+            // Left where it is, its ledger row kept (not taken again until its bytes change);
+            // looked at again now so `photomemo inbox` lists it with its reason.
+            try journal.markQuarantined(job: p.job, at: quarantine.keptInPlace(p.photoPath), now: unixNow())
+            return untaken + [String(p.photoPath.dropFirst(quarantine.inbox.count + 1))]
+        }
         let why = Quarantine.reason(p.reason, job: p.job, stage: p.stage, extra: ["source": "inbox", "name": .string(name)])
         let moved = try quarantine.moveFile(at: p.photoPath, name: name, reason: why, job: p.job, gone: !present)
         try journal.markQuarantined(job: p.job, at: moved, now: unixNow())

@@ -476,6 +476,13 @@ final class Scheduler {
             } else {
                 events.publish("stage_done", job: id, base, to: to)
             }
+            // A record the stage wrote (index): its change, with the receipt, for `watch`.
+            if stage == "index", case .continue(let result) = outcome, let record = result["record"], let op = result["op"]?.stringValue,
+               op == "create" || op == "update" {
+                var change: [String: JSONValue] = ["record": record]
+                for key in ["source", "sha256"] { if let v = result[key] { change[key] = v } }
+                events.publish("record_\(op)", job: id, change, to: to)
+            }
         case .unavailable(let dep, _):
             stageDependencies[stage, default: []].insert(dep)
             dependencies[dep] = false

@@ -29,12 +29,12 @@ let queryCommand = clientCommand("query", "PREDICATE [--type T] [--sort KEYS] [-
     return 0
 }
 
-let getCommand = clientCommand("get", "ID [--json]", "Shows one record: its fields, memo, owner, ACL, assets, EXIF and change tag.",
+let getCommand = clientCommand("get", "ID [--json]", "Shows one record: its fields, memo, owner, source and sha256, ACL, assets, EXIF and change tag.",
                                positionals: 1...1) { c, args in
     let r = try c.request(.get, [ControlArgument.record: .string(args.positionals[0])])
     if args.has("json") { Output.json(r); return 0 }
     Output.line(Output.tint("\(r["type"]?.stringValue ?? "") \(r["id"]?.stringValue ?? "")", .bold))
-    for k in ["memo", "owner", "created", "modified", "change_tag"] {
+    for k in ["memo", "owner", "source", "sha256", "created", "modified", "change_tag"] {
         Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(Output.text(r[k]?.stringValue ?? "-"))")
     }
     let dangling = Set((r["dangling"]?.arrayValue ?? []).compactMap(\.stringValue))

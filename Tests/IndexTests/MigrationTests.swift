@@ -116,3 +116,34 @@ import Testing
         #expect(try s.get("rc", viewer: .user("alice")) != nil && s.get("rd", viewer: .user("alice")) == nil)
     }
 }
+
+/// SQLite migration 9 / PostgreSQL 4: records get `source`; a record from before has none
+/// (null in its JSON) and reads, queries and updates as before.
+@Suite struct SourceMigrationTests {
+    @Test(arguments: Engine.allCases) func aRecordFromBeforeSourceReadsWithNoneAndNewOnesHaveOne(_ engine: Engine) throws {
+        let url: String
+        let old: any SQLConnection
+        switch engine {
+        case .sqlite:
+            let dir = NSTemporaryDirectory() + "pm-index-v8-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            url = dir + "/index.sqlite"
+            old = try Database(path: url)
+            try old.migrate(Array(IndexSchema.migrations.prefix(8)), versionTable: "index_schema_version", what: "record index")
+        case .postgres:
+            url = try PostgresServer.freshDatabase()
+            old = try PostgresDatabase(url: url)
+            try old.migrate(Array(IndexSchema.postgresMigrations.prefix(3)), versionTable: "index_schema_version", what: "record index")
+        }
+        try old.run("INSERT INTO records(id, job_key, photo_sha256, type, memo, owner, created, modified, change_tag, ord) VALUES ('rold', 'k-old', 'aa', 'Memo', 'old', 'alice', 1, 1, '1', -1)")
+        try old.run("INSERT INTO applied_jobs(job_key, record_id) VALUES ('k-old', 'rold')")
+        let s = engine == .sqlite ? try RecordStore(path: url) : try RecordStore(connection: PostgresDatabase(url: url), path: url)
+        let before = try #require(try s.get("rold", viewer: .admin))
+        #expect(before.source == nil && before.sha256 == "aa" && before.json["source"] == .null)
+        var new = input("k-new", memo: "new", sha: "bb")
+        new.source = "DCIM/IMG_1.jpg"
+        #expect(try s.apply(new).record.source == "DCIM/IMG_1.jpg")
+        #expect(try s.query(PredicateParser.parse(#"source BEGINSWITH "DCIM/""#), viewer: .admin).records.map(\.memo) == ["new"])
+        #expect(try s.query(PredicateParser.parse(#"sha256 == "aa""#), viewer: .admin).records.map(\.id) == ["rold"])
+    }
+}

@@ -118,6 +118,29 @@ final class JournalFixture {
         #expect(try f.journal.isTaken(name: "a.jpg", identity: "1:a.jpg:s1"))
     }
 
+    /// A `keep` inbox's path: the same bytes under a new identity (touched, or rewritten
+    /// by a sync tool) are not taken again; other bytes are a job of their own that runs
+    /// after the path's earlier job (whose record it updates). Without `keep`, the same
+    /// bytes again are a duplicate, as before (the copy then leaves the inbox).
+    @Test(arguments: Engine.allCases) func aKeptPathIsTakenAgainOnlyForOtherBytes(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        func kept(_ identity: String, _ sha: String) -> TakenPhoto {
+            TakenPhoto(name: "DCIM/a.jpg", path: f.dir + "/inbox/DCIM/a.jpg", identity: identity, sha256: sha, keep: true)
+        }
+        guard case .created(let first, .queued) = try f.journal.commitPhotos([kept("1", "s1")])[0] else { Issue.record("not created"); return }
+        #expect(try f.journal.commitPhotos([kept("2", "s1")]) == [.alreadyTaken])
+        #expect(try f.journal.isTaken(name: "DCIM/a.jpg", identity: "2"), "the ledger knows the file by its new identity")
+        guard case .created(let second, .queued) = try f.journal.commitPhotos([kept("3", "s2")])[0] else { Issue.record("not created"); return }
+        #expect(try f.journal.claim(stageIndex: 0, stageName: "s", limit: 10).map(\.context.id) == [first], "the edit waits for the first job")
+        #expect(try f.journal.history(second).contains { $0.event == "updates" && $0.message == "job \(first)" })
+        #expect(try f.journal.takenFailure(name: "DCIM/a.jpg", identity: "3") == "")
+        let plain = TakenPhoto(name: "b.jpg", path: f.dir + "/inbox/b.jpg", identity: "4", sha256: "s9")
+        _ = try f.journal.commitPhotos([plain])
+        guard case .duplicate = try f.journal.commitPhotos([TakenPhoto(name: "b.jpg", path: plain.path, identity: "5", sha256: "s9")])[0] else {
+            Issue.record("not a duplicate"); return
+        }
+    }
+
     @Test(arguments: Engine.allCases) func memoBeforePhotoWaitsThenJoins(_ engine: Engine) throws {
         let f = try JournalFixture(engine)
         let out = try f.journal.commitMemos([f.memo("m", photo: .inbox(name: "p.jpg"), type: "Houses")], position: nil, joinTimeoutSeconds: 60)

@@ -41,6 +41,8 @@ import Testing
         (#"{"fields":{"a\u0000b":1}}"#, #"field name "a\0b" contains a NUL character"#),
         (#"{"key":"k\u0000","photo":"a.jpg"}"#, #""key" contains a NUL character"#),
         (#"{"photo":"a\u0000.jpg"}"#, #""photo" contains a NUL character"#),
+        (#"{"fields":{"source":"x"}}"#, #"field name "source" is a built-in record key"#),
+        (#"{"fields":{"sha256":"x"}}"#, #"field name "sha256" is a built-in record key"#),
     ])
     func rejectsBadLinesWithAClearReason(_ line: String, _ reason: String) {
         do {
@@ -52,6 +54,13 @@ import Testing
         } catch {
             Issue.record("unexpected \(error)")
         }
+    }
+
+    /// `source` and `sha256` are record keys only since the receipts: a job stored with
+    /// such a field before still reads.
+    @Test func aStoredJobWithAFieldNowBuiltInStillReads() throws {
+        let stored = try JSONValue.parse(#"{"memo":"m","type":"Memo","fields":{"source":"shop"}}"#)
+        #expect(try MemoJob(json: stored).fields["source"] == "shop")
     }
 
     /// Lines have been refused for a NUL only since it broke PostgreSQL's index write: a
