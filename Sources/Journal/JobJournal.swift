@@ -21,6 +21,8 @@ public protocol JobIntake: AnyObject, Sendable {
     func unfinishedJobs(owner: String, limit: Int) throws -> Int
     /// Whether an inbox file with this name and identity is already a job.
     func isTaken(name: String, identity: String) throws -> Bool
+    /// A memo sidecar of an inbox photo, found on its own: joins or updates the photo's job.
+    func commitSidecar(_ sidecar: SidecarMemo, photo: String, owner: String?, now: Double) throws -> SidecarOutcome
     /// An inbox entry that can never be a photo: a failed job, already quarantined.
     func recordRejectedEntry(name: String, identity: String, owner: String?, reason: String, quarantinePath: String,
                              now: Double) throws -> Int64

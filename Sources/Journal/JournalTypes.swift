@@ -75,6 +75,8 @@ public struct TakenPhoto: Sendable {
     public let sha256: String
     /// The Unix user owning the file: the record's owner unless a memo names one.
     public let owner: String?
+    /// The memo sidecar beside it (`MemoSidecar`), read when it was taken.
+    public var sidecar: SidecarMemo?
 
     public init(name: String, path: String, identity: String, seal: String? = nil, sha256: String, owner: String? = nil) {
         self.name = name
