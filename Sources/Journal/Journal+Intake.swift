@@ -163,8 +163,9 @@ extension Journal {
             outcome = .duplicate(job: jobID, of: original)
         } else if let failure = p.sidecar?.failure {
             // The photo is good, its memo is not: the job fails naming the sidecar, the photo
-            // stays where it is, and a fixed sidecar takes it again (`commitSidecar`).
-            jobID = try insertJob(db, key: nil, origin: "inbox", photo: p.name, photoPath: nil, sha256: p.sha256,
+            // stays where it is, and a fixed sidecar takes it again (`commitSidecar`); `retry`
+            // takes it without one.
+            jobID = try insertJob(db, key: nil, origin: "inbox", photo: p.name, photoPath: p.path, sha256: p.sha256,
                                   memo: .photoOnly(p.name, owner: p.owner), state: .failed, readyAt: nil, error: failure,
                                   source: "inbox", now: now)
             outcome = .failed(job: jobID, reason: failure)

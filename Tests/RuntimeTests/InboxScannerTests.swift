@@ -77,7 +77,7 @@ import Testing
         #expect(report.skipped.mapValues(\.reason) == [
             "DCIM": "a folder (folders are left alone)",
             "IMG_0001.MOV": "not a photo (.mov)", "IMG_0001.AAE": "not a photo (.aae)", "Thumbs.db": "not a photo (.db)",
-            "desktop.ini": "not a photo (.ini)", "IMG_0002.xmp": "not a photo (.xmp)",
+            "desktop.ini": "not a photo (.ini)", "IMG_0002.xmp": "memo sidecar waiting for its photo IMG_0002.*",
             "notes": "not a photo (no photo extension, and its first bytes are no image's)",
             "pipe": "not a photo (no photo extension)",
         ])
