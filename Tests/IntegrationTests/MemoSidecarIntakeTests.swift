@@ -109,6 +109,13 @@ extension WhoMayDoWhatTests {
             try records(alice, d).first?["memo"] == "fixed"
         }
         #expect(try records(alice, d).count == 1)
+        // 100 MB (sparse): refused by its size, unread; the photo's job names it.
+        #expect(try DaemonHarness.run(as: alice, ["/usr/bin/truncate", "-s", "100M", inbox + "/IMG_H.jpg.json"]).0 == 0)
+        try drop(alice, d, "Nikon_D70.jpg", as: "IMG_H.jpg")
+        try d.waitIdle(jobs: 3, timeout: 30)
+        let big = try #require(try d.jobs().last)
+        #expect(big.state == "failed" && big.error == "memo sidecar IMG_H.jpg.json: is 104857600 bytes, over the 1048576 a memo sidecar may have",
+                "\(big)")
     }
 
     /// A sidecar counts only when its owner owns the photo: bob's file beside alice's photo
