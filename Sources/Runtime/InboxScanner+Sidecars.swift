@@ -59,6 +59,16 @@ extension InboxScanner {
                 report.unsettled += 1
                 return of + " (settling)"
             }
+            // Each edit may be a job: a user's sidecars count toward their unfinished jobs
+            // as their photos do, and at the cap wait, unread, like them.
+            let room = try report.room[st.st_uid] ?? MemoIntake.room(for: owner, uid: st.st_uid, in: journal)
+            guard room > 0 else {
+                report.room[st.st_uid] = room
+                report.atCap.insert(owner)
+                report.untaken += 1
+                return of + " (waiting: \(owner) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs)"
+            }
+            report.room[st.st_uid] = room - 1
             var waiting = false
             for photo in mine {
                 guard let s = sidecar(forPhoto: photo, owner: owner, st), s.name == name else { continue }

@@ -46,7 +46,7 @@ final class InboxScanner: @unchecked Sendable {
         /// Photos no longer taken because their sidecar was fixed: to be taken again now.
         var retake: [String] = []
         /// How many more jobs each user may have, as this look found it (`MemoIntake.room`).
-        fileprivate var room: [UInt32: Int] = [:]
+        var room: [UInt32: Int] = [:]
         var errors: [String] = []
     }
 
