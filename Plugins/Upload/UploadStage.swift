@@ -128,10 +128,12 @@ public struct UploadStage: Stage {
         }
     }
 
-    /// The photo leaves the inbox with its memo sidecar (never a sidecar on its own).
+    /// The photo leaves the inbox with its memo sidecar (never a sidecar on its own). The
+    /// sidecar goes first: its memo is in the job already, and a crash between the two
+    /// leaves the photo, released again when the job runs again, not an orphaned sidecar.
     func releaseOriginal(_ photo: String) throws {
         let sidecar = keepOriginals == "keep" ? nil : MemoSidecar.releasedWith(photoAt: photo)
-        for file in [photo] + (sidecar.map { [$0] } ?? []) {
+        for file in (sidecar.map { [$0] } ?? []) + [photo] {
             switch keepOriginals {
             case "delete":
                 if FileManager.default.fileExists(atPath: file) { try FileManager.default.removeItem(atPath: file) }
