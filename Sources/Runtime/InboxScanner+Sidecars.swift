@@ -47,7 +47,7 @@ extension InboxScanner {
             let shown = photos.count == 1 ? photos[0] : String(photos[0].dropLast(PhotoPolicy.fileExtension(photos[0])!.utf8.count)) + "*"
             let timeout = joinTimeoutSeconds.value
             if unixNow() - mtime > Double(timeout) {
-                return "memo sidecar: no photo \(shown) arrived within join_timeout (\(timeout) s); it is still joined if one does"
+                return "memo sidecar: no photo \(shown) arrived within join_timeout_s (\(timeout)); it is still joined if one does"
             }
             return "memo sidecar waiting for its photo \(shown)"
         }
@@ -69,17 +69,14 @@ extension InboxScanner {
                 return of + " (waiting: \(owner) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs)"
             }
             report.room[st.st_uid] = room - 1
-            var waiting = false
             for photo in mine {
                 guard let s = sidecar(forPhoto: photo, owner: owner, st), s.name == name else { continue }
                 switch try journal.commitSidecar(s, photo: photo, owner: owner, now: unixNow()) {
-                case .waiting: waiting = true
+                case .waiting: break  // its photo is there, not taken yet: the photo's intake reads it
                 case .applied(let outcome): report.outcomes.append((name, outcome, owner))
                 case .photoReleased: report.retake.append(photo)
                 }
             }
-            // Its photo is there but not taken yet: the photo's intake reads it.
-            if waiting { return "memo sidecar waiting for its photo \(mine.joined(separator: ", ")) to be taken" }
         } catch {
             report.errors.append("\(name): \(error)")
             report.untaken += 1
