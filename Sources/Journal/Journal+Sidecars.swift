@@ -70,7 +70,8 @@ extension Journal {
                 // One key per sidecar content seen: an edit is a new job, a look again is not.
                 let key = JobKey.scoped("sidecar:\(s.name)@\(s.identity)", owner: owner)
                 if let existing = try db.queryOne("SELECT id FROM jobs WHERE key = ?", [.text(key)])?.int(0) {
-                    outcome = .created(job: existing, state: .queued)
+                    try markTaken(db, s, job: existing)  // its mark was lost (untaken): applied already
+                    return .applied(.alreadyTaken)
                 } else {
                     outcome = try addInboxMemo(db, QueuedMemo(memo: memo, photo: .inbox(name: photo), key: key, source: "inbox/\(s.name)",
                                                               origin: "sidecar"), name: photo, joinTimeoutSeconds: 0, now: now)
