@@ -2,7 +2,7 @@
 import PackageDescription
 
 // The pipeline reads from the layout:
-//   Sources/CUV, CSQLite, CPQ, CCrypto, CPosix, CVips, CCurl  thin system-library targets (C headers only)
+//   Sources/CUV, CSQLite, CPQ, CCrypto, CPosix, CVips, CCurl, CXML2  thin system-library targets (C headers only)
 //   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
 //   Sources/ControlProtocol         the socket's contract shared by daemon and CLI: commands, argument keys, reply envelope; the client (ControlClient)
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
@@ -44,8 +44,10 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CXML2", path: "Sources/CXML2", pkgConfig: "libxml-2.0",
+                       providers: [.apt(["libxml2-dev"])]),
 
-        .target(name: "PhotomemoCore", dependencies: ["CCrypto", "CPosix"]),
+        .target(name: "PhotomemoCore", dependencies: ["CCrypto", "CPosix", "CXML2"]),
         .target(name: "ControlProtocol", dependencies: ["PhotomemoCore"]),
         .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore"]),
         .target(name: "SQL", dependencies: ["PhotomemoCore"]),

@@ -23,6 +23,7 @@ let package = Package(
         .target(name: "FuzzDriver"),
         fuzzer("fuzz-json", ["PhotomemoCore"]),
         fuzzer("fuzz-memojob", ["PhotomemoCore"]),
+        fuzzer("fuzz-xmp", ["PhotomemoCore"]),
         fuzzer("fuzz-request", ["Runtime", "ControlProtocol", "Index", "PhotomemoCore"]),
         fuzzer("fuzz-predicate", ["Index", "PhotomemoCore"]),
         fuzzer("fuzz-probe", ["ValidateStage"]),

@@ -49,6 +49,31 @@ JOB_LINES = [
     'not json',
 ]
 
+# XMP sidecars as Lightroom, darktable, digiKam and Apple Photos' export write them, and as
+# an attacker would (Tests/PhotomemoCoreTests/XMPMemoTests.swift has the same shapes).
+RDF = 'xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"'
+DC = 'xmlns:dc="http://purl.org/dc/elements/1.1/"'
+XMP = 'xmlns:xmp="http://ns.adobe.com/xap/1.0/"'
+LOLS = '<!ENTITY lol0 "lol">' + ''.join('<!ENTITY lol%d "%s">' % (i, ('&lol%d;' % (i - 1)) * 10) for i in range(1, 10))
+XMP_SIDECARS = [
+    '<x:xmpmeta xmlns:x="adobe:ns:meta/" x:xmptk="Adobe XMP Core 7.0"><rdf:RDF %s><rdf:Description rdf:about="" %s %s '
+    'xmp:Rating="4"><dc:title><rdf:Alt><rdf:li xml:lang="x-default">Sakura</rdf:li></rdf:Alt></dc:title><dc:description>'
+    '<rdf:Alt><rdf:li xml:lang="x-default">lunch receipt &amp; tip</rdf:li></rdf:Alt></dc:description><dc:subject><rdf:Bag>'
+    '<rdf:li>food</rdf:li><rdf:li>receipts</rdf:li></rdf:Bag></dc:subject></rdf:Description></rdf:RDF></x:xmpmeta>' % (RDF, XMP, DC),
+    '<?xml version="1.0" encoding="UTF-8"?>\n<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF %s><rdf:Description rdf:about="" %s %s '
+    'xmlns:darktable="http://darktable.sf.net/" xmp:Rating="2" darktable:history_end="1"><darktable:history><rdf:Seq>'
+    '<rdf:li darktable:num="0" darktable:operation="flip"/></rdf:Seq></darktable:history><dc:subject><rdf:Seq><rdf:li>beach'
+    '</rdf:li></rdf:Seq></dc:subject></rdf:Description></rdf:RDF></x:xmpmeta>' % (RDF, XMP, DC),
+    '<?xpacket begin="\ufeff" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF %s><rdf:Description %s %s>'
+    '<dc:description><rdf:Alt><rdf:li xml:lang="ja-JP">\u591c\u666f</rdf:li><rdf:li xml:lang="x-default">night view</rdf:li>'
+    '</rdf:Alt></dc:description></rdf:Description></rdf:RDF></x:xmpmeta><?xpacket end="w"?>' % (RDF, XMP, DC),
+    '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF %s><rdf:Description %s %s><dc:title>Receipt</dc:title><dc:description>Coffee'
+    '</dc:description><xmp:Rating>3</xmp:Rating></rdf:Description></rdf:RDF></x:xmpmeta>' % (RDF, XMP, DC),
+    '<?xml version="1.0"?><!DOCTYPE x [%s]><x %s><dc:description>&lol9;</dc:description></x>' % (LOLS, DC),
+    '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><x %s><dc:title>&xxe;</dc:title></x>' % DC,
+    '<a %s xmp:Rating="four"/>' % XMP,
+]
+
 PREDICATES = [
     'salesPrice >= 100 AND salesPrice <= 500\n-salesPrice,costRate',
     'address == "Tokyo"',
@@ -167,6 +192,7 @@ def probe_seeds():
 
 
 lines("memojob", JOB_LINES)
+lines("xmp", XMP_SIDECARS)
 lines("predicate", PREDICATES)
 lines("request", REQUESTS)
 lines("json", JSON_DOCS + JOB_LINES[:4] + REQUESTS[:4])

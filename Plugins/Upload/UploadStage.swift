@@ -130,18 +130,24 @@ public struct UploadStage: Stage {
         }
     }
 
+    /// The photo leaves the inbox with its memo sidecar (never a sidecar on its own). The
+    /// sidecar goes first: its memo is in the job already, and a crash between the two
+    /// leaves the photo, released again when the job runs again, not an orphaned sidecar.
     func releaseOriginal(_ photo: String) throws {
-        switch keepOriginals {
-        case .delete:
-            if FileManager.default.fileExists(atPath: photo) { try FileManager.default.removeItem(atPath: photo) }
-        case .move:
-            try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
-            let target = done + "/" + (photo as NSString).lastPathComponent
-            if FileManager.default.fileExists(atPath: photo) {
-                try? FileManager.default.removeItem(atPath: target)
-                try FileManager.default.moveItem(atPath: photo, toPath: target)
+        let sidecar = keepOriginals == .keep ? nil : MemoSidecar.releasedWith(photoAt: photo)
+        for file in (sidecar.map { [$0] } ?? []) + [photo] {
+            switch keepOriginals {
+            case .delete:
+                if FileManager.default.fileExists(atPath: file) { try FileManager.default.removeItem(atPath: file) }
+            case .move:
+                try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
+                let target = done + "/" + (file as NSString).lastPathComponent
+                if FileManager.default.fileExists(atPath: file) {
+                    try? FileManager.default.removeItem(atPath: target)
+                    try FileManager.default.moveItem(atPath: file, toPath: target)
+                }
+            case .keep: break
             }
-        case .keep: break
         }
     }
 }

@@ -23,6 +23,8 @@ public protocol JobIntake: AnyObject, Sendable {
     func isTaken(name: String, identity: String) throws -> Bool
     /// nil when not taken, else why its job failed ("" when it did not).
     func takenFailure(name: String, identity: String) throws -> String?
+    /// A memo sidecar of an inbox photo, found on its own: joins or updates the photo's job.
+    func commitSidecar(_ sidecar: SidecarMemo, photo: String, owner: String?, now: Double) throws -> SidecarOutcome
     /// An inbox entry that can never be a photo: a failed job, already quarantined.
     func recordRejectedEntry(name: String, identity: String, owner: String?, reason: String, quarantinePath: String,
                              now: Double) throws -> Int64

@@ -61,7 +61,7 @@ extension Journal {
 
     /// A memo naming an inbox photo: join the photo's job if it was taken and has not
     /// finished; fail at once if the photo was rejected; otherwise wait for it.
-    private func addInboxMemo(_ db: any SQLConnection, _ m: QueuedMemo, name: String, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
+    func addInboxMemo(_ db: any SQLConnection, _ m: QueuedMemo, name: String, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
         // Only a photo of the memo's own owner: another user's photo of that name is as
         // good as absent (nothing of it is revealed), and the memo waits for its own.
         let photoJob = try db.queryOne("""
@@ -180,11 +180,19 @@ extension Journal {
                                   memo: .photoOnly(p.name, owner: p.owner), state: .done, readyAt: nil, duplicateOf: original,
                                   source: "inbox", now: now)
             outcome = .duplicate(job: jobID, of: original)
+        } else if let failure = p.sidecar?.failure {
+            // The photo is good, its memo is not: the job fails naming the sidecar, the photo
+            // stays where it is, and a fixed sidecar takes it again (`commitSidecar`); `retry`
+            // takes it without one.
+            jobID = try insertJob(db, key: nil, origin: "inbox", photo: p.name, photoPath: p.path, sha256: p.sha256,
+                                  memo: .photoOnly(p.name, owner: p.owner), state: .failed, readyAt: nil, error: failure,
+                                  source: "inbox", now: now)
+            outcome = .failed(job: jobID, reason: failure)
         } else {
             // The same bytes again after a failure or a deleted record: a job of its own.
             let key = try unusedKey(db, JobKey.scoped("sha256:" + p.sha256, owner: p.owner))
             jobID = try insertJob(db, key: key, origin: "inbox", photo: p.name, photoPath: p.path,
-                                  sha256: p.sha256, memo: .photoOnly(p.name, owner: p.owner), state: .queued, readyAt: now,
+                                  sha256: p.sha256, memo: p.sidecar?.memo ?? .photoOnly(p.name, owner: p.owner), state: .queued, readyAt: now,
                                   source: "inbox", now: now)
             outcome = .created(job: jobID, state: .queued)
             // Its record is the earlier job's: it is indexed after that one has ended.
@@ -197,6 +205,8 @@ extension Journal {
             INSERT INTO inbox_taken(host, name, identity, seal, job_id) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT(host, name) DO UPDATE SET identity = excluded.identity, seal = excluded.seal, job_id = excluded.job_id
             """, [.text(host), .text(p.name), .text(p.identity), SQLValue(p.seal), .int(jobID)])
+        // A duplicate's sidecar is not marked: taken on its own, it updates the original's record.
+        if let sidecar = p.sidecar, !outcome.isDuplicate { try markTaken(db, sidecar, job: jobID) }
         return outcome
     }
 

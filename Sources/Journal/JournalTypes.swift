@@ -78,6 +78,8 @@ public struct TakenPhoto: Sendable {
     /// Taken from a `keep` inbox (`inbox.originals`): the file stays, so a path taken
     /// before is taken again only for other bytes, as an update of its record.
     public let keep: Bool
+    /// The memo sidecar beside it (`MemoSidecar`), read when it was taken.
+    public var sidecar: SidecarMemo?
 
     public init(name: String, path: String, identity: String, seal: String? = nil, sha256: String, owner: String? = nil,
                 keep: Bool = false) {

@@ -132,7 +132,7 @@ public final class Daemon {
         }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
                                    settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes,
-                                   staleTempSeconds: LockedValue(definition.inbox.staleTempSeconds))
+                                   staleTempSeconds: LockedValue(definition.inbox.staleTempSeconds), joinTimeoutSeconds: intake.joinTimeoutSeconds)
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
             scheduler.pump()
         }

@@ -20,6 +20,8 @@ final class InboxScanner: @unchecked Sendable {
     let maxPhotoBytes: LockedValue<Int64?>
     /// A file under an ignored name untouched this long is reported (`InboxOptions`, set on reload).
     let staleTempSeconds: LockedValue<Double>
+    /// How long a memo sidecar is said to wait for its photo (`MemoIntake`, set on reload).
+    let joinTimeoutSeconds: LockedValue<Int>
 
     static let batchSize = 64
 
@@ -41,13 +43,17 @@ final class InboxScanner: @unchecked Sendable {
         var stale: [String: StaleEntry] = [:]
         /// Users at their cap of unfinished jobs, whose files wait (counted in `untaken`).
         var atCap: Set<String> = []
+        /// Photos no longer taken because their sidecar was fixed: to be taken again now.
+        var retake: [String] = []
         /// How many more jobs each user may have, as this look found it (`MemoIntake.room`).
-        fileprivate var room: [UInt32: Int] = [:]
+        var room: [UInt32: Int] = [:]
         var errors: [String] = []
     }
 
     init(inbox: String, journal: any JobIntake, quarantine: Quarantine, settleSeconds: Double,
-         maxPhotoBytes: LockedValue<Int64?> = LockedValue(nil), staleTempSeconds: LockedValue<Double> = LockedValue(InboxOptions().staleTempSeconds)) {
+         maxPhotoBytes: LockedValue<Int64?> = LockedValue(nil), staleTempSeconds: LockedValue<Double> = LockedValue(InboxOptions().staleTempSeconds),
+         joinTimeoutSeconds: LockedValue<Int> = LockedValue(600)) {
+        self.joinTimeoutSeconds = joinTimeoutSeconds
         self.maxPhotoBytes = maxPhotoBytes
         self.staleTempSeconds = staleTempSeconds
         self.inbox = inbox
@@ -185,7 +191,8 @@ final class InboxScanner: @unchecked Sendable {
             return nil
         }
         if let why = Self.leftAlone(path, name: name, st) {
-            report.skipped[name] = SkippedEntry(reason: why, owner: UnixUser.nameOrNumber(st.st_uid))
+            let reason = lookAtSidecar(name, st, requireSettled: requireSettled, &report) ?? why
+            report.skipped[name] = SkippedEntry(reason: reason, owner: UnixUser.nameOrNumber(st.st_uid))
             return nil
         }
         report.notSkipped.append(name)
@@ -250,7 +257,9 @@ final class InboxScanner: @unchecked Sendable {
             guard let after = try? Files.lstatEntry(path), PhotoSeal.identity(after) == identity else { return nil }
             // Sealed only when not even the ctime moved while it was hashed.
             let seal = PhotoSeal.seal(after) == PhotoSeal.seal(st) ? PhotoSeal.seal(after) : nil
-            return TakenPhoto(name: name, path: path, identity: identity, seal: seal, sha256: sha, owner: owner, keep: quarantine.keepsInbox)
+            var taken = TakenPhoto(name: name, path: path, identity: identity, seal: seal, sha256: sha, owner: owner, keep: quarantine.keepsInbox)
+            taken.sidecar = sidecar(forPhoto: name, owner: owner, st)
+            return taken
         } catch {
             report.errors.append("\(name): \(error)")
             report.untaken += 1

@@ -153,6 +153,7 @@ final class InboxWatcher {
                 self.unsettled += report.untaken
                 self.retryUntaken()
             }
+            if !report.retake.isEmpty { self.retake(report.retake) }
             self.flush()
         }
     }
@@ -168,6 +169,7 @@ final class InboxWatcher {
             self.unsettled = report.unsettled + report.untaken
             self.log(report)
             self.atCap = report.atCap  // a whole walk: who is still at the cap
+            if !report.retake.isEmpty { self.retake(report.retake) }
             if report.untaken > 0 {
                 self.retryUntaken()
                 return

@@ -77,7 +77,7 @@ import Testing
         #expect(report.skipped.mapValues(\.reason) == [
             "DCIM": "a folder (folders are left alone)",
             "IMG_0001.MOV": "not a photo (.mov)", "IMG_0001.AAE": "not a photo (.aae)", "Thumbs.db": "not a photo (.db)",
-            "desktop.ini": "not a photo (.ini)", "IMG_0002.xmp": "not a photo (.xmp)",
+            "desktop.ini": "not a photo (.ini)", "IMG_0002.xmp": "memo sidecar waiting for its photo IMG_0002.*",
             "notes": "not a photo (no photo extension, and its first bytes are no image's)",
             "pipe": "not a photo (no photo extension)",
         ])
@@ -85,6 +85,25 @@ import Testing
         let left = try FileManager.default.contentsOfDirectory(atPath: inbox)
         #expect(left.count == 17, "\(left.sorted())")
         #expect(FileManager.default.fileExists(atPath: inbox + "/DCIM/100APPLE/IMG_0001.JPG"))
+    }
+
+    /// A sidecar with no photo waits where it is, said so; past `join_timeout_s` it says
+    /// that too, and is still joined when its photo comes.
+    @Test func aSidecarWithoutItsPhotoWaitsAndIsStillJoinedAfterTheTimeout() throws {
+        let t = try TestHome()
+        try write(t, "IMG_9.jpg.json", #"{"memo": "late photo", "type": "Houses"}"#)
+        var report = t.scanner().rescan()
+        #expect(report.skipped["IMG_9.jpg.json"]?.reason == "memo sidecar waiting for its photo IMG_9.jpg")
+        let timedOut = InboxScanner(inbox: t.home.inbox, journal: t.journal, quarantine: t.quarantine, settleSeconds: 0,
+                                    joinTimeoutSeconds: LockedValue(0))
+        report = timedOut.rescan()
+        #expect(report.skipped["IMG_9.jpg.json"]?.reason
+                == "memo sidecar: no photo IMG_9.jpg arrived within join_timeout_s (0); it is still joined if one does")
+        try Data(contentsOf: testPhotos.appendingPathComponent("Canon_40D.jpg")).write(to: URL(fileURLWithPath: t.home.inbox + "/IMG_9.jpg"))
+        report = timedOut.rescan()
+        #expect(report.outcomes.map(\.name) == ["IMG_9.jpg"])
+        #expect(try t.journal.jobs(limit: 10).map(\.memo.type) == ["Houses"])
+        #expect(report.skipped["IMG_9.jpg.json"]?.reason == "memo sidecar of IMG_9.jpg")
     }
 
     @Test func namesToolsWriteWhileInTransitAreNeverTaken() {

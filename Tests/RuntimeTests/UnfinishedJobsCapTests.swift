@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Journal
 import PhotomemoCore
+import TestSupport
 import Testing
 @testable import Runtime
 
@@ -83,5 +84,27 @@ import Testing
         if case .failure(let e) = replies[0] {
             #expect(e.message == "60001 has \(Self.cap) unfinished jobs, the most a user may have; enqueue again once some have finished")
         }
+    }
+}
+
+extension UnfinishedJobsCapTests {
+    /// Each edit of a sidecar may be a job: at the cap a user's sidecar waits, unread, like
+    /// their photos, and is applied once they have room.
+    @Test func aUsersSidecarWaitsAtTheCapLikeTheirPhotos() throws {
+        let t = try TestHome()
+        let photo = t.home.inbox + "/a.jpg"
+        try Data(contentsOf: testPhotos.appendingPathComponent("Canon_40D.jpg")).write(to: URL(fileURLWithPath: photo))
+        #expect(chown(photo, 60_001, 60_001) == 0)
+        #expect(t.scanner().rescan().outcomes.count == 1)
+        _ = try Self.heldAtTheCap(t, lines: Self.cap)
+        let sidecar = t.home.inbox + "/a.jpg.json"
+        try Data(#"{"memo": "later"}"#.utf8).write(to: URL(fileURLWithPath: sidecar))
+        #expect(chown(sidecar, 60_001, 60_001) == 0)
+        var report = t.scanner().rescan()
+        #expect(report.outcomes.isEmpty && report.atCap == ["60001"], "\(report.outcomes)")
+        #expect(report.skipped["a.jpg.json"]?.reason == "memo sidecar of a.jpg (waiting: 60001 has \(Self.cap) unfinished jobs)")
+        for job in try t.journal.jobs(limit: 1) { try t.journal.cancel(job: job.id) }
+        report = t.scanner().rescan()
+        #expect(report.outcomes.map(\.name) == ["a.jpg.json"])
     }
 }

@@ -91,6 +91,25 @@ import UploadStage
         #expect(try String(contentsOfFile: h.root + "/done/IMG_1.jpg", encoding: .utf8) == "original bytes")
     }
 
+    /// A memo sidecar leaves with its photo (moved beside it, or deleted), and stays with
+    /// `keep`; one another photo beside it still uses stays.
+    @Test func theSidecarLeavesWithItsPhoto() throws {
+        for mode in ["move", "delete", "keep"] {
+            let h = try StageHome()
+            let (ctx, _, _) = try job(h)
+            let sidecar = try h.write("inbox/IMG_1.jpg.xmp", "<x/>")
+            #expect(try h.stage(UploadStage.self, ["keep_originals": .string(mode)]).run(ctx).result != nil)
+            #expect(h.exists(sidecar.path) == (mode == "keep"), "\(mode)")
+            #expect(h.exists(h.root + "/done/IMG_1.jpg.xmp") == (mode == "move"), "\(mode)")
+        }
+        let h = try StageHome()
+        let (ctx, _, _) = try job(h)
+        let shared = try h.write("inbox/IMG_1.json", "{}")
+        _ = try h.write("inbox/IMG_1.heic", "another photo of that name")
+        #expect(try h.stage(UploadStage.self).run(ctx).result != nil)
+        #expect(h.exists(shared.path), "IMG_1.heic still uses IMG_1.json")
+    }
+
     @Test func aRenditionGoneAndNotStoredFailsTheJob() throws {
         let h = try StageHome()
         let (ctx, _, display) = try job(h)

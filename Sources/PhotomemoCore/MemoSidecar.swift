@@ -1,0 +1,117 @@
+import Glibc
+
+/// A memo that travels with a photo as a file beside it, in the same folder:
+/// `NAME.EXT.json` or `NAME.json` (a memo line's fields but `photo`), `NAME.EXT.xmp` or
+/// `NAME.xmp` (see `XMPMemo`). Names here are inbox-relative and may have a folder part
+/// (`DCIM/IMG_1.jpg`): a sidecar is always looked for in its photo's folder.
+public enum MemoSidecar {
+    /// A sidecar is read whole to be parsed; a bigger one fails its photo's job unread.
+    public static let maxBytes = MemoJob.maxLineBytes
+    /// How a job failed by its sidecar starts its reason (a fixed sidecar retakes the photo).
+    public static let failurePrefix = "memo sidecar "
+    static let endings = ["json", "xmp"]
+
+    /// The sidecar names a photo may have, the one that counts first: the more specific
+    /// `NAME.EXT.*` before `NAME.*`, JSON (photomemo's own) before XMP; each also in upper case.
+    public static func candidates(forPhoto photo: String) -> [String] {
+        let (folder, base) = split(photo)
+        var stems = [base]
+        if let dot = base.lastIndex(of: "."), dot != base.startIndex { stems.append(String(base[..<dot])) }
+        var out: [String] = []
+        for ending in endings {
+            for stem in stems {
+                for e in [ending, ending.uppercased()] where !out.contains(folder + stem + "." + e) {
+                    out.append(folder + stem + "." + e)
+                }
+            }
+        }
+        return out
+    }
+
+    /// The photos a file named like a sidecar may belong to (nil: not a sidecar's name):
+    /// `IMG.jpg.json` → `IMG.jpg`; `IMG.json` → `IMG.jpg`, `IMG.JPG`, `IMG.heic`...
+    public static func photoNames(forSidecar name: String) -> [String]? {
+        let (folder, base) = split(name)
+        guard let ext = PhotoPolicy.fileExtension(base), endings.contains(ext) else { return nil }
+        let rest = String(base.dropLast(ext.utf8.count + 1))
+        guard !rest.isEmpty else { return nil }
+        if let photoExt = PhotoPolicy.fileExtension(rest), PhotoPolicy.photoExtensions.contains(photoExt) { return [folder + rest] }
+        return PhotoPolicy.photoExtensions.sorted().flatMap { [folder + rest + "." + $0, folder + rest + "." + $0.uppercased()] }
+    }
+
+    /// The sidecar that counts for the photo at `root/photo`: the first candidate that is
+    /// a regular file of the photo's owner (`uid`); another user's file beside it is no
+    /// memo of theirs and is passed over.
+    public static func locate(root: String, photo: String, uid: uid_t) -> (name: String, stat: stat)? {
+        for name in candidates(forPhoto: photo) {
+            var st = stat()
+            guard lstat(root + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == uid else { continue }
+            return (name, st)
+        }
+        return nil
+    }
+
+    /// The sidecar that leaves with the photo at `path` when the original is released
+    /// (deleted or moved): the one that counts for it, unless another photo beside it still
+    /// uses it (`IMG.json` of both `IMG.jpg` and `IMG.heic`).
+    public static func releasedWith(photoAt path: String) -> String? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        let (folder, base) = split(path)
+        let root = String(folder.dropLast())
+        guard let (name, _) = locate(root: root, photo: base, uid: st.st_uid) else { return nil }
+        for other in photoNames(forSidecar: name) ?? [] where other != base {
+            var o = stat()
+            if lstat(root + "/" + other, &o) == 0, o.st_uid == st.st_uid { return nil }
+        }
+        return root + "/" + name
+    }
+
+    /// Reads and checks the sidecar at `path` (opened without following a link; the inode
+    /// `expected` if given): the memo it holds for a photo of `owner`, or `bad_job` with why.
+    /// The size is checked on the open file before a byte is read.
+    public static func read(_ path: String, expected: (dev: UInt64, ino: UInt64)? = nil, photo: String, owner: String?) throws -> MemoJob {
+        let fd = try syscall("open \(path)", blocking: { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) })
+        defer { close(fd) }
+        var st = stat()
+        try syscall("fstat \(path)", blocking: { fstat(fd, &st) })
+        guard st.st_mode & S_IFMT == S_IFREG else { throw PhotomemoError(.badJob, "is not a regular file") }
+        if let expected, expected != (UInt64(st.st_dev), UInt64(st.st_ino)) { throw PhotomemoError(.badJob, "was replaced while read") }
+        guard st.st_size <= Int64(maxBytes) else {
+            throw PhotomemoError(.badJob, "is \(st.st_size) bytes, over the \(maxBytes) a memo sidecar may have")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+        var got = 0
+        while got < bytes.count {
+            let n = try syscall("read \(path)", blocking: { bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + got, $0.count - got) } })
+            if n == 0 { break }
+            got += n
+        }
+        return try parse(Array(bytes.prefix(got)), xmp: PhotoPolicy.fileExtension(path) == "xmp", photo: photo, owner: owner)
+    }
+
+    /// The memo job a sidecar's bytes make for `photo`: checked by the memo-line rules
+    /// (`MemoJob(line:)`), with no `photo`, `owner` or `record` of its own (the photo is
+    /// the file beside it, the owner the files' owner). An XMP memo is of type `Photo`.
+    public static func parse(_ bytes: [UInt8], xmp: Bool, photo: String, owner: String?) throws -> MemoJob {
+        var job: MemoJob
+        if xmp {
+            job = try MemoJob(line: XMPMemo.memoLine(bytes))
+            job.type = MemoJob.defaultPhotoType
+        } else {
+            job = try MemoJob.parse(line: bytes)
+            for (key, value) in [("photo", job.photo), ("owner", job.owner), ("record", job.record)] where value != nil {
+                throw PhotomemoError(.badJob, "\"\(key)\" is not a sidecar's key (valid: fields, key, memo, type): a sidecar's photo is the file beside it, its owner the files' owner")
+            }
+        }
+        job.photo = photo
+        job.owner = owner
+        return job
+    }
+
+    /// (folder with its trailing "/", or "", last component)
+    static func split(_ name: String) -> (String, String) {
+        guard let slash = name.lastIndex(of: "/") else { return ("", name) }
+        return (String(name[...slash]), String(name[name.index(after: slash)...]))
+    }
+}

@@ -1,0 +1,86 @@
+import Glibc
+import Journal
+import PhotomemoCore
+
+/// Memo sidecars (`MemoSidecar`) at intake. A photo taken reads the sidecar beside it (its
+/// job is created with that memo, or fails naming it); a sidecar seen on its own applies
+/// to its photo's job once the photo is taken (`Journal.commitSidecar`), and until then
+/// waits where it is, as a file: nothing is recorded for it, so it is never lost to a
+/// timeout, and the photo's intake finds it whenever the photo comes.
+extension InboxScanner {
+    /// The sidecar of the photo `name` owned by `st.st_uid`, read, if it has one.
+    func sidecar(forPhoto name: String, owner: String, _ st: stat) -> SidecarMemo? {
+        guard let (sidecar, sst) = MemoSidecar.locate(root: inbox, photo: name, uid: st.st_uid) else { return nil }
+        let identity = PhotoSeal.identity(sst)
+        do {
+            let memo = try MemoSidecar.read(inbox + "/" + sidecar, expected: (UInt64(sst.st_dev), UInt64(sst.st_ino)), photo: name, owner: owner)
+            return SidecarMemo(name: sidecar, identity: identity, memo: memo)
+        } catch let e as PhotomemoError {
+            return SidecarMemo(name: sidecar, identity: identity, error: e.message)
+        } catch {
+            return SidecarMemo(name: sidecar, identity: identity, error: "\(error)")
+        }
+    }
+
+    /// Looks at an entry that is no photo: if it is named like a memo sidecar, applies it
+    /// to its photo when it can, and says what it is for `photomemo inbox`; nil otherwise.
+    func lookAtSidecar(_ name: String, _ st: stat, requireSettled: Bool, _ report: inout Report) -> String? {
+        guard st.st_mode & S_IFMT == S_IFREG, let photos = MemoSidecar.photoNames(forSidecar: name) else { return nil }
+        let owner = UnixUser.nameOrNumber(st.st_uid)
+        var mine: [String] = []
+        var notUsed: String?
+        for photo in photos {
+            guard let pst = try? Files.lstatEntry(inbox + "/" + photo) else { continue }
+            guard pst.st_uid == st.st_uid else {
+                notUsed = notUsed ?? "memo sidecar not used: it is \(owner)'s, its photo \(photo) is \(UnixUser.nameOrNumber(pst.st_uid))'s (a sidecar counts only when its photo's owner owns it)"
+                continue
+            }
+            if let used = MemoSidecar.locate(root: inbox, photo: photo, uid: st.st_uid)?.name, used != name {
+                notUsed = notUsed ?? "memo sidecar not used: \(photo) has \(used), which counts first"
+            } else {
+                mine.append(photo)
+            }
+        }
+        let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+        guard !mine.isEmpty else {
+            if let notUsed { return notUsed }
+            let shown = photos.count == 1 ? photos[0] : String(photos[0].dropLast(PhotoPolicy.fileExtension(photos[0])!.utf8.count)) + "*"
+            let timeout = joinTimeoutSeconds.value
+            if unixNow() - mtime > Double(timeout) {
+                return "memo sidecar: no photo \(shown) arrived within join_timeout_s (\(timeout)); it is still joined if one does"
+            }
+            return "memo sidecar waiting for its photo \(shown)"
+        }
+        let identity = PhotoSeal.identity(st)
+        let of = "memo sidecar of \(mine.joined(separator: ", "))"
+        do {
+            if try journal.isTaken(name: name, identity: identity) { return of }
+            if requireSettled && unixNow() - mtime < settleSeconds {
+                report.unsettled += 1
+                return of + " (settling)"
+            }
+            // Each edit may be a job: a user's sidecars count toward their unfinished jobs
+            // as their photos do, and at the cap wait, unread, like them.
+            let room = try report.room[st.st_uid] ?? MemoIntake.room(for: owner, uid: st.st_uid, in: journal)
+            guard room > 0 else {
+                report.room[st.st_uid] = room
+                report.atCap.insert(owner)
+                report.untaken += 1
+                return of + " (waiting: \(owner) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs)"
+            }
+            report.room[st.st_uid] = room - 1
+            for photo in mine {
+                guard let s = sidecar(forPhoto: photo, owner: owner, st), s.name == name else { continue }
+                switch try journal.commitSidecar(s, photo: photo, owner: owner, now: unixNow()) {
+                case .waiting: break  // its photo is there, not taken yet: the photo's intake reads it
+                case .applied(let outcome): report.outcomes.append((name, outcome, owner))
+                case .photoReleased: report.retake.append(photo)
+                }
+            }
+        } catch {
+            report.errors.append("\(name): \(error)")
+            report.untaken += 1
+        }
+        return of
+    }
+}
