@@ -128,18 +128,21 @@ public struct UploadStage: Stage {
         }
     }
 
+    /// Removes or moves the stored inbox photo, reached beneath the inbox with no link
+    /// followed on the way (a nested photo's folder may have been swapped for a link to
+    /// anywhere); a folder is never removed, whatever stands at the photo's name now.
+    /// Moved, it is `done/` + its flat name (`DCIM%2FIMG_1.jpg`): two folders' `IMG_1.jpg`
+    /// never meet.
     func releaseOriginal(_ photo: String) throws {
-        switch keepOriginals {
-        case "delete":
-            if FileManager.default.fileExists(atPath: photo) { try FileManager.default.removeItem(atPath: photo) }
-        case "move":
-            try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
-            let target = done + "/" + (photo as NSString).lastPathComponent
-            if FileManager.default.fileExists(atPath: photo) {
-                try? FileManager.default.removeItem(atPath: target)
-                try FileManager.default.moveItem(atPath: photo, toPath: target)
-            }
-        default: break
-        }
+        guard keepOriginals == "delete" || keepOriginals == "move" else { return }
+        let relative = String(photo.dropFirst(inbox.count + 1))
+        let held: (folder: OpenFolder, name: String)
+        do { held = try OpenFolder(inbox, followLink: true).parentBeneath(relative) } catch let e as SystemError
+            where [ENOENT, ENOTDIR, ELOOP, EXDEV].contains(e.errno) { return }  // nothing of this job's is there
+        guard let st = held.folder.entry(held.name), st.st_mode & S_IFMT != S_IFDIR else { return }
+        if keepOriginals == "delete" { return try held.folder.remove(held.name) }
+        try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
+        let target = done + "/" + PhotoPolicy.flatName(relative)
+        try syscall("rename \(photo) to \(target)", blocking: { renameat(held.folder.fd, held.name, AT_FDCWD, target) })
     }
 }

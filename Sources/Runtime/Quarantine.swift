@@ -11,25 +11,29 @@ struct Quarantine: Sendable {
     /// Only files in the inbox are moved; a photo under an --allow-root belongs to its owner.
     let inbox: String
 
-    /// Moves `path` into quarantine (rename: same filesystem as the inbox) under `name`,
-    /// or `name~jobN` when `name` is taken by another entry. Returns the new path.
-    /// `name` is another entry's when the file is still to move, or when it is gone (a
-    /// photo deleted before its stage ran) and `name`'s reason names another job: that
+    /// Moves the inbox entry `base` of `folder` (held open beneath the inbox: no link is
+    /// followed on the way) into quarantine under `name`'s flat form
+    /// (`PhotoPolicy.flatName`: `DCIM/a.jpg` is `DCIM%2Fa.jpg`, no folder is made), or that
+    /// with `~jobN` when it is taken by another entry. Returns the new path.
+    /// The name is another entry's when the file is still to move, or when it is gone (a
+    /// photo deleted before its stage ran) and its reason names another job: that
     /// reason must not be overwritten by this job's.
     /// `gone`: the file was not there when its job failed: only the reason is written (a
     /// file back under that name since is a new arrival, taken again, not this job's).
-    func moveFile(at path: String, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
-        var target = folder + "/" + name
+    func moveEntry(_ base: String, in folder: OpenFolder?, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
+        let flat = PhotoPolicy.flatName(name)
+        var target = self.folder + "/" + flat
         let reasonFor = { (t: String) in t + ".reason.json" }
         let reasonJob = { (t: String) in (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reasonFor(t)))))?["job"]?.intValue }
-        if Files.exists(target) && (Files.exists(path) || reasonJob(target) != job) {
-            target = folder + "/" + name + (job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))")
+        let present = { folder?.entry(base) != nil }
+        if Files.exists(target) && (present() || reasonJob(target) != job) {
+            target = self.folder + "/" + flat + (job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))")
         }
         try DurableFile.write(reason.jsonData, to: reasonFor(target))
-        if !gone && Files.exists(path) {
-            try syscall("rename \(path)", blocking: { rename(path, target) })
-            try DurableFile.fsyncFolder(folder)
-            try DurableFile.fsyncFolder((path as NSString).deletingLastPathComponent)
+        if !gone, let folder, present() {
+            try syscall("rename \(folder.path)/\(base)", blocking: { renameat(folder.fd, base, AT_FDCWD, target) })
+            try DurableFile.fsyncFolder(self.folder)
+            try syscall("fsync \(folder.path)", blocking: { fsync(folder.fd) })
         }
         return target
     }
