@@ -77,3 +77,37 @@ extension WhoMayDoWhatTests {
         #expect(d.process?.isRunning == true && !d.log.contains("Fatal"))
     }
 }
+
+/// A nested photo that fails is quarantined under its path made one name, and `retry`
+/// puts it back beneath the inbox only: its folder swapped for a link since (to anywhere)
+/// gets nothing moved into it.
+@Suite(.serialized) struct InboxTreeQuarantineTests {
+    @Test func aNestedFailureIsQuarantinedFlatAndRetryNeverMovesItThroughALink() throws {
+        let d = try DaemonHarness()
+        try d.start()
+        let inbox = d.home + "/inbox"
+        try FileManager.default.createDirectory(atPath: inbox + "/Bad/x", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: testPhotos.appendingPathComponent("corrupted.jpg").path, toPath: inbox + "/Bad/x/corrupted.jpg")
+        try d.waitIdle(jobs: 1)
+        let job = try #require(try d.jobs().first)
+        #expect(job.state == "failed" && job.photo == "Bad/x/corrupted.jpg")
+        try d.waitUntil("it is quarantined") { d.quarantined() == ["Bad%2Fx%2Fcorrupted.jpg"] }
+        let reason = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: d.home + "/quarantine/Bad%2Fx%2Fcorrupted.jpg.reason.json")))
+        #expect(reason["name"] == "Bad/x/corrupted.jpg" && reason["job"] == .int(job.id))
+        #expect(FileManager.default.fileExists(atPath: inbox + "/Bad/x"), "the folder stays")
+
+        // The folder is swapped for a link to a folder outside: retry moves nothing there.
+        let outside = d.root + "/outside"
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        #expect(rename(inbox + "/Bad/x", inbox + "/Bad/x.old") == 0 && symlink(outside, inbox + "/Bad/x") == 0)
+        let (status, _, err) = try DaemonHarness.run(["retry", String(job.id), "--home", d.home])
+        #expect(status != 0 && err.contains("symlink"), "\(err)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+        #expect(d.quarantined() == ["Bad%2Fx%2Fcorrupted.jpg"])
+
+        // Its real folder back: retry puts the photo where it was taken.
+        #expect(unlink(inbox + "/Bad/x") == 0 && rename(inbox + "/Bad/x.old", inbox + "/Bad/x") == 0)
+        #expect(try DaemonHarness.run(["retry", String(job.id), "--home", d.home]).0 == 0)
+        try d.waitUntil("it failed again, back from its folder") { try d.jobs().first?.state == "failed" && d.quarantined().count == 1 }
+    }
+}
