@@ -294,6 +294,11 @@ final class InboxScanner: @unchecked Sendable {
         let cName = bytes.map { CChar(bitPattern: $0) } + [0]
         var st = stat()
         guard fstatat(folder.fd, cName, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        // A folder is a sync tool's, whatever its name: never moved, not looked into.
+        if st.st_mode & S_IFMT == S_IFDIR {
+            report.skipped[shown] = SkippedEntry(reason: "a folder whose name is not valid UTF-8 (not looked into)", owner: UnixUser.nameOrNumber(st.st_uid))
+            return
+        }
         let name = "inbox-name-" + hex
         let reason = "the file name \"\(shown)\" is not valid UTF-8; rename it and drop it again"
         do {

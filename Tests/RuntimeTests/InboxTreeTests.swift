@@ -74,6 +74,23 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: t.home.inbox + "/a/b"))
     }
 
+    /// A name that is not UTF-8: a file goes to quarantine (as in a flat inbox), a folder
+    /// stays where it is, listed, not looked into.
+    @Test func aFolderWhoseNameIsNotUTF8StaysAndAFileIsQuarantined() throws {
+        let t = try TestHome()
+        try FileManager.default.createDirectory(atPath: t.home.inbox + "/sub", withIntermediateDirectories: false)
+        let bad: [CChar] = Array((t.home.inbox + "/sub/bad").utf8CString.dropLast()) + [CChar(bitPattern: 0xFF), 0]
+        #expect(mkdir(bad, 0o755) == 0)
+        let badFile: [CChar] = Array((t.home.inbox + "/sub/f").utf8CString.dropLast()) + [CChar(bitPattern: 0xFE)] + Array(".jpg".utf8CString)
+        let fd = open(badFile, O_CREAT | O_WRONLY, 0o644)
+        #expect(fd >= 0)
+        close(fd)
+        let report = t.scanner(settle: 0).rescan()
+        #expect(report.skipped["sub/bad\\xFF"]?.reason == "a folder whose name is not valid UTF-8 (not looked into)", "\(report.skipped)")
+        #expect(access(bad, F_OK) == 0, "the folder stays")
+        #expect(try report.rejected.count == 1 && t.quarantined().count == 1)
+    }
+
     /// A tree deeper than `inbox.depth` is walked to that depth and no further; the folder
     /// at the limit is listed.
     @Test func depthBoundsTheWalk() throws {
