@@ -78,6 +78,39 @@ extension WhoMayDoWhatTests {
     }
 }
 
+/// Folders come and go under a watch: one removed and made again, one moved in from
+/// outside with photos in it, one moved within the inbox. No periodic rescan helps here
+/// (`--rescan-interval 600`): the watches alone find every photo.
+@Suite(.serialized) struct InboxTreeWatchTests {
+    @Test func foldersRemovedRemadeAndMovedInAreWatchedAgain() throws {
+        let d = try DaemonHarness()
+        try d.start(args: ["--rescan-interval", "600"])
+        let inbox = d.home + "/inbox"
+        let photo = { (name: String) in testPhotos.appendingPathComponent(name).path }
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: inbox + "/X/y", withIntermediateDirectories: true)
+        try fm.copyItem(atPath: photo("Canon_40D.jpg"), toPath: inbox + "/X/y/a.jpg")
+        try d.waitUntil("X/y/a.jpg is taken") { try d.jobs().compactMap(\.photo) == ["X/y/a.jpg"] }
+        try fm.removeItem(atPath: inbox + "/X")
+        try fm.createDirectory(atPath: inbox + "/X/y", withIntermediateDirectories: true)
+        Thread.sleep(forTimeInterval: 0.3)  // the new folders watched: the copy below is an event of theirs
+        try fm.copyItem(atPath: photo("Nikon_D70.jpg"), toPath: inbox + "/X/y/b.jpg")
+        // Made outside, then moved in whole (mv of a finished transfer).
+        try fm.createDirectory(atPath: d.root + "/staging/M/n", withIntermediateDirectories: true)
+        try fm.copyItem(atPath: photo("Pentax_K10D.jpg"), toPath: d.root + "/staging/M/n/c.jpg")
+        #expect(rename(d.root + "/staging/M", inbox + "/M") == 0)
+        try d.waitUntil("both are taken", timeout: 10) { Set(try d.jobs().compactMap(\.photo)) == ["X/y/a.jpg", "X/y/b.jpg", "M/n/c.jpg"] }
+        // Moved within the inbox: its watches follow the new name.
+        #expect(rename(inbox + "/M", inbox + "/Moved") == 0)
+        Thread.sleep(forTimeInterval: 0.3)
+        try fm.copyItem(atPath: photo("exif-org_canon-ixus.jpg"), toPath: inbox + "/Moved/n/d.jpg")
+        try d.waitUntil("the photo in the moved folder is taken under its new path", timeout: 10) {
+            try d.jobs().compactMap(\.photo).contains("Moved/n/d.jpg")
+        }
+        #expect(!d.log.contains("rescanning"))
+    }
+}
+
 /// A nested photo that fails is quarantined under its path made one name, and `retry`
 /// puts it back beneath the inbox only: its folder swapped for a link since (to anywhere)
 /// gets nothing moved into it.
