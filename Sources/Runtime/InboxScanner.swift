@@ -195,7 +195,8 @@ final class InboxScanner: @unchecked Sendable {
     /// (its folder and base name) when the caller has it open, else beneath `root`.
     func examine(_ name: String, requireSettled: Bool, _ report: inout Report, root: OpenFolder,
                  held: (folder: OpenFolder, base: String)? = nil) -> TakenPhoto? {
-        guard !isIgnored(name), (try? PhotoPolicy.checkInboxName(name)) != nil else { return nil }
+        // A walk's names are made of what readdir gave and checked there already.
+        guard held != nil || (!isIgnored(name) && (try? PhotoPolicy.checkInboxName(name)) != nil) else { return nil }
         // Gone again, or its folder is: or a folder on the way is a link now, not followed.
         guard let (folder, base) = held ?? (try? root.parentBeneath(name)), let st = folder.entry(base) else {
             report.notSkipped.append(name)

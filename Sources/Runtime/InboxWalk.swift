@@ -98,7 +98,7 @@ extension InboxScanner {
                 }
                 continue
             }
-            if isIgnored(name) {
+            if PhotoPolicy.isIgnoredInboxName(name, globs: options.ignore) {
                 noteIfStale(name, base: base, in: current.folder, &report)
                 continue
             }
