@@ -158,9 +158,12 @@ final class InboxScanner: @unchecked Sendable {
         do {
             guard let root = openInbox(&report) else { return }
             for (name, identity) in try journal.finishedDuplicates() {
-                // Its folder gone (or a link now): nothing of it is left to remove.
-                guard let (folder, base) = try? root.parentBeneath(name) else {
-                    try journal.forgetTaken(name: name)
+                let folder: OpenFolder, base: String
+                do { (folder, base) = try root.parentBeneath(name) } catch let e as SystemError where [ENOENT, ENOTDIR, ELOOP, EXDEV].contains(e.errno) {
+                    try journal.forgetTaken(name: name)  // its folder gone, or a link now: nothing of it is left to remove
+                    continue
+                } catch {
+                    report.errors.append("removing duplicate \(name): \(error)")
                     continue
                 }
                 // Only the very file that was taken: not one written under the same name since.

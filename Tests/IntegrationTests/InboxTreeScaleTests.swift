@@ -13,11 +13,14 @@ import Testing
         let inbox = d.home + "/inbox"
         try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
         let made = Date()
+        // Hard links to one file per folder: ten times faster to make than 100,000 files,
+        // and the same entries to walk.
         let script = """
             import os, sys
             for f in range(1000):
                 folder = os.path.join(sys.argv[1], "f%03d" % f); os.mkdir(folder)
-                for n in range(100): os.close(os.open(os.path.join(folder, "n%02d.mov" % n), os.O_CREAT | os.O_WRONLY, 0o644))
+                first = os.path.join(folder, "n00.mov"); os.close(os.open(first, os.O_CREAT | os.O_WRONLY, 0o644))
+                for n in range(1, 100): os.link(first, os.path.join(folder, "n%02d.mov" % n))
             """
         #expect(try DaemonHarness.spawn(["/usr/bin/python3", "-c", script, inbox]).0 == 0)
         let making = Date().timeIntervalSince(made)
@@ -71,7 +74,7 @@ import Testing
         try d.waitIdle(jobs: drops.count)
         let slowest = Double(pinger.slowestMicros.load(ordering: .relaxed)) / 1e6
         print("inbox tree of 100,000 entries in 1,000 folders: made in \(String(format: "%.1f", making)) s; walked in \(String(format: "%.1f", walked)) s;"
-              + " drops taken after \(takenAfter.mapValues { String(format: "%.2f s", $0) }) (entries listed then: \(skippedWhenTaken));"
+              + " drops taken after \(takenAfter.mapValues { String(format: "%.2f s", $0) }) (inbox_skipped then: \(skippedWhenTaken), 0 while the first walk is under way);"
               + " slowest status reply \(String(format: "%.3f", slowest)) s over \(pinger.rounds.load(ordering: .relaxed)) replies")
         #expect(Set(takenAfter.keys) == Set(drops.keys))
         #expect(takenAfter.values.allSatisfy { $0 < 5 }, "\(takenAfter)")
