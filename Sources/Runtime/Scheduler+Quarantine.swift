@@ -22,7 +22,8 @@ extension Scheduler {
         // gone, or a link now, holds nothing of this job's.
         let name = String(p.photoPath.dropFirst(quarantine.inbox.count + 1))
         let held = try? OpenFolder(quarantine.inbox, followLink: true).parentBeneath(name)
-        let st = held.flatMap { $0.folder.entry($0.name) }
+        // A folder standing at the photo's name now is a sync tool's: never moved, and not the photo.
+        let st = held.flatMap { $0.folder.entry($0.name) }.flatMap { $0.st_mode & S_IFMT == S_IFDIR ? nil : $0 }
         let present = st != nil
         var now: String?
         if let held, let st { now = (try? Files.hexOfRegularFile(held.name, in: held.folder, expected: (UInt64(st.st_dev), UInt64(st.st_ino)))) ?? nil }

@@ -91,6 +91,27 @@ import Testing
         #expect(try report.rejected.count == 1 && t.quarantined().count == 1)
     }
 
+    /// A failed job's nested photo goes to quarantine under its flat name; a folder made
+    /// at the photo's name since is a sync tool's and stays where it is.
+    @Test func aFailedNestedPhotoIsQuarantinedButAFolderAtItsNameStays() throws {
+        let t = try TestHome()
+        try put(t, "a/b/x.jpg", Data("x".utf8))
+        try put(t, "a/b/y.jpg", Data("y".utf8))
+        let report = t.scanner(settle: 0).rescan()
+        #expect(report.outcomes.count == 2)
+        let jobs = try t.jobs()
+        let x = try #require(jobs.first { $0.memo.photo == "a/b/x.jpg" }), y = try #require(jobs.first { $0.memo.photo == "a/b/y.jpg" })
+        try Scheduler.quarantinePhoto(PendingQuarantine(job: x.id, photoPath: t.home.inbox + "/a/b/x.jpg", stage: "validate", reason: "bad"),
+                                      journal: t.journal, quarantine: t.quarantine)
+        #expect(try t.quarantined() == ["a%2Fb%2Fx.jpg"] && t.reason("a%2Fb%2Fx.jpg")["name"] == "a/b/x.jpg")
+        #expect(FileManager.default.fileExists(atPath: t.home.inbox + "/a/b"))
+        try FileManager.default.removeItem(atPath: t.home.inbox + "/a/b/y.jpg")
+        try put(t, "a/b/y.jpg/inside.jpg")  // a folder now stands at y.jpg's name
+        try Scheduler.quarantinePhoto(PendingQuarantine(job: y.id, photoPath: t.home.inbox + "/a/b/y.jpg", stage: "validate", reason: "bad"),
+                                      journal: t.journal, quarantine: t.quarantine)
+        #expect(FileManager.default.fileExists(atPath: t.home.inbox + "/a/b/y.jpg/inside.jpg"), "the folder was moved")
+    }
+
     /// A tree deeper than `inbox.depth` is walked to that depth and no further; the folder
     /// at the limit is listed.
     @Test func depthBoundsTheWalk() throws {
