@@ -12,6 +12,11 @@ import PhotomemoCore
 final class InboxWalk: @unchecked Sendable {  // used by one lane turn at a time
     /// The folder walked ("": the whole inbox).
     let under: String
+    /// Into its subfolders too; else that folder's files alone (a look again at files that
+    /// had not settled: not a walk of the whole tree for one file).
+    let deep: Bool
+    /// The whole inbox tree: what it found is all there is.
+    var isWhole: Bool { under.isEmpty && deep }
     /// Folders still to read, with their depth below the inbox.
     fileprivate var folders: [(relative: String, depth: Int)]
     /// The folder being read: held open, its listing read where the last turn stopped.
@@ -27,13 +32,16 @@ final class InboxWalk: @unchecked Sendable {  // used by one lane turn at a time
         var skipped: [String: InboxScanner.SkippedEntry] = [:]
         var stale: [String: InboxScanner.StaleEntry] = [:]
         var unsettled = 0
+        /// The folders holding them, to look at again (not deep) once they may have settled.
+        var unsettledIn: Set<String> = []
         var untaken = 0
         var atCap: Set<String> = []
     }
     fileprivate(set) var found = Found()
 
-    init(under: String) {
+    init(under: String, deep: Bool = true) {
         self.under = under
+        self.deep = deep
         folders = [(under, under.isEmpty ? 0 : under.split(separator: "/").count)]
     }
 
@@ -88,6 +96,7 @@ extension InboxScanner {
             let type = ent.pointee.d_type
             let isFolder = type == DT_DIR || (type == DT_UNKNOWN && current.folder.entry(base).map { $0.st_mode & S_IFMT == S_IFDIR } == true)
             if isFolder {
+                if !walk.deep { continue }
                 if base.hasPrefix(".") { continue }  // a tool's, like every dot name: not listed
                 if let why = Self.notWalked(base, depth: current.depth + 1, options) {
                     if let st = current.folder.entry(base) {
@@ -102,14 +111,16 @@ extension InboxScanner {
                 noteIfStale(name, base: base, in: current.folder, &report)
                 continue
             }
+            let unsettled = report.unsettled
             if let p = examine(name, requireSettled: true, &report, root: root, held: (current.folder, base)) { batch.append(p) }
+            if report.unsettled > unsettled { walk.found.unsettledIn.insert(current.relative) }
             if batch.count >= Self.batchSize {
                 commit(batch, &report)
                 batch.removeAll(keepingCapacity: true)
             }
         }
         commit(batch, &report)
-        if walk.finished && walk.under.isEmpty { removeFinishedDuplicates(&report) }
+        if walk.finished && walk.isWhole { removeFinishedDuplicates(&report) }
         walk.found.skipped.merge(report.skipped) { $1 }
         walk.found.stale.merge(report.stale) { $1 }
         walk.found.unsettled += report.unsettled

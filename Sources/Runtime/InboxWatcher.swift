@@ -34,7 +34,7 @@ final class InboxWatcher {
     /// ""); one turn of one of them on the lane at a time.
     private var walks: [InboxWalk] = []
     private var stepQueued = false
-    /// Folders whose walk found files not settled yet, walked again once they may be.
+    /// Folders where a walk found files not settled yet, looked at again once they may be.
     private var settling: Set<String> = []
     private let rescanSeconds: Double
     static let pollSeconds: Double = 2
@@ -199,14 +199,17 @@ final class InboxWatcher {
     /// Walks the whole tree (start-up, overflow, periodic, re-arm, settle).
     func rescan() { walk(under: "") }
 
-    /// Queues a walk of `under` ("": the whole tree), unless one already queued covers it.
-    private func walk(under: String) {
+    /// Queues a walk of `under` ("": the whole tree; not `deep`: its files alone), unless
+    /// one already queued covers it.
+    private func walk(under: String, deep: Bool = true) {
         guard !closed else { return }
-        let covers = { (w: InboxWalk) in w.under.isEmpty || w.under == under || under.hasPrefix(w.under + "/") }
+        let covers = { (w: InboxWalk) in
+            w.under == under ? (w.deep || !deep) : w.deep && (w.under.isEmpty || under.hasPrefix(w.under + "/"))
+        }
         // A walk under way may have passed the place already: only one not yet started covers it.
         guard !walks.contains(where: { covers($0) && !$0.started }) else { return }
-        let w = InboxWalk(under: under)
-        if under.isEmpty { walks.append(w) } else { walks.insert(w, at: walks.firstIndex { $0.under.isEmpty } ?? walks.endIndex) }
+        let w = InboxWalk(under: under, deep: deep)
+        if w.isWhole { walks.append(w) } else { walks.insert(w, at: walks.firstIndex { $0.isWhole } ?? walks.endIndex) }
         stepWalk()
     }
 
@@ -223,7 +226,7 @@ final class InboxWatcher {
             // A whole tree's walk is taken in once, at its end (`finished`): merged a turn at
             // a time, 100,000 entries grew the dictionary on the loop, each rehash blocking it
             // for tens of milliseconds. A new folder's walk is small: shown as it goes.
-            if !walk.under.isEmpty {
+            if !walk.isWhole {
                 self.skipped.merge(report.skipped) { $1 }
                 for name in report.notSkipped { self.skipped[name] = nil }
                 self.stale.merge(report.stale) { $1 }
@@ -242,29 +245,30 @@ final class InboxWatcher {
     /// gone is gone); of a subtree, it is added.
     private func finished(_ walk: InboxWalk) {
         let found = walk.found
-        if walk.under.isEmpty {
+        if walk.isWhole {
             skipped = found.skipped
             stale = found.stale
             atCap = found.atCap  // a whole walk: who is still at the cap
             unsettled = [:]
             untaken = 0
         }
-        unsettled[walk.under] = found.unsettled + found.untaken
+        unsettled[(walk.deep ? "" : "=") + walk.under] = found.unsettled + found.untaken
         if found.untaken > 0 {
             retryUntaken()
             return
         }
-        if walk.under.isEmpty { untakenRetryMs = 0 }
+        if walk.isWhole { untakenRetryMs = 0 }
         if found.unsettled > 0 && !closed {
-            // Look again once the unsettled files have had time to settle: the folders
-            // walked, each again (the timer is not pushed back by every new folder).
+            // Look again once the unsettled files have had time to settle: at the folders
+            // holding them, each alone (one file found fresh must not cost a walk of the
+            // whole tree), and the timer is not pushed back by every new folder.
             let first = settling.isEmpty
-            settling.insert(walk.under)
+            settling.formUnion(found.unsettledIn)
             guard first else { return }
             settleTimer.start(afterMs: UInt64(scanner.settleSeconds * 1000) + 100) { [unowned self] in
                 let due = self.settling
                 self.settling = []
-                for under in due.sorted() { self.walk(under: under) }
+                for folder in due.sorted() { self.walk(under: folder, deep: false) }
             }
         }
     }

@@ -77,7 +77,10 @@ import Testing
               + " drops taken after \(takenAfter.mapValues { String(format: "%.2f s", $0) }) (inbox_skipped then: \(skippedWhenTaken), 0 while the first walk is under way);"
               + " slowest status reply \(String(format: "%.3f", slowest)) s over \(pinger.rounds.load(ordering: .relaxed)) replies")
         #expect(Set(takenAfter.keys) == Set(drops.keys))
-        #expect(takenAfter.values.allSatisfy { $0 < 5 }, "\(takenAfter)")
+        // In the top and in a new folder (watched at once): seconds. In a folder the walk had
+        // not reached (not watched yet: its rename was no event), when the walk gets there.
+        #expect(takenAfter["top.jpg", default: 99] < 5 && takenAfter["new/a/b/IMG_0001.jpg", default: 99] < 5, "\(takenAfter)")
+        #expect(dropped.addingTimeInterval(takenAfter["f777/IMG_0002.jpg", default: 99]) < started.addingTimeInterval(walked + 2), "\(takenAfter)")
         #expect(slowest < 1, "slowest status reply took \(slowest) s")
         #expect(d.quarantined().isEmpty)
     }

@@ -146,6 +146,20 @@ import Testing
         #expect(turns >= 4 && taken == 3 && walk.found.skipped.count == 50)
     }
 
+    /// A file found fresh is looked at again in its folder alone, not by a walk of the tree.
+    @Test func freshFilesAreLookedAtAgainInTheirFolderAlone() throws {
+        let t = try TestHome()
+        try put(t, "a/fresh.jpg", Data("f".utf8))
+        try put(t, "a/sub/deeper.jpg", Data("d".utf8))
+        let walk = InboxWalk(under: "")
+        while !walk.finished { _ = t.scanner(settle: 60).step(walk) }
+        #expect(walk.found.unsettled == 2 && walk.found.unsettledIn == ["a", "a/sub"])
+        let again = InboxWalk(under: "a", deep: false)
+        var taken: [String] = []
+        while !again.finished { taken += t.scanner(settle: 0).step(again).outcomes.map(\.name) }
+        #expect(taken == ["a/fresh.jpg"], "its subfolders are not walked")
+    }
+
     @Test func theInboxSectionTakesTreeLimitsAndIgnoreGlobs() throws {
         let o = try InboxOptions.parse(["depth": 4, "entries_per_turn": 500, "ignore": ["*.mov", "Backup/*"]], place: "x.json")
         #expect(o.depth == 4 && o.entriesPerTurn == 500 && o.ignore == ["*.mov", "Backup/*"])
