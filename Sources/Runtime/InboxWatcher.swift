@@ -25,6 +25,9 @@ final class InboxWatcher {
     private let rescanTimer: LoopTimer
     private let rearmTimer: LoopTimer
     private let settleTimer: LoopTimer
+    /// Its own timer: a new folder's files settling must not put off the retry of files
+    /// the journal could not take.
+    private let retryTimer: LoopTimer
     /// Names not yet handed to the scanner, in arrival order, and whether each was
     /// reported complete (a later close event upgrades a "created" entry).
     private var pending: [String] = []
@@ -50,6 +53,7 @@ final class InboxWatcher {
         rescanTimer = try LoopTimer(loop: loop)
         rearmTimer = try LoopTimer(loop: loop)
         settleTimer = try LoopTimer(loop: loop)
+        retryTimer = try LoopTimer(loop: loop)
     }
 
     func start() {
@@ -81,6 +85,7 @@ final class InboxWatcher {
         rescanTimer.close()
         rearmTimer.close()
         settleTimer.close()
+        retryTimer.close()
     }
 
     private var inFlight = 0
@@ -196,7 +201,7 @@ final class InboxWatcher {
         }
     }
 
-    /// Walks the whole tree (start-up, overflow, periodic, re-arm, settle).
+    /// Walks the whole tree (start-up, overflow, periodic, re-arm, a retry of untaken files).
     func rescan() { walk(under: "") }
 
     /// Queues a walk of `under` ("": the whole tree; not `deep`: its files alone), unless
@@ -279,10 +284,7 @@ final class InboxWatcher {
     private func retryUntaken() {
         guard !closed else { return }
         untakenRetryMs = min(max(untakenRetryMs * 2, 500), 30_000)
-        settleTimer.start(afterMs: untakenRetryMs) { [unowned self] in
-            self.settling = []  // the whole tree's walk looks there too
-            self.rescan()
-        }
+        retryTimer.start(afterMs: untakenRetryMs) { [unowned self] in self.rescan() }
     }
 
     private func log(_ report: InboxScanner.Report) {
