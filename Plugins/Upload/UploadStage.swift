@@ -134,20 +134,23 @@ public struct UploadStage: Stage {
     /// sidecar goes first: its memo is in the job already, and a crash between the two
     /// leaves the photo, released again when the job runs again, not an orphaned sidecar.
     func releaseOriginal(_ photo: String) throws {
-        let sidecar = keepOriginals == .keep ? nil : MemoSidecar.releasedWith(photoAt: photo)
-        for file in (sidecar.map { [$0] } ?? []) + [photo] {
-            switch keepOriginals {
-            case .delete:
-                if FileManager.default.fileExists(atPath: file) { try FileManager.default.removeItem(atPath: file) }
-            case .move:
-                try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
-                let target = done + "/" + (file as NSString).lastPathComponent
-                if FileManager.default.fileExists(atPath: file) {
-                    try? FileManager.default.removeItem(atPath: target)
-                    try FileManager.default.moveItem(atPath: file, toPath: target)
-                }
-            case .keep: break
-            }
-        }
+        guard keepOriginals != .keep else { return }
+        let sidecar = MemoSidecar.releasedWith(photoAt: photo)
+        for file in (sidecar.map { [$0] } ?? []) + [photo] { try release(String(file.dropFirst(inbox.count + 1))) }
+    }
+
+    /// Removes or moves one inbox file, reached beneath the inbox with no link followed on
+    /// the way (a nested photo's folder may have been swapped for a link to anywhere); a
+    /// folder is never removed, whatever stands at the file's name now. Moved, it is
+    /// `done/` + its flat name (`DCIM%2FIMG_1.jpg`): two folders' `IMG_1.jpg` never meet.
+    private func release(_ relative: String) throws {
+        let held: (folder: OpenFolder, name: String)
+        do { held = try OpenFolder(inbox, followLink: true).parentBeneath(relative) } catch let e as SystemError
+            where [ENOENT, ENOTDIR, ELOOP, EXDEV].contains(e.errno) { return }  // nothing of this job's is there
+        guard let st = held.folder.entry(held.name), st.st_mode & S_IFMT != S_IFDIR else { return }
+        if keepOriginals == .delete { return try held.folder.remove(held.name) }
+        try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
+        let target = done + "/" + PhotoPolicy.flatName(relative)
+        try syscall("rename \(inbox)/\(relative) to \(target)", blocking: { renameat(held.folder.fd, held.name, AT_FDCWD, target) })
     }
 }

@@ -6,6 +6,11 @@ import PhotomemoCore
 /// reports "writer closed the file" (`IN_CLOSE_WRITE`), renames in (`IN_MOVED_TO`), names
 /// gone (`IN_DELETE`, `IN_MOVED_FROM`) and kernel queue overflow. When the folder itself goes away (deleted, moved, unmounted) it
 /// reports `.folderGone`; `rearm()` watches the path again once it is back.
+///
+/// Recursive (`watch(folder:as:)`): one more watch per subfolder, added by whoever walks
+/// the tree (any thread); events in a subfolder name their path relative to the folder
+/// (`DCIM/IMG_1.jpg`), a folder made or moved in is `.folderAppeared`, one removed or moved
+/// away `.folderRemoved` (its watches, and its subfolders', are dropped).
 public final class FolderWatcher: LoopHandle {
     public enum Event: Equatable, Sendable {
         case closedAfterWrite(String)
@@ -16,6 +21,10 @@ public final class FolderWatcher: LoopHandle {
         case removed(String)
         case overflow
         case folderGone
+        /// A folder made or moved in (`recursive` only): not watched yet, to be walked.
+        case folderAppeared(String)
+        /// A watched folder removed or moved away (`recursive` only).
+        case folderRemoved(String)
     }
 
     public let path: String
@@ -25,12 +34,20 @@ public final class FolderWatcher: LoopHandle {
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
 
     private let mask: UInt32
+    private let recursive: Bool
+    /// Subfolders' watches: descriptor → path relative to `path`. Added from the thread
+    /// that walks the tree, read on the loop: behind a lock, held while a watch is added
+    /// so that no event of a new watch is read before its path is known.
+    /// Nil once closed: a walk finishing after close adds no watch to a closed descriptor.
+    private let subfolders = LockedValue<[Int32: String]?>([:])
 
     /// `modifications`: also report every write (`IN_MODIFY`), for tailing a file that a
     /// producer keeps open, and every change of mode or owner (`IN_ATTRIB`, as `.modified`):
     /// a chmod that lets others write a queue file is seen at once, not at the next poll.
-    public init(loop: EventLoop, path: String, modifications: Bool = false, _ callback: @escaping ([Event]) -> Void) throws {
+    public init(loop: EventLoop, path: String, modifications: Bool = false, recursive: Bool = false,
+                _ callback: @escaping ([Event]) -> Void) throws {
         self.path = path
+        self.recursive = recursive
         mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
             | (modifications ? UInt32(IN_MODIFY | IN_ATTRIB) : 0)
         fd = try syscall("inotify_init1", blocking: { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) })
@@ -57,10 +74,39 @@ public final class FolderWatcher: LoopHandle {
     public func rearm() throws {
         if wd >= 0 { inotify_rm_watch(fd, wd) }
         wd = -1
+        unwatch(under: "")
         try arm()
     }
 
     public var isWatching: Bool { wd >= 0 }
+
+    /// Watches the subfolder `relative`, held open as `folder` (watched through
+    /// /proc/self/fd: the very folder that was opened beneath the root, never a path a link
+    /// could redirect). Callable from any thread. Fails with ENOSPC past
+    /// fs.inotify.max_user_watches: the periodic rescan still sees that folder.
+    public func watch(folder: Int32, as relative: String) throws {
+        try subfolders.withLock { map in
+            guard map != nil else { return }
+            let sub = try syscall("inotify_add_watch \(path)/\(relative)", blocking: {
+                inotify_add_watch(fd, "/proc/self/fd/\(folder)", mask | UInt32(IN_ONLYDIR))
+            })
+            guard sub != wd else { return }  // the root itself, reached again (a bind mount)
+            map![sub] = relative  // a watched folder moved: inotify answers its old descriptor
+        }
+    }
+
+    /// How many subfolders are watched.
+    public var watchedSubfolders: Int { subfolders.withLock { $0?.count ?? 0 } }
+
+    /// Drops the watches of `relative` and every folder beneath it ("": all of them).
+    private func unwatch(under relative: String) {
+        subfolders.withLock { map in
+            for (sub, rel) in map ?? [:] where relative.isEmpty || rel == relative || rel.hasPrefix(relative + "/") {
+                inotify_rm_watch(fd, sub)
+                map![sub] = nil
+            }
+        }
+    }
 
     private func readEvents() {
         var events: [Event] = []
@@ -74,16 +120,38 @@ public final class FolderWatcher: LoopHandle {
                     let mask = raw.loadUnaligned(fromByteOffset: off + 4, as: UInt32.self)
                     let len = Int(raw.loadUnaligned(fromByteOffset: off + 12, as: UInt32.self))
                     let nameBytes = raw[(off + 16)..<(off + 16 + len)].prefix { $0 != 0 }
-                    let name = String(decoding: nameBytes, as: UTF8.self)
+                    let base = String(decoding: nameBytes, as: UTF8.self)
                     off += 16 + len
                     if mask & UInt32(IN_Q_OVERFLOW) != 0 { events.append(.overflow); continue }
-                    guard evWd == wd else { continue }
-                    if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT) != 0 {
-                        if wd >= 0 { wd = -1; events.append(.folderGone) }
+                    let prefix: String
+                    if evWd == wd {
+                        if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT) != 0 {
+                            if wd >= 0 { wd = -1; events.append(.folderGone) }
+                            continue
+                        }
+                        prefix = ""
+                    } else if recursive, let rel = subfolders.withLock({ $0?[evWd] }) {
+                        // Its own removal or move is told by its parent's event; the watch is gone once IGNORED.
+                        if mask & UInt32(IN_IGNORED) != 0 { subfolders.withLock { if $0?[evWd] == rel { $0![evWd] = nil } } }
+                        if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT) != 0 { continue }
+                        prefix = rel + "/"
+                    } else {
+                        continue
+                    }
+                    let name = prefix + base
+                    if mask & UInt32(IN_ISDIR) != 0 {
+                        guard recursive else {
+                            if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 { events.append(.removed(name)) }
+                            continue
+                        }
+                        if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
+                            unwatch(under: name)
+                            events.append(.folderRemoved(name))
+                        }
+                        if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 { events.append(.folderAppeared(name)) }
                         continue
                     }
                     if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 { events.append(.removed(name)); continue }
-                    if mask & UInt32(IN_ISDIR) != 0 { continue }
                     if mask & UInt32(IN_CLOSE_WRITE) != 0 { events.append(.closedAfterWrite(name)) }
                     if mask & UInt32(IN_MOVED_TO) != 0 { events.append(.movedIn(name)) }
                     if mask & UInt32(IN_CREATE) != 0 { events.append(.created(name)) }
@@ -100,6 +168,7 @@ public final class FolderWatcher: LoopHandle {
 
     // The fd outlives the poll handle: libuv must be done with it before it is closed.
     override func didClose() {
+        subfolders.value = nil
         Glibc.close(fd)
         callback = nil
     }

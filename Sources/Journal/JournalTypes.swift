@@ -38,7 +38,7 @@ public struct QueuePosition: Sendable, Equatable {
 public struct QueuedMemo: Sendable {
     public enum Photo: Sendable, Equatable {
         case none
-        /// A file name in the inbox: joins a photo already taken, or waits for it.
+        /// A photo's path in the inbox: joins a photo already taken, or waits for it.
         case inbox(name: String)
         /// An absolute path under an allowed root, checked and hashed before commit.
         case file(path: String, sha256: String)

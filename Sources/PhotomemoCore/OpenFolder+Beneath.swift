@@ -32,4 +32,20 @@ extension OpenFolder {
         }
         return try syscall(call, blocking: { openat(at, parts.last!, flags | O_NOFOLLOW | O_CLOEXEC) })
     }
+
+    /// The folder `relative` ("a/b") beneath this one, reached as `openBeneath` reaches a
+    /// file (no link, no ".."); "" is this folder again (its own descriptor).
+    public func folderBeneath(_ relative: String) throws -> OpenFolder {
+        let fd = relative.isEmpty
+            ? try syscall("dup \(path)", blocking: { fcntl(self.fd, F_DUPFD_CLOEXEC, 0) })
+            : try openBeneath(relative, O_RDONLY | O_DIRECTORY)
+        return OpenFolder(path: relative.isEmpty ? path : path + "/" + relative, fd: fd)
+    }
+
+    /// The folder holding `relative` (beneath this one) and the entry's own name in it:
+    /// what an entry is looked at, opened, renamed or removed through (`*at`, no link followed).
+    public func parentBeneath(_ relative: String) throws -> (folder: OpenFolder, name: String) {
+        guard let slash = relative.lastIndex(of: "/") else { return (try folderBeneath(""), relative) }
+        return (try folderBeneath(String(relative[..<slash])), String(relative[relative.index(after: slash)...]))
+    }
 }

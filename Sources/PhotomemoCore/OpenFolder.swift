@@ -22,7 +22,8 @@ public final class OpenFolder: @unchecked Sendable {  // immutable; the descript
         fd = try Self.refusingLink(path) { try syscall("open \(path)", blocking: { Glibc.open(path, flags) }) }
     }
 
-    private init(path: String, fd: Int32) {
+    /// Takes over `fd`, an open folder (closed with this).
+    init(path: String, fd: Int32) {
         self.path = path
         self.fd = fd
     }

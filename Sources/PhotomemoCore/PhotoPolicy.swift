@@ -1,9 +1,9 @@
 import Foundation
 
-/// Where a job's `photo` may point: a plain file name inside the inbox, or an absolute
-/// path under one of the roots allowed with `--allow-root`. Everything else (`..`,
-/// sub-paths, other absolute paths) is rejected before any file is touched; symlinks are
-/// checked again when the file is opened.
+/// Where a job's `photo` may point: a path relative to the inbox (`DCIM/2026/IMG_1.jpg`),
+/// or an absolute path under one of the roots allowed with `--allow-root`. Everything else
+/// (`..`, empty or `.` components, other absolute paths) is rejected before any file is
+/// touched; symlinks are checked again when the file is opened.
 public struct PhotoPolicy: Sendable {
     public let inbox: String
     public let allowedRoots: [String]
@@ -21,7 +21,7 @@ public struct PhotoPolicy: Sendable {
     }
 
     public enum Resolved: Sendable, Equatable {
-        /// A file name in the inbox.
+        /// A photo's name in the inbox: its path relative to it.
         case inbox(name: String)
         /// An absolute path under an allowed root.
         case absolute(path: String)
@@ -38,14 +38,25 @@ public struct PhotoPolicy: Sendable {
             }
             return .absolute(path: std)
         }
-        guard !photo.contains("/"), photo != ".", photo != "..", !photo.contains("\0") else {
-            throw PhotomemoError(.badPath, "photo \"\(photo)\" must be a file name in the inbox (no '/' or '..')")
-        }
-        // No such file can ever arrive: the memo would wait out its join timeout for nothing.
-        guard photo.utf8.count <= Int(NAME_MAX) else {
-            throw PhotomemoError(.badPath, "photo name is \(photo.utf8.count) bytes, longer than a file name can be (\(NAME_MAX))")
-        }
+        try Self.checkInboxName(photo)
         return .inbox(name: photo)
+    }
+
+    /// Refuses what can be no inbox photo's name: a path relative to the inbox whose
+    /// components are non-empty, not "." or "..", at most NAME_MAX bytes, with no NUL, and
+    /// at most PATH_MAX bytes in all (no such file can ever arrive: a memo naming it would
+    /// wait out its join timeout for nothing).
+    public static func checkInboxName(_ photo: String) throws {
+        let parts = photo.split(separator: "/", omittingEmptySubsequences: false)
+        guard !photo.hasPrefix("/"), !photo.contains("\0"), !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else {
+            throw PhotomemoError(.badPath, "photo \"\(photo)\" must be a path in the inbox (no '..', '.' or empty components, no leading '/')")
+        }
+        if let long = parts.first(where: { $0.utf8.count > Int(NAME_MAX) }) {
+            throw PhotomemoError(.badPath, "photo name has a component of \(long.utf8.count) bytes, longer than a file name can be (\(NAME_MAX))")
+        }
+        guard photo.utf8.count < Int(PATH_MAX) else {
+            throw PhotomemoError(.badPath, "photo name is \(photo.utf8.count) bytes, longer than a path can be (\(PATH_MAX))")
+        }
     }
 
     /// Endings that transfer and sync tools give a file while they write it, renaming it
@@ -57,10 +68,44 @@ public struct PhotoPolicy: Sendable {
     /// Whether an inbox file name is one a tool is still writing, by convention: a name
     /// starting with `.` (rsync's `.NAME.XXXXXX`, Syncthing's `.syncthing.NAME.tmp`) or
     /// `~$` (Office's lock files), or ending in one of `transferEndings`. Never taken.
+    /// A photo's relative name (`DCIM/.sync/x.jpg`) is judged by its last component, and is
+    /// ignored too when a folder on its way is a tool's (`isToolStateFolder`).
     public static func isIgnoredInboxName(_ name: String) -> Bool {
-        if name.hasPrefix(".") || name.hasPrefix("~$") { return true }
-        let lower = name.lowercased()
+        let parts = name.split(separator: "/")
+        if parts.dropLast().contains(where: { isToolStateFolder($0) }) { return true }
+        let base = parts.last ?? Substring(name)
+        if base.hasPrefix(".") || base.hasPrefix("~$") { return true }
+        let lower = base.lowercased()
         return transferEndings.contains { lower.hasSuffix($0) }
+    }
+
+    /// `isIgnoredInboxName`, or a match of one of the definition's `inbox.ignore` globs
+    /// (fnmatch, no flags) against the base name or the whole relative name.
+    public static func isIgnoredInboxName(_ name: String, globs: [String]) -> Bool {
+        if isIgnoredInboxName(name) { return true }
+        guard !globs.isEmpty else { return false }
+        let base = name.split(separator: "/").last.map(String.init) ?? name
+        return globs.contains { fnmatch($0, base, 0) == 0 || fnmatch($0, name, 0) == 0 }
+    }
+
+    /// Folders sync tools and NAS systems keep their state in, never looked into: any name
+    /// starting with `.` or `@` (`.stfolder`, `.stversions`, Synology's `@eaDir`),
+    /// `#recycle`, `lost+found`.
+    public static func isToolStateFolder(_ name: some StringProtocol) -> Bool {
+        name.hasPrefix(".") || name.hasPrefix("@") || name == "#recycle" || name == "lost+found"
+    }
+
+    /// A relative inbox name as one file name (a quarantine entry, a file in `done/`): a
+    /// flat name is itself; in a nested one `%` becomes `%25` and `/` `%2F`, so no folder is
+    /// made and `a/b.jpg` is never `a_b.jpg`'s; one over 200 bytes keeps its first 160 and
+    /// its last 20 around a hash of the whole, so two long names never meet.
+    public static func flatName(_ name: String) -> String {
+        guard name.contains("/") else { return name }
+        let flat = name.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F")
+        let bytes = Array(flat.utf8)
+        guard bytes.count > 200 else { return flat }
+        let head = String(decoding: bytes.prefix(160), as: UTF8.self), tail = String(decoding: bytes.suffix(20), as: UTF8.self)
+        return head + "~" + String(SHA256.hex(Data(name.utf8)).prefix(16)) + "~" + tail
     }
 
     /// Extensions of the formats a photo may have (any case).
@@ -86,10 +131,10 @@ public struct PhotoPolicy: Sendable {
 
 extension PhotoPolicy {
     /// The folder a stored photo path must be opened beneath (`OpenFolder.openBeneath`):
-    /// the inbox for an inbox file, else the longest allowed root holding it; nil when
+    /// the inbox for an inbox file (at any depth), else the longest allowed root holding it; nil when
     /// none does (an --allow-root dropped since the job was taken).
     public func root(of path: String) -> String? {
-        if path.hasPrefix(inbox + "/"), !path.dropFirst(inbox.count + 1).contains("/") { return inbox }
+        if path.hasPrefix(inbox + "/") { return inbox }
         return allowedRoots.filter { path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }.max { $0.count < $1.count }
     }
 }

@@ -118,7 +118,7 @@ public final class Daemon {
         // Stopped after the scheduler: leases are renewed while running stages finish.
         let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler)
         let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds,
-                                maxPhotoBytes: definition.maxPhotoBytes)
+                                maxPhotoBytes: definition.maxPhotoBytes, inbox: definition.inbox)
         let makeReader = { (path: String, name: String) in
             QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
         }
@@ -132,7 +132,8 @@ public final class Daemon {
         }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
                                    settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes,
-                                   staleTempSeconds: LockedValue(definition.inbox.staleTempSeconds), joinTimeoutSeconds: intake.joinTimeoutSeconds)
+                                   staleTempSeconds: LockedValue(definition.inbox.staleTempSeconds), joinTimeoutSeconds: intake.joinTimeoutSeconds,
+                                   options: intake.inbox)
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
             scheduler.pump()
         }
@@ -153,6 +154,7 @@ public final class Daemon {
                 intake.maxPhotoBytes.value = next.maxPhotoBytes
                 scanner.staleTempSeconds.value = next.inbox.staleTempSeconds
                 quarantine.originals.value = next.inbox.originalsMode
+                intake.inbox.value = next.inbox
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)

@@ -13,25 +13,40 @@ enum Files {
         return st
     }
 
-    /// What a symlink says (readlink), not what it leads to; nil if `path` is no link.
-    static func linkText(_ path: String) -> String? {
+    /// What the symlink `name` in `folder` says (readlinkat), not what it leads to; nil if it is no link.
+    static func linkText(_ name: String, in folder: OpenFolder) -> String? {
         var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlink(path, &buf, buf.count - 1)
+        let n = readlinkat(folder.fd, name, &buf, buf.count - 1)
         guard n >= 0 else { return nil }
         return String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Up to `count` first bytes of a regular file: opened without following a link or
-    /// waiting on a FIFO (`O_NOFOLLOW | O_NONBLOCK`), and only if it is still a regular file.
-    static func head(_ path: String, count: Int) throws -> [UInt8] {
-        let fd = try syscall("open \(path)", blocking: { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) })
+    /// Up to `count` first bytes of the regular file `name` in `folder`: opened without
+    /// following a link or waiting on a FIFO (`O_NOFOLLOW | O_NONBLOCK`), and only if it is
+    /// still a regular file.
+    static func head(_ name: String, in folder: OpenFolder, count: Int) throws -> [UInt8] {
+        let fd = try folder.open(name, O_RDONLY | O_NONBLOCK)
         defer { close(fd) }
         var st = stat()
-        try syscall("fstat \(path)", blocking: { fstat(fd, &st) })
+        try syscall("fstat \(folder.path)/\(name)", blocking: { fstat(fd, &st) })
         guard st.st_mode & S_IFMT == S_IFREG else { return [] }
         var bytes = [UInt8](repeating: 0, count: count)
-        let n = try syscall("read \(path)", blocking: { bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, count) } })
+        let n = try syscall("read \(folder.path)/\(name)", blocking: { bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, count) } })
         return Array(bytes.prefix(n))
+    }
+
+    /// The SHA-256 of the regular file `name` in `folder`, if it is still the inode
+    /// `expected` names (device, inode); nil when it is gone, a link, or another file now.
+    static func hexOfRegularFile(_ name: String, in folder: OpenFolder, expected: (dev: UInt64, ino: UInt64)) throws -> String? {
+        let fd: Int32
+        do { fd = try folder.open(name, O_RDONLY | O_NONBLOCK) } catch let e as SystemError where [ENOENT, ENOTDIR, ELOOP].contains(e.errno) {
+            return nil
+        } catch let e as PhotomemoError where e.code == .badPath { return nil }  // a link
+        defer { close(fd) }
+        var st = stat()
+        try syscall("fstat \(folder.path)/\(name)", blocking: { fstat(fd, &st) })
+        guard st.st_mode & S_IFMT == S_IFREG, UInt64(st.st_dev) == expected.dev, UInt64(st.st_ino) == expected.ino else { return nil }
+        return try SHA256.hex(ofOpenFile: fd, path: folder.path + "/" + name).hex
     }
 
     static func exists(_ path: String) -> Bool {

@@ -5,10 +5,14 @@ import Journal
 import PhotomemoCore
 
 /// The blocking half of inbox intake, run on the intake lane: looks at inbox entries,
-/// hashes complete photos and commits them as jobs in batches; leaves folders and files
-/// that are not photos where they are (`leftAlone`); rejects a photo candidate that can
-/// never be one (a FIFO or a symlink named like a photo, a file over `max_bytes`) into
-/// quarantine, unread.
+/// hashes complete photos and commits them as jobs in batches; leaves files that are not
+/// photos where they are (`leftAlone`); rejects a photo candidate that can never be one (a
+/// FIFO or a symlink named like a photo, a file over `max_bytes`) into quarantine, unread.
+///
+/// The inbox is a tree: a photo's name is its path relative to the inbox
+/// (`DCIM/2026/IMG_1.jpg`), and every entry is reached through its folder, opened beneath
+/// the inbox with no link followed on the way (`OpenFolder.parentBeneath`): a folder
+/// swapped for a link to `/etc` leads nowhere. Folders are walked (`InboxWalk`), never moved.
 final class InboxScanner: @unchecked Sendable {
     // Safe: used only from the serial intake lane.
     let inbox: String
@@ -22,6 +26,11 @@ final class InboxScanner: @unchecked Sendable {
     let staleTempSeconds: LockedValue<Double>
     /// How long a memo sidecar is said to wait for its photo (`MemoIntake`, set on reload).
     let joinTimeoutSeconds: LockedValue<Int>
+    /// The definition's `inbox` section (depth, entries per turn, ignore globs; set on reload).
+    let options: LockedValue<InboxOptions>
+    /// Watches each folder a walk opens (the recursive `FolderWatcher`), when set; called
+    /// on the lane with the open folder's descriptor and its relative path.
+    var watchFolder: ((Int32, String) -> Void)?
 
     static let batchSize = 64
 
@@ -52,8 +61,9 @@ final class InboxScanner: @unchecked Sendable {
 
     init(inbox: String, journal: any JobIntake, quarantine: Quarantine, settleSeconds: Double,
          maxPhotoBytes: LockedValue<Int64?> = LockedValue(nil), staleTempSeconds: LockedValue<Double> = LockedValue(InboxOptions().staleTempSeconds),
-         joinTimeoutSeconds: LockedValue<Int> = LockedValue(600)) {
+         joinTimeoutSeconds: LockedValue<Int> = LockedValue(600), options: LockedValue<InboxOptions> = LockedValue(InboxOptions())) {
         self.joinTimeoutSeconds = joinTimeoutSeconds
+        self.options = options
         self.maxPhotoBytes = maxPhotoBytes
         self.staleTempSeconds = staleTempSeconds
         self.inbox = inbox
@@ -82,68 +92,66 @@ final class InboxScanner: @unchecked Sendable {
         let idleSeconds: Double
     }
 
-    /// Why an entry is left alone, or nil for a photo candidate: a folder; or a name
-    /// without a photo's extension that is not a regular file starting like an image (the
-    /// first bytes are read for that, without following a link or waiting on a FIFO).
-    static func leftAlone(_ path: String, name: String, _ st: stat) -> String? {
+    /// Why an entry is left alone, or nil for a photo candidate: a name without a photo's
+    /// extension that is not a regular file starting like an image (the first bytes are
+    /// read for that, through `folder`, without following a link or waiting on a FIFO).
+    static func leftAlone(_ name: String, in folder: OpenFolder, _ st: stat) -> String? {
         let type = st.st_mode & S_IFMT
-        if type == S_IFDIR { return "a folder (folders are left alone)" }
         let ext = PhotoPolicy.fileExtension(name)
         if let ext, PhotoPolicy.photoExtensions.contains(ext) { return nil }
         let kind = ext.map { "not a photo (.\($0))" } ?? "not a photo (no photo extension"
         guard type == S_IFREG else { return ext == nil ? kind + ")" : kind }
-        if let head = try? Files.head(path, count: 16), PhotoPolicy.startsLikeAnImage(head) { return nil }
+        if let head = try? Files.head(name, in: folder, count: 16), PhotoPolicy.startsLikeAnImage(head) { return nil }
         return ext == nil ? kind + ", and its first bytes are no image's)" : kind
     }
+
+    /// The inbox, held for one look (the admin's own setting: a link to it is followed).
+    func openInbox(_ report: inout Report) -> OpenFolder? {
+        do { return try OpenFolder(inbox, followLink: true) } catch {
+            report.errors.append("cannot open \(inbox): \(error)")
+            return nil
+        }
+    }
+
+    func isIgnored(_ name: String) -> Bool { PhotoPolicy.isIgnoredInboxName(name, globs: options.value.ignore) }
 
     /// Takes the named entries. `complete`: reported closed after writing or moved in;
     /// otherwise only created, so a regular file is left for its close event and only
     /// what can never be written (FIFO, device, symlink, directory) is examined now.
     func take(_ names: [(name: String, complete: Bool)]) -> Report {
         var report = Report()
+        guard let root = openInbox(&report) else { return report }
         var batch: [TakenPhoto] = []
         for (name, complete) in names {
-            if !complete, let st = try? Files.lstatEntry(inbox + "/" + name), st.st_mode & S_IFMT == S_IFREG { continue }
-            if let p = examine(name, requireSettled: false, &report) { batch.append(p) }
+            if !complete, let (folder, base) = try? root.parentBeneath(name), let st = folder.entry(base), st.st_mode & S_IFMT == S_IFREG { continue }
+            if let p = examine(name, requireSettled: false, &report, root: root) { batch.append(p) }
         }
         commit(batch, &report)
         return report
     }
 
-    /// Walks the whole inbox (start-up, overflow, periodic): entries not yet taken are
-    /// taken once settled. Memory stays bounded: commits every `batchSize` photos.
+    /// Walks the whole inbox tree to its end (start-up in tests; the daemon steps an
+    /// `InboxWalk` a turn at a time): entries not yet taken are taken once settled.
     func rescan() -> Report {
+        let walk = InboxWalk(under: "")
         var report = Report()
-        guard let dir = opendir(inbox) else {
-            report.errors.append("cannot read \(inbox): \(String(cString: strerror(errno)))")
-            return report
+        while !walk.finished {
+            let r = step(walk)
+            report.outcomes += r.outcomes
+            report.rejected += r.rejected
+            report.removedDuplicates += r.removedDuplicates
+            report.errors += r.errors
         }
-        defer { closedir(dir) }
-        var batch: [TakenPhoto] = []
-        while let ent = readdir(dir) {
-            let bytes = withUnsafeBytes(of: ent.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-            guard let name = String(validating: bytes, as: UTF8.self) else {
-                rejectBadName(bytes, &report)
-                continue
-            }
-            if name == "." || name == ".." { continue }
-            if PhotoPolicy.isIgnoredInboxName(name) {
-                noteIfStale(name, &report)
-                continue
-            }
-            if let p = examine(name, requireSettled: true, &report) { batch.append(p) }
-            if batch.count >= Self.batchSize {
-                commit(batch, &report)
-                batch.removeAll(keepingCapacity: true)
-            }
-        }
-        commit(batch, &report)
-        if !quarantine.keepsInbox { removeFinishedDuplicates(&report) }  // `keep`: nothing leaves the inbox
+        report.skipped = walk.found.skipped
+        report.stale = walk.found.stale
+        report.unsettled = walk.found.unsettled
+        report.untaken = walk.found.untaken
+        report.atCap = walk.found.atCap
         return report
     }
 
-    private func noteIfStale(_ name: String, _ report: inout Report) {
-        guard let st = try? Files.lstatEntry(inbox + "/" + name), st.st_mode & S_IFMT == S_IFREG else { return }
+    func noteIfStale(_ name: String, base: String, in folder: OpenFolder, _ report: inout Report) {
+        guard let st = folder.entry(base), st.st_mode & S_IFMT == S_IFREG else { return }
         let idle = unixNow() - (Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
         guard idle >= staleTempSeconds.value else { return }
         report.stale[name] = StaleEntry(owner: UnixUser.nameOrNumber(st.st_uid), bytes: Int64(st.st_size), idleSeconds: idle)
@@ -153,11 +161,19 @@ final class InboxScanner: @unchecked Sendable {
     /// when taken; once the original is through, the copy leaves the inbox.
     func removeFinishedDuplicates(_ report: inout Report) {
         do {
+            guard let root = openInbox(&report) else { return }
             for (name, identity) in try journal.finishedDuplicates() {
-                let path = inbox + "/" + name
+                let folder: OpenFolder, base: String
+                do { (folder, base) = try root.parentBeneath(name) } catch let e as SystemError where [ENOENT, ENOTDIR, ELOOP, EXDEV].contains(e.errno) {
+                    try journal.forgetTaken(name: name)  // its folder gone, or a link now: nothing of it is left to remove
+                    continue
+                } catch {
+                    report.errors.append("removing duplicate \(name): \(error)")
+                    continue
+                }
                 // Only the very file that was taken: not one written under the same name since.
-                if let st = try? Files.lstatEntry(path), PhotoSeal.identity(st) != identity { continue }
-                if unlink(path) == 0 || errno == ENOENT {
+                if let st = folder.entry(base), PhotoSeal.identity(st) != identity { continue }
+                if (try? folder.remove(base)) != nil {
                     try journal.forgetTaken(name: name)
                     report.removedDuplicates.append(name)
                 }
@@ -169,7 +185,7 @@ final class InboxScanner: @unchecked Sendable {
 
     /// One transaction for the batch; if it fails, each file alone, so one file the
     /// journal cannot take never holds back the others.
-    private func commit(_ batch: [TakenPhoto], _ report: inout Report) {
+    func commit(_ batch: [TakenPhoto], _ report: inout Report) {
         guard !batch.isEmpty else { return }
         do {
             Failpoint.hit("inbox.before_commit")
@@ -183,20 +199,33 @@ final class InboxScanner: @unchecked Sendable {
         }
     }
 
-    private func examine(_ name: String, requireSettled: Bool, _ report: inout Report) -> TakenPhoto? {
-        guard !PhotoPolicy.isIgnoredInboxName(name), !name.contains("/") else { return nil }
-        let path = inbox + "/" + name
-        guard let st = try? Files.lstatEntry(path) else {  // gone again
+    /// Looks at the entry `name` (a path relative to the inbox), reached through `held`
+    /// (its folder and base name) when the caller has it open, else beneath `root`.
+    func examine(_ name: String, requireSettled: Bool, _ report: inout Report, root: OpenFolder,
+                 held: (folder: OpenFolder, base: String)? = nil) -> TakenPhoto? {
+        // A walk's names are made of what readdir gave and checked there already.
+        guard held != nil || (!isIgnored(name) && (try? PhotoPolicy.checkInboxName(name)) != nil) else { return nil }
+        // Gone again, or its folder is: or a folder on the way is a link now, not followed.
+        guard let (folder, base) = held ?? (try? root.parentBeneath(name)), let st = folder.entry(base) else {
             report.notSkipped.append(name)
             return nil
         }
-        if let why = Self.leftAlone(path, name: name, st) {
+        let path = inbox + "/" + name
+        // A folder is walked, never taken (an event may name one made as a file was).
+        if st.st_mode & S_IFMT == S_IFDIR {
+            report.notSkipped.append(name)
+            return nil
+        }
+        if let why = Self.leftAlone(base, in: folder, st) {
             let reason = lookAtSidecar(name, st, requireSettled: requireSettled, &report) ?? why
             report.skipped[name] = SkippedEntry(reason: reason, owner: UnixUser.nameOrNumber(st.st_uid))
             return nil
         }
         report.notSkipped.append(name)
         let identity = PhotoSeal.identity(st)
+        let reject = { (owner: String, reason: String, report: inout Report) -> TakenPhoto? in
+            self.reject(name, base: base, in: folder, identity, owner, reason, &report)
+        }
         do {
             if quarantine.keepsInbox {
                 // A `keep` inbox's bad photo stays where it is, taken (not tried again until
@@ -221,19 +250,19 @@ final class InboxScanner: @unchecked Sendable {
                 // own what it points to) is never followed — nor resolved: the daemon (root)
                 // would tell the link's owner what exists, and where links lead, in folders
                 // they cannot read. The reason shows only the link's own text.
-                if let target = Files.linkText(path), !isLexicallyInInbox(target) {
-                    return reject(name, identity, owner, "symlink escapes the inbox (points to \(target))", &report)
+                if let target = Files.linkText(base, in: folder), !isLexicallyInInbox(target, from: name) {
+                    return reject(owner, "symlink escapes the inbox (points to \(target))", &report)
                 }
-                return reject(name, identity, owner, "a symlink is not taken (a photo belongs to its file's owner): move or copy the file in", &report)
+                return reject(owner, "a symlink is not taken (a photo belongs to its file's owner): move or copy the file in", &report)
             default:
-                return reject(name, identity, owner, "a \(Files.kind(st)) is not a photo", &report)
+                return reject(owner, "a \(Files.kind(st)) is not a photo", &report)
             }
-            if let why = MemoIntake.overLimit(size: Int64(st.st_size), maxPhotoBytes) { return reject(name, identity, owner, why, &report) }
+            if let why = MemoIntake.overLimit(size: Int64(st.st_size), maxPhotoBytes) { return reject(owner, why, &report) }
             // A daemon not run as root cannot read another user's mode-600 file: that never
             // passes by waiting (it was retried as if the disk were full, logged every few
             // seconds, and the daemon was never idle again).
-            if access(path, R_OK) != 0 && errno == EACCES {
-                return reject(name, identity, owner, "the daemon (uid \(getuid())) may not read it; make it readable (chmod a+r) and drop it again", &report)
+            if faccessat(folder.fd, base, R_OK, 0) != 0 && errno == EACCES {
+                return reject(owner, "the daemon (uid \(getuid())) may not read it; make it readable (chmod a+r) and drop it again", &report)
             }
             // A user's drops count toward their unfinished jobs like their queue lines: at the
             // cap their files wait, unread, and are taken as their jobs finish (a flood of
@@ -247,14 +276,10 @@ final class InboxScanner: @unchecked Sendable {
             }
             report.room[st.st_uid] = room - 1
             // The very file lstat saw: a FIFO or a link renamed over it meanwhile is not read.
-            let sha: String
-            do {
-                sha = try SHA256.hexOfRegularFile(atPath: path, expected: (UInt64(st.st_dev), UInt64(st.st_ino))).hex
-            } catch let e as PhotomemoError where e.code == .badImage {
-                return nil  // replaced under us: what is there now comes back with its own event or the rescan
-            }
+            // Nil when replaced under us: what is there now comes back with its own event or the rescan.
+            guard let sha = try Files.hexOfRegularFile(base, in: folder, expected: (UInt64(st.st_dev), UInt64(st.st_ino))) else { return nil }
             // Still being written (a rescan raced a writer): its close event brings it back.
-            guard let after = try? Files.lstatEntry(path), PhotoSeal.identity(after) == identity else { return nil }
+            guard let after = folder.entry(base), PhotoSeal.identity(after) == identity else { return nil }
             // Sealed only when not even the ctime moved while it was hashed.
             let seal = PhotoSeal.seal(after) == PhotoSeal.seal(st) ? PhotoSeal.seal(after) : nil
             var taken = TakenPhoto(name: name, path: path, identity: identity, seal: seal, sha256: sha, owner: owner, keep: quarantine.keepsInbox)
@@ -267,10 +292,11 @@ final class InboxScanner: @unchecked Sendable {
         }
     }
 
-    /// Whether a link's text names a path in the inbox, by its words alone (`.` and `..`
-    /// folded, no link looked up).
-    private func isLexicallyInInbox(_ target: String) -> Bool {
-        let full = target.hasPrefix("/") ? target : inbox + "/" + target
+    /// Whether the text of the link `name` (a relative inbox name) names a path in the
+    /// inbox, by its words alone (`.` and `..` folded, no link looked up).
+    private func isLexicallyInInbox(_ target: String, from name: String) -> Bool {
+        let folder = name.split(separator: "/").dropLast().map { "/" + $0 }.joined()
+        let full = target.hasPrefix("/") ? target : inbox + folder + "/" + target
         var parts: [Substring] = []
         for part in full.split(separator: "/") where part != "." {
             if part == ".." { _ = parts.popLast() } else { parts.append(part) }
@@ -280,14 +306,21 @@ final class InboxScanner: @unchecked Sendable {
     }
 
     /// A name that is not UTF-8 can be no record's photo name: the file goes to quarantine
-    /// under its bytes in hex, with the name shown escaped (`\xFF`) in the reason.
-    private func rejectBadName(_ bytes: [UInt8], _ report: inout Report) {
+    /// under its path's bytes in hex, with the name shown escaped (`\xFF`) in the reason.
+    func rejectBadName(_ bytes: [UInt8], in folder: OpenFolder, under relative: String, _ report: inout Report) {
+        let whole = (relative.isEmpty ? [] : Array(relative.utf8) + [0x2F]) + bytes
         let digits = Array("0123456789abcdef".utf8)
-        let hex = String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
-        let shown = bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
-        let path = Array(inbox.utf8) + [0x2F] + bytes + [0]
+        let hex = whole.count <= 100 ? String(decoding: whole.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+            : SHA256.hex(bytes: whole)
+        let shown = whole.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
+        let cName = bytes.map { CChar(bitPattern: $0) } + [0]
         var st = stat()
-        guard path.withUnsafeBufferPointer({ lstat(UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), &st) }) == 0 else { return }
+        guard fstatat(folder.fd, cName, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        // A folder is a sync tool's, whatever its name: never moved, not looked into.
+        if st.st_mode & S_IFMT == S_IFDIR {
+            report.skipped[shown] = SkippedEntry(reason: "a folder whose name is not valid UTF-8 (not looked into)", owner: UnixUser.nameOrNumber(st.st_uid))
+            return
+        }
         let name = "inbox-name-" + hex
         let reason = "the file name \"\(shown)\" is not valid UTF-8; rename it and drop it again"
         if quarantine.keepsInbox {  // not renamed away: recorded once, listed while it is there
@@ -307,10 +340,8 @@ final class InboxScanner: @unchecked Sendable {
         do {
             let target = quarantine.folder + "/" + name
             try DurableFile.write(Quarantine.reason(reason, extra: ["source": "inbox", "name": .string(shown)]).jsonData, to: target + ".reason.json")
-            try path.withUnsafeBufferPointer { p in
-                try syscall("rename \(shown)", blocking: { rename(UnsafeRawPointer(p.baseAddress!).assumingMemoryBound(to: CChar.self), target) })
-            }
-            try DurableFile.fsyncFolder(inbox)
+            try syscall("rename \(shown)", blocking: { renameat(folder.fd, cName, AT_FDCWD, target) })
+            try syscall("fsync \(folder.path)", blocking: { fsync(folder.fd) })
             _ = try journal.recordRejectedEntry(name: shown, identity: PhotoSeal.identity(st), owner: UnixUser.nameOrNumber(st.st_uid),
                                                 reason: reason, quarantinePath: target, now: unixNow())
             report.rejected.append("\(shown): \(reason)")
@@ -319,10 +350,11 @@ final class InboxScanner: @unchecked Sendable {
         }
     }
 
-    private func reject(_ name: String, _ identity: String, _ owner: String, _ reason: String, _ report: inout Report) -> TakenPhoto? {
+    private func reject(_ name: String, base: String, in folder: OpenFolder, _ identity: String, _ owner: String, _ reason: String,
+                        _ report: inout Report) -> TakenPhoto? {
         do {
             let why = Quarantine.reason(reason, extra: ["source": "inbox", "name": .string(name)])
-            let moved = try quarantine.moveFile(at: inbox + "/" + name, name: name, reason: why, job: nil)
+            let moved = try quarantine.moveEntry(base, in: folder, name: name, reason: why, job: nil)
             _ = try journal.recordRejectedEntry(name: name, identity: identity, owner: owner, reason: reason, quarantinePath: moved, now: unixNow())
             report.rejected.append("\(name): \(reason)")
             if quarantine.keepsInbox {  // still there: listed, as every later look lists it

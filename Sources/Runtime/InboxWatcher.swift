@@ -2,15 +2,19 @@ import EventLoop
 import Foundation
 import PhotomemoCore
 
-/// Watches `inbox/` and feeds complete photos to the journal.
+/// Watches the `inbox/` tree and feeds complete photos to the journal.
 ///
 ///     inotify (close-write, moved-in) ──▶ pending names ─┐
-///     start-up, overflow, every N s, re-arm ─▶ rescan ───┼─▶ intake lane ─▶ InboxScanner ─▶ Journal
+///     start-up, overflow, every N s, re-arm ─▶ walks ────┼─▶ intake lane ─▶ InboxScanner ─▶ Journal
+///     a folder made or moved in ─▶ walk of its subtree ──┤
 ///                                                        └─▶ onJobs() (scheduler pump)
 ///
-/// A file closed after writing or renamed in is complete; a file found by a rescan is
-/// taken once its size and mtime have settled. Where inotify cannot watch (NFS, SMB), the
-/// rescan runs every `pollSeconds` instead.
+/// A file closed after writing or renamed in is complete; a file found by a walk is taken
+/// once its size and mtime have settled. One inotify watch per folder, added as a walk
+/// opens it. A walk goes a turn at a time (`inbox.entries_per_turn` entries), pending
+/// names first: a huge tree never keeps a new drop waiting. Walks of new folders go before
+/// the walk of the whole tree. Where inotify cannot watch (NFS, SMB), the whole tree is
+/// walked every `pollSeconds` instead.
 final class InboxWatcher {
     private let loop: EventLoop
     private let lane: SerialLane
@@ -21,12 +25,20 @@ final class InboxWatcher {
     private let rescanTimer: LoopTimer
     private let rearmTimer: LoopTimer
     private let settleTimer: LoopTimer
+    /// Its own timer: a new folder's files settling must not put off the retry of files
+    /// the journal could not take.
+    private let retryTimer: LoopTimer
     /// Names not yet handed to the scanner, in arrival order, and whether each was
     /// reported complete (a later close event upgrades a "created" entry).
     private var pending: [String] = []
     private var pendingComplete: [String: Bool] = [:]
     private var flushQueued = false
-    private var rescanQueued = false
+    /// Walks to go: new folders' subtrees first (in order), then the whole tree's (`under`
+    /// ""); one turn of one of them on the lane at a time.
+    private var walks: [InboxWalk] = []
+    private var stepQueued = false
+    /// Folders where a walk found files not settled yet, looked at again once they may be.
+    private var settling: Set<String> = []
     private let rescanSeconds: Double
     static let pollSeconds: Double = 2
 
@@ -41,11 +53,21 @@ final class InboxWatcher {
         rescanTimer = try LoopTimer(loop: loop)
         rearmTimer = try LoopTimer(loop: loop)
         settleTimer = try LoopTimer(loop: loop)
+        retryTimer = try LoopTimer(loop: loop)
     }
 
     func start() {
         do {
-            watcher = try FolderWatcher(loop: loop, path: scanner.inbox) { [unowned self] events in self.handle(events) }
+            let watcher = try FolderWatcher(loop: loop, path: scanner.inbox, recursive: true) { [unowned self] events in self.handle(events) }
+            self.watcher = watcher
+            var told = false
+            scanner.watchFolder = { [weak watcher] fd, relative in
+                do { try watcher?.watch(folder: fd, as: relative) } catch {
+                    // Once, not per folder: past fs.inotify.max_user_watches every new folder fails alike.
+                    if !told { Log.warning("cannot watch \(relative) in the inbox (\(error)); the periodic rescan still takes what lands there") }
+                    told = true
+                }
+            }
         } catch {
             Log.warning("cannot watch \(scanner.inbox) with inotify (\(error)); polling every \(Int(Self.pollSeconds)) s")
         }
@@ -63,17 +85,21 @@ final class InboxWatcher {
         rescanTimer.close()
         rearmTimer.close()
         settleTimer.close()
+        retryTimer.close()
     }
 
     private var inFlight = 0
-    private var unsettled = 0
+    /// Files a walk found not settled yet, by the folder walked (the last walk of each).
+    private var unsettled: [String: Int] = [:]
+    /// Files looked at by name that the journal could not take now (reset by a whole walk).
+    private var untaken = 0
     /// Back-off of the rescans that retry files the journal could not take (0: none failed).
     private var untakenRetryMs: UInt64 = 0
 
     /// Files seen but not yet jobs (waiting to settle or to be taken): `status`'s backlog.
-    var backlog: Int { pending.count + inFlight + unsettled }
+    var backlog: Int { pending.count + inFlight + unsettled.values.reduce(0, +) + untaken }
 
-    /// Entries left alone (folders, files that are not photos), as the last look at each
+    /// Entries left alone (files that are not photos, folders not walked), as the last look at each
     /// found them: `status` counts them (`backlog.inbox_skipped`, not part of the backlog:
     /// they never become jobs), `photomemo inbox` lists them.
     private(set) var skipped: [String: InboxScanner.SkippedEntry] = [:]
@@ -84,6 +110,7 @@ final class InboxWatcher {
     private var atCap: Set<String> = []
 
     private func handle(_ events: [FolderWatcher.Event]) {
+        var removedFolders: [String] = []
         for e in events {
             switch e {
             case .closedAfterWrite(let name), .movedIn(let name):
@@ -99,6 +126,12 @@ final class InboxWatcher {
                 enqueue(name, complete: false)
             case .modified:
                 break
+            case .folderAppeared(let name):
+                // Made (mkdir -p, a sync tool) or moved in: walked, so that it is watched and
+                // what is already in it is found.
+                walk(under: name)
+            case .folderRemoved(let name):
+                removedFolders.append(name)
             case .overflow:
                 Log.warning("inotify queue overflowed on \(scanner.inbox): rescanning")
                 rescan()
@@ -107,11 +140,21 @@ final class InboxWatcher {
                 rearmTimer.start(afterMs: 1000, repeatMs: 1000) { [unowned self] in self.rearm() }
             }
         }
+        forget(under: removedFolders)
         flush()
     }
 
+    /// A folder removed or moved away: nothing listed under it is there any more (one pass
+    /// over the lists for a batch of events, however many folders went).
+    private func forget(under folders: [String]) {
+        guard !folders.isEmpty else { return }
+        let gone = { (name: String) in folders.contains { name == $0 || name.hasPrefix($0 + "/") } }
+        skipped = skipped.filter { !gone($0.key) }
+        stale = stale.filter { !gone($0.key) }
+    }
+
     private func enqueue(_ name: String, complete: Bool) {
-        guard !PhotoPolicy.isIgnoredInboxName(name) else { return }
+        guard !scanner.isIgnored(name) else { return }
         if let was = pendingComplete[name] {
             pendingComplete[name] = was || complete
         } else {
@@ -150,34 +193,89 @@ final class InboxWatcher {
             for name in report.notSkipped { self.skipped[name] = nil }
             self.log(report)
             if report.untaken > 0 {
-                self.unsettled += report.untaken
+                self.untaken += report.untaken
                 self.retryUntaken()
             }
             if !report.retake.isEmpty { self.retake(report.retake) }
             self.flush()
+            self.stepWalk()
         }
     }
 
-    func rescan() {
-        guard !closed, !rescanQueued else { return }
-        rescanQueued = true
+    /// Walks the whole tree (start-up, overflow, periodic, re-arm, a retry of untaken files).
+    func rescan() { walk(under: "") }
+
+    /// Queues a walk of `under` ("": the whole tree; not `deep`: its files alone), unless
+    /// one already queued covers it.
+    private func walk(under: String, deep: Bool = true) {
+        guard !closed else { return }
+        let covers = { (w: InboxWalk) in
+            w.under == under ? (w.deep || !deep) : w.deep && (w.under.isEmpty || under.hasPrefix(w.under + "/"))
+        }
+        // A walk under way may have passed the place already: only one not yet started covers it.
+        guard !walks.contains(where: { covers($0) && !$0.started }) else { return }
+        let w = InboxWalk(under: under, deep: deep)
+        if w.isWhole { walks.append(w) } else { walks.insert(w, at: walks.firstIndex { $0.isWhole } ?? walks.endIndex) }
+        stepWalk()
+    }
+
+    /// Runs the next turn of the first walk, after any names pending (queued on the lane
+    /// first, so a drop made while a huge tree is walked waits one turn at most).
+    private func stepWalk() {
+        guard !closed, !stepQueued, let walk = walks.first else { return }
+        stepQueued = true
+        walk.started = true
+        flush()
         let scanner = self.scanner
-        lane.enqueue({ scanner.rescan() }) { [unowned self] report in
-            self.rescanQueued = false
-            self.skipped = report.skipped  // a whole walk: what is gone is gone
-            self.stale = report.stale
-            self.unsettled = report.unsettled + report.untaken
-            self.log(report)
-            self.atCap = report.atCap  // a whole walk: who is still at the cap
-            if !report.retake.isEmpty { self.retake(report.retake) }
-            if report.untaken > 0 {
-                self.retryUntaken()
-                return
+        lane.enqueue({ scanner.step(walk) }) { [unowned self] report in
+            self.stepQueued = false
+            // A whole tree's walk is taken in once, at its end (`finished`): merged a turn at
+            // a time, 100,000 entries grew the dictionary on the loop, each rehash blocking it
+            // for tens of milliseconds. A new folder's walk is small: shown as it goes.
+            if !walk.isWhole {
+                self.skipped.merge(report.skipped) { $1 }
+                for name in report.notSkipped { self.skipped[name] = nil }
+                self.stale.merge(report.stale) { $1 }
             }
-            self.untakenRetryMs = 0
-            if report.unsettled > 0 && !self.closed {
-                // Look again once the unsettled files have had time to settle.
-                self.settleTimer.start(afterMs: UInt64(scanner.settleSeconds * 1000) + 100) { [unowned self] in self.rescan() }
+            self.atCap.formUnion(report.atCap)
+            self.log(report)
+            if !report.retake.isEmpty { self.retake(report.retake) }
+            if walk.finished {
+                self.walks.removeAll { $0 === walk }
+                self.finished(walk)
+            }
+            self.stepWalk()
+        }
+    }
+
+    /// Takes in what a whole walk found: of the whole tree, that is all there is (what is
+    /// gone is gone); of a subtree, it is added.
+    private func finished(_ walk: InboxWalk) {
+        let found = walk.found
+        if walk.isWhole {
+            skipped = found.skipped
+            stale = found.stale
+            atCap = found.atCap  // a whole walk: who is still at the cap
+            unsettled = [:]
+            untaken = 0
+        }
+        unsettled[(walk.deep ? "" : "=") + walk.under] = found.unsettled + found.untaken
+        if found.untaken > 0 {
+            retryUntaken()
+            return
+        }
+        if walk.isWhole { untakenRetryMs = 0 }
+        if found.unsettled > 0 && !closed {
+            // Look again once the unsettled files have had time to settle: at the folders
+            // holding them, each alone (one file found fresh must not cost a walk of the
+            // whole tree), and the timer is not pushed back by every new folder.
+            let first = settling.isEmpty
+            settling.formUnion(found.unsettledIn)
+            guard first else { return }
+            settleTimer.start(afterMs: UInt64(scanner.settleSeconds * 1000) + 100) { [unowned self] in
+                let due = self.settling
+                self.settling = []
+                for folder in due.sorted() { self.walk(under: folder, deep: false) }
             }
         }
     }
@@ -188,7 +286,7 @@ final class InboxWatcher {
     private func retryUntaken() {
         guard !closed else { return }
         untakenRetryMs = min(max(untakenRetryMs * 2, 500), 30_000)
-        settleTimer.start(afterMs: untakenRetryMs) { [unowned self] in self.rescan() }
+        retryTimer.start(afterMs: untakenRetryMs) { [unowned self] in self.rescan() }
     }
 
     private func log(_ report: InboxScanner.Report) {

@@ -12,6 +12,9 @@ struct MemoIntake: Sendable {
     /// The definition's `max_bytes` (shared with the inbox scanner; set on reload): a
     /// bigger photo is refused unread, not hashed in full to be refused by validate.
     let maxPhotoBytes: LockedValue<Int64?>
+    /// The definition's `inbox` section (shared with the inbox scanner; set on reload): its
+    /// `ignore` globs name photos no memo can wait for.
+    let inbox: LockedValue<InboxOptions>
 
     /// A user (not an admin) has at most this many jobs queued, running or waiting: the
     /// rest of their queue files waits unread until some finish, and `enqueue` answers
@@ -32,8 +35,9 @@ struct MemoIntake: Sendable {
         throw PhotomemoError(.tooManyJobs, "\(caller.name) has \(maxUnfinishedPerUser) unfinished jobs, the most a user may have; \(action) again once some have finished")
     }
 
-    init(photos: PhotoPolicy, joinTimeoutSeconds: Int, maxPhotoBytes: Int64? = nil) {
+    init(photos: PhotoPolicy, joinTimeoutSeconds: Int, maxPhotoBytes: Int64? = nil, inbox: InboxOptions = InboxOptions()) {
         self.photos = photos
+        self.inbox = LockedValue(inbox)
         self.joinTimeoutSeconds = LockedValue(joinTimeoutSeconds)
         self.maxPhotoBytes = LockedValue(maxPhotoBytes)
     }
@@ -51,7 +55,10 @@ struct MemoIntake: Sendable {
         switch try photos.resolve(photo) {
         case .inbox(let name):
             guard !PhotoPolicy.isIgnoredInboxName(name) else {
-                throw PhotomemoError(.badPath, "photo \"\(name)\" is a name the inbox ignores (a name a transfer tool writes while the file is in transit: starting with '.' or '~$', or ending in \(PhotoPolicy.transferEndings.joined(separator: ", ")))")
+                throw PhotomemoError(.badPath, "photo \"\(name)\" is a name the inbox ignores (a name a transfer tool writes while the file is in transit: starting with '.' or '~$', or ending in \(PhotoPolicy.transferEndings.joined(separator: ", ")); or in a tool's folder: starting with '.' or '@', #recycle, lost+found)")
+            }
+            guard !PhotoPolicy.isIgnoredInboxName(name, globs: inbox.value.ignore) else {
+                throw PhotomemoError(.badPath, "photo \"\(name)\" is a name the inbox ignores (the job definition's inbox.ignore)")
             }
             return .inbox(name: name)
         case .absolute(let path):

@@ -26,28 +26,32 @@ struct Quarantine: Sendable {
         "(kept in place: \(path); inbox.originals is keep, so nothing in the inbox is moved)"
     }
 
-    /// Moves `path` into quarantine (rename: same filesystem as the inbox) under `name`,
-    /// or `name~jobN` when `name` is taken by another entry. Returns the new path.
-    /// `name` is another entry's when the file is still to move, or when it is gone (a
-    /// photo deleted before its stage ran) and `name`'s reason names another job: that
+    /// Moves the inbox entry `base` of `folder` (held open beneath the inbox: no link is
+    /// followed on the way) into quarantine under `name`'s flat form
+    /// (`PhotoPolicy.flatName`: `DCIM/a.jpg` is `DCIM%2Fa.jpg`, no folder is made), or that
+    /// with `~jobN` when it is taken by another entry. Returns the new path.
+    /// The name is another entry's when the file is still to move, or when it is gone (a
+    /// photo deleted before its stage ran) and its reason names another job: that
     /// reason must not be overwritten by this job's.
     /// `gone`: the file was not there when its job failed: only the reason is written (a
     /// file back under that name since is a new arrival, taken again, not this job's).
     /// With `keep`, an inbox file is not moved and no reason file is written: the job's
     /// `quarantine` says it was kept in place, and its reason is the job's error.
-    func moveFile(at path: String, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
-        if keepsInbox && path.hasPrefix(inbox + "/") { return keptInPlace(path) }
-        var target = folder + "/" + name
+    func moveEntry(_ base: String, in folder: OpenFolder?, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
+        if keepsInbox { return keptInPlace(inbox + "/" + name) }
+        let flat = PhotoPolicy.flatName(name)
+        var target = self.folder + "/" + flat
         let reasonFor = { (t: String) in t + ".reason.json" }
         let reasonJob = { (t: String) in (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reasonFor(t)))))?["job"]?.intValue }
-        if Files.exists(target) && (Files.exists(path) || reasonJob(target) != job) {
-            target = folder + "/" + name + (job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))")
+        let present = { folder?.entry(base) != nil }
+        if Files.exists(target) && (present() || reasonJob(target) != job) {
+            target = self.folder + "/" + flat + (job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))")
         }
         try DurableFile.write(reason.jsonData, to: reasonFor(target))
-        if !gone && Files.exists(path) {
-            try syscall("rename \(path)", blocking: { rename(path, target) })
-            try DurableFile.fsyncFolder(folder)
-            try DurableFile.fsyncFolder((path as NSString).deletingLastPathComponent)
+        if !gone, let folder, present() {
+            try syscall("rename \(folder.path)/\(base)", blocking: { renameat(folder.fd, base, AT_FDCWD, target) })
+            try DurableFile.fsyncFolder(self.folder)
+            try syscall("fsync \(folder.path)", blocking: { fsync(folder.fd) })
         }
         return target
     }

@@ -54,7 +54,7 @@ final class QueueTailer {
                 let relevant = events.contains {
                     switch $0 {
                     case .closedAfterWrite(let n), .movedIn(let n), .created(let n), .modified(let n): self.folder.isQueueFile(n)
-                    case .removed: false
+                    case .removed, .folderAppeared, .folderRemoved: false
                     case .overflow, .folderGone: true
                     }
                 }

@@ -14,13 +14,19 @@ extension Scheduler {
     /// job fails; moving it would fail that drop too ("gone") and lose it.
     @discardableResult
     static func quarantinePhoto(_ p: PendingQuarantine, taken: String? = nil, journal: any JobQueue, quarantine: Quarantine) throws -> [String] {
-        let name = (p.photoPath as NSString).lastPathComponent
         guard p.photoPath.hasPrefix(quarantine.inbox + "/") else {
             try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) is outside the inbox)", now: unixNow())
             return []
         }
-        let present = Files.exists(p.photoPath)
-        let now = present ? (try? SHA256.hexOfRegularFile(atPath: p.photoPath))?.hex : nil
+        // Its path relative to the inbox, reached beneath it: a folder on the way that is
+        // gone, or a link now, holds nothing of this job's.
+        let name = String(p.photoPath.dropFirst(quarantine.inbox.count + 1))
+        let held = try? OpenFolder(quarantine.inbox, followLink: true).parentBeneath(name)
+        // A folder standing at the photo's name now is a sync tool's: never moved, and not the photo.
+        let st = held.flatMap { $0.folder.entry($0.name) }.flatMap { $0.st_mode & S_IFMT == S_IFDIR ? nil : $0 }
+        let present = st != nil
+        var now: String?
+        if let held, let st { now = (try? Files.hexOfRegularFile(held.name, in: held.folder, expected: (UInt64(st.st_dev), UInt64(st.st_ino)))) ?? nil }
         // Its stage found no file, and the very bytes are back: a good photo, not one to
         // quarantine under a reason no longer true.
         let cameBack = now != nil && now == taken && failedAsGone(p.reason)
@@ -43,7 +49,7 @@ extension Scheduler {
             return untaken + [String(p.photoPath.dropFirst(quarantine.inbox.count + 1))]
         }
         let why = Quarantine.reason(p.reason, job: p.job, stage: p.stage, extra: ["source": "inbox", "name": .string(name)])
-        let moved = try quarantine.moveFile(at: p.photoPath, name: name, reason: why, job: p.job, gone: !present)
+        let moved = try quarantine.moveEntry(held?.name ?? name, in: held?.folder, name: name, reason: why, job: p.job, gone: !present)
         try journal.markQuarantined(job: p.job, at: moved, now: unixNow())
         return untaken
     }

@@ -112,7 +112,7 @@ let checkCommand = Command(
 
 let stagesCommand = Command(
     name: "stages", synopsis: "",
-    summary: "Lists the stages this build registers, with their options (what a job definition's \"with\" accepts).",
+    summary: "Lists the stages this build registers, with their options (what a job definition's \"with\" accepts), and the options of the definition's \"inbox\".",
     options: [],
     run: { _ in
         for name in registry.names {
@@ -123,6 +123,8 @@ let stagesCommand = Command(
                 print("    \(o.name): \(o.kind.rawValue)\(def) — \(o.description)")
             }
         }
+        print("inbox (the job definition's \"inbox\" object):")
+        for (key, meaning) in InboxOptions.descriptions { print("    \(key): \(meaning)") }
         return 0
     })
 

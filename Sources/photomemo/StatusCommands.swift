@@ -103,7 +103,7 @@ let metricsCommand = clientCommand("metrics", "",
 }
 
 let inboxCommand = clientCommand("inbox", "[--json]",
-    "Lists the inbox entries left alone, with why: folders, and files that are not photos (a video, a sidecar, Thumbs.db); then files under names the inbox ignores (a transfer tool's temporary name) untouched for the definition's inbox.stale_temp (default 24h). A user sees their own files; admins see every file, with its owner.") { c, args in
+    "Lists the inbox entries left alone, with why: files that are not photos (a video, a sidecar, Thumbs.db) and folders not looked into (a tool's, or deeper than inbox.depth); then files under names the inbox ignores (a transfer tool's temporary name) untouched for the definition's inbox.stale_temp (default 24h). A user sees their own files; admins see every file, with its owner.") { c, args in
     let r = try c.request(.inbox)
     if args.has("json") { Output.json(r); return 0 }
     let entries = r["skipped"]?.arrayValue ?? [], stale = r["stale"]?.arrayValue ?? []

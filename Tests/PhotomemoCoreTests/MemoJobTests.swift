@@ -88,7 +88,7 @@ import Testing
         #expect(try policy.resolve("/srv/photos/a/b.jpg") == .absolute(path: "/srv/photos/a/b.jpg"))
     }
 
-    @Test(arguments: ["../etc/passwd", "sub/a.jpg", "..", "/etc/passwd", "/srv/photos/../../etc/passwd", "/srv/photosX/a.jpg",
+    @Test(arguments: ["../etc/passwd", "sub/../../a.jpg", "sub/./a.jpg", "sub//a.jpg", "sub/", ".", "a/\0/b.jpg", "..", "/etc/passwd", "/srv/photos/../../etc/passwd", "/srv/photosX/a.jpg",
                       String(repeating: "é", count: 128) + ".jpg"])
     func rejectsPathsEscapingTheInbox(_ p: String) {
         #expect(throws: PhotomemoError.self) { try policy.resolve(p) }
@@ -107,7 +107,7 @@ import Testing
         #expect(try p.resolve(dir + "/real/a.jpg") == .absolute(path: dir + "/real/a.jpg"))
         #expect(try p.resolve(dir + "/real/etc/passwd") == .absolute(path: dir + "/real/etc/passwd"), "a link is left to the open")
         #expect(p.root(of: dir + "/real/sub/a.jpg") == dir + "/real/sub" && p.root(of: dir + "/real/a.jpg") == dir + "/real")
-        #expect(p.root(of: "/h/inbox/a.jpg") == "/h/inbox" && p.root(of: "/h/inbox/x/a.jpg") == nil && p.root(of: "/etc/passwd") == nil)
+        #expect(p.root(of: "/h/inbox/a.jpg") == "/h/inbox" && p.root(of: "/h/inbox/x/a.jpg") == "/h/inbox" && p.root(of: "/etc/passwd") == nil)
     }
 
     @Test func ignoresNamesStillBeingWritten() {
@@ -115,5 +115,39 @@ import Testing
         #expect(PhotoPolicy.isIgnoredInboxName("IMG.jpg.part"))
         #expect(PhotoPolicy.isIgnoredInboxName("IMG.jpg.tmp"))
         #expect(!PhotoPolicy.isIgnoredInboxName("IMG.jpg"))
+    }
+
+    /// A photo's name is its path relative to the inbox: sync tools write `DCIM/2026/12/…`.
+    @Test func aPhotosNameIsItsPathInTheInbox() throws {
+        #expect(try policy.resolve("DCIM/2026/12/IMG_0001.jpg") == .inbox(name: "DCIM/2026/12/IMG_0001.jpg"))
+        #expect(try policy.resolve("a b/line\nbreak.jpg") == .inbox(name: "a b/line\nbreak.jpg"))
+        let deep = Array(repeating: "d", count: 1000).joined(separator: "/") + "/x.jpg"
+        #expect(try policy.resolve(deep) == .inbox(name: deep))
+        #expect(throws: PhotomemoError.self) { try policy.resolve(String(repeating: "a/", count: 2100) + "x.jpg") }  // over PATH_MAX
+        #expect(throws: PhotomemoError.self) { try policy.resolve("sub/" + String(repeating: "a", count: 256)) }  // a component over NAME_MAX
+    }
+
+    @Test func namesInToolFoldersAndUnderIgnoreGlobsAreNotTaken() {
+        for name in ["DCIM/.stversions/IMG.jpg", "@eaDir/IMG.jpg/SYNOPHOTO_THUMB_XL.jpg", "#recycle/IMG.jpg", "lost+found/x.jpg",
+                     "DCIM/.IMG.jpg.Xy12", "DCIM/IMG.jpg.partial", "DCIM/~syncthing~IMG.jpg.tmp"] {
+            #expect(PhotoPolicy.isIgnoredInboxName(name), "\(name)")
+        }
+        for name in ["DCIM/IMG.jpg", "a@b/IMG.jpg", "recycle/IMG.jpg"] { #expect(!PhotoPolicy.isIgnoredInboxName(name), "\(name)") }
+        let globs = ["*.mov", "Backup/*", "*~conflict*"]
+        #expect(PhotoPolicy.isIgnoredInboxName("DCIM/clip.mov", globs: globs))  // by the base name
+        #expect(PhotoPolicy.isIgnoredInboxName("Backup/IMG.jpg", globs: globs))  // by the path
+        #expect(PhotoPolicy.isIgnoredInboxName("x/IMG~conflict-1.jpg", globs: globs))
+        #expect(!PhotoPolicy.isIgnoredInboxName("DCIM/Backup/IMG.jpg", globs: globs) && !PhotoPolicy.isIgnoredInboxName("IMG.jpg", globs: globs))
+        #expect(PhotoPolicy.isToolStateFolder("@eaDir") && PhotoPolicy.isToolStateFolder(".stfolder") && !PhotoPolicy.isToolStateFolder("DCIM"))
+    }
+
+    /// A nested name as one file name (quarantine, done/): no folder made, no two names alike.
+    @Test func aNestedNameFlattensWithoutCollisions() {
+        #expect(PhotoPolicy.flatName("IMG.jpg") == "IMG.jpg")
+        #expect(PhotoPolicy.flatName("DCIM/IMG.jpg") == "DCIM%2FIMG.jpg")
+        #expect(PhotoPolicy.flatName("a%2Fb/c.jpg") != PhotoPolicy.flatName("a/2Fb/c.jpg"))
+        let long1 = String(repeating: "d/", count: 300) + "x.jpg", long2 = String(repeating: "d/", count: 301) + "x.jpg"
+        #expect(PhotoPolicy.flatName(long1).utf8.count < 240 && PhotoPolicy.flatName(long1) != PhotoPolicy.flatName(long2))
+        #expect(!PhotoPolicy.flatName(long1).contains("/") && PhotoPolicy.flatName(long1).hasSuffix("x.jpg"))
     }
 }

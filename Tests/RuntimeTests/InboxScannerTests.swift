@@ -48,8 +48,8 @@ import Testing
         #expect(try t.reason("fifo.jpg")["reason"] == "a FIFO is not a photo")
         // A link's owner need not own its target: links are never taken, even inside the inbox.
         #expect(try t.reason("inside.jpg")["reason"]?.stringValue?.hasPrefix("a symlink is not taken") == true)
-        // A folder is a sync tool's, whatever its name: never moved.
-        #expect(report.skipped["dir.jpg"]?.reason == "a folder (folders are left alone)")
+        // A folder is a sync tool's, whatever its name: never moved, never taken.
+        #expect(report.skipped["dir.jpg"] == nil)
         #expect(FileManager.default.fileExists(atPath: t.home.inbox + "/dir.jpg"))
         #expect(report.outcomes.isEmpty)
         #expect(try t.jobs().filter { $0.state == .failed }.count == 3)
@@ -71,11 +71,10 @@ import Testing
         try jpeg.write(to: URL(fileURLWithPath: inbox + "/upload-without-extension"))  // a photo by its bytes
         try jpeg.write(to: URL(fileURLWithPath: inbox + "/IMG_0003.jpeg"))
         let report = t.scanner(settle: 0).rescan()
-        #expect(Set(report.outcomes.map(\.name)) == ["upload-without-extension", "IMG_0003.jpeg"])
+        #expect(Set(report.outcomes.map(\.name)) == ["upload-without-extension", "IMG_0003.jpeg", "DCIM/100APPLE/IMG_0001.JPG"])
         #expect(report.rejected.isEmpty)
         #expect(try t.quarantined().isEmpty)
         #expect(report.skipped.mapValues(\.reason) == [
-            "DCIM": "a folder (folders are left alone)",
             "IMG_0001.MOV": "not a photo (.mov)", "IMG_0001.AAE": "not a photo (.aae)", "Thumbs.db": "not a photo (.db)",
             "desktop.ini": "not a photo (.ini)", "IMG_0002.xmp": "memo sidecar waiting for its photo IMG_0002.*",
             "notes": "not a photo (no photo extension, and its first bytes are no image's)",

@@ -58,7 +58,7 @@ import Testing
         #expect(secondLine["offset"] == .int(Int64(lines[0].utf8.count + 1)))
         #expect(secondLine["reason"]?.stringValue?.hasPrefix("not valid JSON") == true)
         #expect(reasons.contains { $0["reason"]?.stringValue?.contains("unknown key \"colour\"") == true })
-        #expect(reasons.contains { $0["reason"]?.stringValue?.contains("must be a file name in the inbox") == true })
+        #expect(reasons.contains { $0["reason"]?.stringValue?.contains("must be a path in the inbox") == true })
         let q = try String(contentsOfFile: t.home.quarantine + "/" + files.first { try! t.reason($0)["line"] == 2 }!, encoding: .utf8)
         #expect(q == "not json")
     }

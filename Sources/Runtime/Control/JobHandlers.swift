@@ -168,7 +168,7 @@ final class JobHandlers: ControlHandler {
     func retry(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         let id = try req.requiredInt("job")
         let journal = self.journal, scheduler = self.scheduler, events = self.events
-        let join = intake.joinTimeoutSeconds.value
+        let join = intake.joinTimeoutSeconds.value, inbox = intake.photos.inbox
         loop.reply({ result in
             if case .success(let r) = result {
                 events.publish("job_retried", job: id, to: .owner(r["owner"]?.stringValue))
@@ -181,7 +181,7 @@ final class JobHandlers: ControlHandler {
             // A retried job is unfinished again: cancelled jobs retried in bulk would pass the cap.
             try MemoIntake.checkRoom(for: caller, in: journal, then: "retry")
             try journal.retry(job: id, joinTimeoutSeconds: join, now: unixNow()) { photo, quarantined, needed in
-                try Self.bringBack(photo, from: quarantined, needed: needed, job: id)
+                try Self.bringBack(photo, from: quarantined, needed: needed, job: id, inbox: inbox)
             }
             return ["job": .int(id), "state": .string(try journal.job(id)?.state.rawValue ?? "queued"), "owner": owner.map(JSONValue.string) ?? .null]
         }
@@ -191,8 +191,16 @@ final class JobHandlers: ControlHandler {
     /// there. A photo stage (`needed`) would only fail again on a photo that is in neither
     /// place (renamed or removed before its stage ran): `photo_gone`, and the job stays
     /// failed. Past the photo stages, the photo is in the store and its file may be gone.
-    static func bringBack(_ photo: String, from quarantined: String?, needed: Bool, job id: Int64) throws {
-        if Files.exists(photo) { return }
+    /// An inbox photo goes back beneath the inbox, through its folder opened with no link
+    /// followed (a folder swapped for a link to /etc gets nothing moved into it).
+    static func bringBack(_ photo: String, from quarantined: String?, needed: Bool, job id: Int64, inbox: String) throws {
+        var held: (folder: OpenFolder, name: String)?
+        if photo.hasPrefix(inbox + "/") {
+            held = try? OpenFolder(inbox, followLink: true).parentBeneath(String(photo.dropFirst(inbox.count + 1)))
+            if let held, held.folder.entry(held.name) != nil { return }
+        } else if Files.exists(photo) {
+            return
+        }
         guard let q = quarantined, Files.exists(q) else {
             guard needed else {
                 if let quarantined { unlink(quarantined + ".reason.json") }  // the reason of a file that was not there
@@ -202,7 +210,14 @@ final class JobHandlers: ControlHandler {
                                  + "drop it into the inbox again (it becomes a job of its own)")
         }
         do {
-            try syscall("rename \(q) to \(photo)", blocking: { rename(q, photo) })
+            if photo.hasPrefix(inbox + "/") {
+                guard let held else {
+                    throw PhotomemoError(.io, "the folder of \(photo) is gone from the inbox (or is a symlink now); make it again")
+                }
+                try syscall("rename \(q) to \(photo)", blocking: { renameat(AT_FDCWD, q, held.folder.fd, held.name) })
+            } else {
+                try syscall("rename \(q) to \(photo)", blocking: { rename(q, photo) })
+            }
         } catch {
             throw PhotomemoError(.io, "cannot move job \(id)'s photo back from quarantine: \(error)")
         }
