@@ -26,6 +26,9 @@ public final class EventLoop {
         }
     }
 
+    /// Loop time in ms (`uv_now`: when this turn of the loop began), for deadlines.
+    public var nowMs: UInt64 { uv_now(uv) }
+
     deinit {
         if !closed {
             _ = close()

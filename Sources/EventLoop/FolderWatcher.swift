@@ -44,12 +44,13 @@ public final class FolderWatcher: LoopHandle {
     /// `modifications`: also report every write (`IN_MODIFY`), for tailing a file that a
     /// producer keeps open, and every change of mode or owner (`IN_ATTRIB`, as `.modified`):
     /// a chmod that lets others write a queue file is seen at once, not at the next poll.
-    public init(loop: EventLoop, path: String, modifications: Bool = false, recursive: Bool = false,
+    /// `attributes`: only the latter (a tool setting a file's time after closing it).
+    public init(loop: EventLoop, path: String, modifications: Bool = false, attributes: Bool = false, recursive: Bool = false,
                 _ callback: @escaping ([Event]) -> Void) throws {
         self.path = path
         self.recursive = recursive
         mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
-            | (modifications ? UInt32(IN_MODIFY | IN_ATTRIB) : 0)
+            | (modifications ? UInt32(IN_MODIFY | IN_ATTRIB) : 0) | (attributes ? UInt32(IN_ATTRIB) : 0)
         fd = try syscall("inotify_init1", blocking: { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) })
         super.init(type: UV_POLL)
         do {

@@ -118,7 +118,7 @@ public final class PipeConnection: LoopHandle {
     }
 
     /// Loop time now, in ms.
-    public var nowMs: UInt64 { uv_now(loop.uv) }
+    public var nowMs: UInt64 { loop.nowMs }
 
     private func startReading() {
         uv_read_start(stream, { _, suggested, buf in

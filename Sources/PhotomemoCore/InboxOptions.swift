@@ -38,12 +38,18 @@ public struct InboxOptions: Sendable, Equatable {
 
     public init() {}
 
-    static let keys = ["originals", "stale_temp", "depth", "entries_per_turn", "ignore"]
+    /// A file closed after writing in place is taken once nothing changed it for this long:
+    /// rsync --inplace, rclone and Samba set its time right after they close it, and a
+    /// file gone by then is their failed transfer. A file renamed in is taken at once.
+    public var quietAfterCloseSeconds: Double = 1
+
+    static let keys = ["originals", "stale_temp", "quiet_after_close", "depth", "entries_per_turn", "ignore"]
 
     /// What each key means, for error messages and the README.
     public static let descriptions: [(key: String, meaning: String)] = [
         ("originals", "what becomes of a photo once its original is stored: delete (the default), move (to HOME/done/) or keep (nothing in the inbox is ever written)"),
         ("stale_temp", "a file under an ignored name untouched this long is reported (a duration, default 24h)"),
+        ("quiet_after_close", "a file written in place is taken once untouched this long after its close (a duration, default 1s; 0s: at once); one renamed in is taken at once"),
         ("depth", "how many folder levels below the inbox are looked into (1-4096, default 16)"),
         ("entries_per_turn", "how many entries a rescan looks at before new drops get their turn (16-1000000, default 1000)"),
         ("ignore", "globs (fnmatch) of names never taken, matched against the base name and the path in the inbox"),
@@ -61,6 +67,13 @@ public struct InboxOptions: Sendable, Equatable {
                     "\(place): inbox.stale_temp must be a duration: a number with s, m, h or d (e.g. \"24h\"), not \(v.jsonString)")
             }
             options.staleTempSeconds = seconds
+        }
+        if let v = o["quiet_after_close"] {
+            guard let text = v.stringValue, let seconds = Self.seconds(text), seconds <= 60 else {
+                throw PhotomemoError(.badDefinition,
+                    "\(place): inbox.quiet_after_close must be a duration of at most 60s: a number with s or m (e.g. \"1s\", \"0.5s\"), not \(v.jsonString)")
+            }
+            options.quietAfterCloseSeconds = seconds
         }
         if let v = o["originals"] { options.originals = try Originals.parse(v, key: "\(place): inbox.originals") }
         options.depth = try integer(o["depth"], "depth", in: 1...4096, place: place) ?? options.depth

@@ -9,8 +9,10 @@ import PhotomemoCore
 ///     a folder made or moved in ─▶ walk of its subtree ──┤
 ///                                                        └─▶ onJobs() (scheduler pump)
 ///
-/// A file closed after writing or renamed in is complete; a file found by a walk is taken
-/// once its size and mtime have settled. One inotify watch per folder, added as a walk
+/// A file renamed in is complete; one closed after writing in place is once nothing has
+/// touched it for `inbox.quiet_after_close` (rsync --inplace, rclone and Samba set its
+/// time just after they close it: taken at once, it was gone and their transfer failed);
+/// a file found by a walk is taken once its size and mtime have settled. One inotify watch per folder, added as a walk
 /// opens it. A walk goes a turn at a time (`inbox.entries_per_turn` entries), pending
 /// names first: a huge tree never keeps a new drop waiting. Walks of new folders go before
 /// the walk of the whole tree. Where inotify cannot watch (NFS, SMB), the whole tree is
@@ -28,6 +30,10 @@ final class InboxWatcher {
     /// Its own timer: a new folder's files settling must not put off the retry of files
     /// the journal could not take.
     private let retryTimer: LoopTimer
+    /// Files closed after writing in place, each with the time it may be taken if nothing
+    /// touches it first (a change of its attributes starts the wait again).
+    private var closing: [String: UInt64] = [:]
+    private let quietTimer: LoopTimer
     /// Names not yet handed to the scanner, in arrival order, and whether each was
     /// reported complete (a later close event upgrades a "created" entry).
     private var pending: [String] = []
@@ -54,11 +60,12 @@ final class InboxWatcher {
         rearmTimer = try LoopTimer(loop: loop)
         settleTimer = try LoopTimer(loop: loop)
         retryTimer = try LoopTimer(loop: loop)
+        quietTimer = try LoopTimer(loop: loop)
     }
 
     func start() {
         do {
-            let watcher = try FolderWatcher(loop: loop, path: scanner.inbox, recursive: true) { [unowned self] events in self.handle(events) }
+            let watcher = try FolderWatcher(loop: loop, path: scanner.inbox, attributes: true, recursive: true) { [unowned self] events in self.handle(events) }
             self.watcher = watcher
             var told = false
             scanner.watchFolder = { [weak watcher] fd, relative in
@@ -86,6 +93,7 @@ final class InboxWatcher {
         rearmTimer.close()
         settleTimer.close()
         retryTimer.close()
+        quietTimer.close()
     }
 
     private var inFlight = 0
@@ -97,7 +105,7 @@ final class InboxWatcher {
     private var untakenRetryMs: UInt64 = 0
 
     /// Files seen but not yet jobs (waiting to settle or to be taken): `status`'s backlog.
-    var backlog: Int { pending.count + inFlight + unsettled.values.reduce(0, +) + untaken }
+    var backlog: Int { pending.count + closing.count + inFlight + unsettled.values.reduce(0, +) + untaken }
 
     /// Entries left alone (files that are not photos, folders not walked), as the last look at each
     /// found them: `status` counts them (`backlog.inbox_skipped`, not part of the backlog:
@@ -113,19 +121,23 @@ final class InboxWatcher {
         var removedFolders: [String] = []
         for e in events {
             switch e {
-            case .closedAfterWrite(let name), .movedIn(let name):
+            case .closedAfterWrite(let name):
+                closedInPlace(name)
+            case .movedIn(let name):
+                closing[name] = nil
                 enqueue(name, complete: true)
             case .created(let name):
                 // A regular file is not complete yet (its close event follows); a FIFO,
                 // device or symlink never gets one, so it is looked at now.
                 enqueue(name, complete: false)
             case .removed(let name):
+                closing[name] = nil
                 // Looked at again (it is gone, or back already) so that `skipped` never keeps
                 // a name that is not there: renaming one file through a million names grew
                 // it without bound until the next full rescan.
                 enqueue(name, complete: false)
-            case .modified:
-                break
+            case .modified(let name):
+                if closing[name] != nil { closedInPlace(name) }
             case .folderAppeared(let name):
                 // Made (mkdir -p, a sync tool) or moved in: walked, so that it is watched and
                 // what is already in it is found.
@@ -151,6 +163,27 @@ final class InboxWatcher {
         let gone = { (name: String) in folders.contains { name == $0 || name.hasPrefix($0 + "/") } }
         skipped = skipped.filter { !gone($0.key) }
         stale = stale.filter { !gone($0.key) }
+    }
+
+    /// Waits `inbox.quiet_after_close` from now before taking `name` (0: takes it now).
+    private func closedInPlace(_ name: String) {
+        let quiet = scanner.options.value.quietAfterCloseSeconds
+        guard quiet > 0 else { return enqueue(name, complete: true) }
+        closing[name] = loop.nowMs + UInt64(quiet * 1000)
+        if closing.count == 1 { armQuietTimer() }
+    }
+
+    private func armQuietTimer() {
+        guard !closed, let first = closing.values.min() else { return }
+        quietTimer.start(afterMs: first - min(first, loop.nowMs) + 1) { [unowned self] in
+            let now = self.loop.nowMs
+            for (name, due) in self.closing where due <= now {
+                self.closing[name] = nil
+                self.enqueue(name, complete: true)
+            }
+            self.flush()
+            self.armQuietTimer()
+        }
     }
 
     private func enqueue(_ name: String, complete: Bool) {

@@ -211,5 +211,9 @@ extension InboxScannerTests {
             try InboxOptions.parse(["stale_temp": 24], place: "x.json")
         }
         #expect(throws: PhotomemoError.self) { try InboxOptions.parse(["stale_tmp": "1h"], place: "x.json") }
+        #expect(InboxOptions().quietAfterCloseSeconds == 1)
+        #expect(try InboxOptions.parse(["quiet_after_close": "0.5s"], place: "x.json").quietAfterCloseSeconds == 0.5)
+        #expect(try InboxOptions.parse(["quiet_after_close": "0s"], place: "x.json").quietAfterCloseSeconds == 0)
+        #expect(throws: PhotomemoError.self) { try InboxOptions.parse(["quiet_after_close": "2m"], place: "x.json") }
     }
 }

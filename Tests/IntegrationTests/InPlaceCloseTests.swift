@@ -1,0 +1,33 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Tools that write a photo in place set its time just after they close it (rsync
+/// --inplace, rclone 1.60, Samba): a photo taken and removed from the inbox at the close
+/// made their `utimes` fail, a failed transfer they report and send again. A file closed in
+/// place is taken once untouched for `inbox.quiet_after_close`; one renamed in at once.
+@Suite(.serialized) struct InPlaceCloseTests {
+    @Test func aToolSettingTheTimeAfterItsCloseFindsItsFileAndARenameIsTakenAtOnce() throws {
+        let d = try DaemonHarness(stages: try KeepOriginalsTests.definition(inbox: ""))
+        try d.start()
+        let path = d.home + "/inbox/inplace.jpg"
+        for (round, photo) in ["Canon_40D.jpg", "Nikon_D70.jpg", "Pentax_K10D.jpg"].enumerated() {
+            // As rsync --inplace does: write, close, then set the times — here 0.6 s later
+            // (rclone over SFTP hashes the file first; a busy machine deschedules a tool),
+            // longer than the whole pipeline takes to store and release a photo here.
+            try Data(contentsOf: testPhotos.appendingPathComponent(photo)).write(to: URL(fileURLWithPath: path))
+            Thread.sleep(forTimeInterval: 0.6)
+            #expect(utimes(path, nil) == 0, "round \(round): the file was gone 0.6 s after its close (errno \(errno))")
+            try d.waitIdle(jobs: round + 1)
+            #expect(!FileManager.default.fileExists(atPath: path), "taken, and released once stored")
+        }
+        // A rename in is complete: taken well before the quiet time after a close would end.
+        let started = Date()
+        try d.drop("exif-org_canon-ixus.jpg")
+        try d.waitUntil("the renamed photo is a job", timeout: 10) { try d.jobs().count == 4 }
+        #expect(Date().timeIntervalSince(started) < 0.9, "a rename waited \(Date().timeIntervalSince(started)) s")
+        try d.waitIdle(jobs: 4)
+        #expect(try d.jobs().allSatisfy { $0.state == "done" })
+        #expect(d.stop().status == 0)
+    }
+}
