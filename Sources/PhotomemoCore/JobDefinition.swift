@@ -21,8 +21,10 @@ public struct JobDefinition: Sendable {
     public let database: String
     public let store: String
     public let inbox: InboxOptions
+    /// Per-user limits (`Quota`); none by default.
+    public var quota = Quota()
 
-    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox"]
+    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox", "quota"]
     static let stageKeys = ["use", "with", "concurrency"]
     static let retryKeys = ["max_attempts", "base_ms", "max_ms"]
 
@@ -127,8 +129,10 @@ public struct JobDefinition: Sendable {
             }
             join = Int(n)
         }
-        return JobDefinition(name: name, stages: entries, retry: retry, joinTimeoutSeconds: join, source: source,
-                             database: database, store: store, inbox: try InboxOptions.parse(o["inbox"], place: source))
+        var definition = JobDefinition(name: name, stages: entries, retry: retry, joinTimeoutSeconds: join, source: source,
+                                       database: database, store: store, inbox: try InboxOptions.parse(o["inbox"], place: source))
+        definition.quota = try Quota.parse(o["quota"], place: source)
+        return definition
     }
 
     static func checkKeys(_ o: [String: JSONValue], allowed: [String], place: String) throws {

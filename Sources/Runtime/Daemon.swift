@@ -117,8 +117,9 @@ public final class Daemon {
                                       wakeup: wakeup.sender)
         // Stopped after the scheduler: leases are renewed while running stages finish.
         let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler)
+        let quota = QuotaMeter(limits: definition.quota, records: records, journal: journal)
         let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds,
-                                maxPhotoBytes: definition.maxPhotoBytes)
+                                maxPhotoBytes: definition.maxPhotoBytes, quota: quota)
         let makeReader = { (path: String, name: String) in
             QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
         }
@@ -133,6 +134,7 @@ public final class Daemon {
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
                                    settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes,
                                    staleTempSeconds: LockedValue(definition.inbox.staleTempSeconds))
+        scanner.quota = quota
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
             scheduler.pump()
         }
@@ -152,6 +154,7 @@ public final class Daemon {
                 intake.joinTimeoutSeconds.value = next.joinTimeoutSeconds
                 intake.maxPhotoBytes.value = next.maxPhotoBytes
                 scanner.staleTempSeconds.value = next.inbox.staleTempSeconds
+                quota.limits.value = next.quota
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)
@@ -187,7 +190,8 @@ public final class Daemon {
             StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
                 backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
-                host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity)),
+                host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
+                quota: quota)),
             RecordHandlers(loop: loop, records: records, assets: assets, journal: journal, events: events, wakeup: wakeup.sender,
                            collectAssets: { collector.collect() }),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),

@@ -20,6 +20,8 @@ final class InboxScanner: @unchecked Sendable {
     let maxPhotoBytes: LockedValue<Int64?>
     /// A file under an ignored name untouched this long is reported (`InboxOptions`, set on reload).
     let staleTempSeconds: LockedValue<Double>
+    /// Per-user quotas, when set (`QuotaMeter`): a photo past its owner's waits, untaken.
+    var quota: QuotaMeter?
 
     static let batchSize = 64
 
@@ -43,6 +45,9 @@ final class InboxScanner: @unchecked Sendable {
         var atCap: Set<String> = []
         /// How many more jobs each user may have, as this look found it (`MemoIntake.room`).
         fileprivate var room: [UInt32: Int] = [:]
+        /// Users over their quota, with why: their files wait (counted in `untaken`).
+        var overQuota: [String: String] = [:]
+        fileprivate var allowance: [UInt32: QuotaMeter.Allowance] = [:]
         var errors: [String] = []
     }
 
@@ -133,6 +138,7 @@ final class InboxScanner: @unchecked Sendable {
         }
         commit(batch, &report)
         removeFinishedDuplicates(&report)
+        quota?.noteStale(report.stale.values.map { ($0.owner, $0.bytes) })
         return report
     }
 
@@ -227,6 +233,15 @@ final class InboxScanner: @unchecked Sendable {
                 report.atCap.insert(owner)
                 report.untaken += 1
                 return nil
+            }
+            if let quota, var allowance = try report.allowance[st.st_uid] ?? quota.allowance(owner: owner, uid: st.st_uid) {
+                let refused = allowance.take(bytes: Int64(st.st_size))
+                report.allowance[st.st_uid] = allowance
+                if let refused {
+                    report.overQuota[owner] = refused.message
+                    report.untaken += 1
+                    return nil
+                }
             }
             report.room[st.st_uid] = room - 1
             // The very file lstat saw: a FIFO or a link renamed over it meanwhile is not read.

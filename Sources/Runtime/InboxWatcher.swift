@@ -82,6 +82,8 @@ final class InboxWatcher {
     private(set) var stale: [String: InboxScanner.StaleEntry] = [:]
     /// Users whose inbox files wait because they are at their cap of unfinished jobs.
     private var atCap: Set<String> = []
+    /// Users over their quota, said once (`QuotaMeter`).
+    private var overQuota: Set<String> = []
 
     private func handle(_ events: [FolderWatcher.Event]) {
         for e in events {
@@ -168,6 +170,7 @@ final class InboxWatcher {
             self.unsettled = report.unsettled + report.untaken
             self.log(report)
             self.atCap = report.atCap  // a whole walk: who is still at the cap
+            self.overQuota = Set(report.overQuota.keys)
             if report.untaken > 0 {
                 self.retryUntaken()
                 return
@@ -208,6 +211,8 @@ final class InboxWatcher {
             Log.notice("inbox: \(owner) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; their inbox files are taken as those finish")
         }
         atCap.formUnion(report.atCap)
+        for (owner, why) in report.overQuota where !overQuota.contains(owner) { Log.notice("inbox: \(why); their inbox files wait") }
+        overQuota.formUnion(report.overQuota.keys)
         if report.outcomes.contains(where: { $0.outcome != .alreadyTaken }) { onJobs() }
     }
 }

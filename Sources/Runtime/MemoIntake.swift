@@ -12,6 +12,8 @@ struct MemoIntake: Sendable {
     /// The definition's `max_bytes` (shared with the inbox scanner; set on reload): a
     /// bigger photo is refused unread, not hashed in full to be refused by validate.
     let maxPhotoBytes: LockedValue<Int64?>
+    /// Per-user quotas (`"quota"`), nil where none is measured.
+    let quota: QuotaMeter?
 
     /// A user (not an admin) has at most this many jobs queued, running or waiting: the
     /// rest of their queue files waits unread until some finish, and `enqueue` answers
@@ -32,8 +34,9 @@ struct MemoIntake: Sendable {
         throw PhotomemoError(.tooManyJobs, "\(caller.name) has \(maxUnfinishedPerUser) unfinished jobs, the most a user may have; \(action) again once some have finished")
     }
 
-    init(photos: PhotoPolicy, joinTimeoutSeconds: Int, maxPhotoBytes: Int64? = nil) {
+    init(photos: PhotoPolicy, joinTimeoutSeconds: Int, maxPhotoBytes: Int64? = nil, quota: QuotaMeter? = nil) {
         self.photos = photos
+        self.quota = quota
         self.joinTimeoutSeconds = LockedValue(joinTimeoutSeconds)
         self.maxPhotoBytes = LockedValue(maxPhotoBytes)
     }

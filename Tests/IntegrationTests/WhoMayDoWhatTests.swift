@@ -12,9 +12,12 @@ struct WhoMayDoWhatTests {
     let bob = "nobody", alice = "daemon"
 
     /// The per-user setup of the README: home traversable, inbox and queue.d drop boxes;
-    /// on `database` (a `postgres://` URL) when given.
-    func start(_ extra: [String] = [], database: String? = nil) throws -> DaemonHarness {
-        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+    /// on `database` (a `postgres://` URL) when given; the default job definition with
+    /// `definition`'s top-level keys added.
+    func start(_ extra: [String] = [], database: String? = nil, definition: [String: JSONValue] = [:]) throws -> DaemonHarness {
+        let standard = try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8)
+        let d = try DaemonHarness(stages: definition.isEmpty ? standard
+            : JSONValue.object((try JSONValue.parse(standard).objectValue ?? [:]).merging(definition) { $1 }).jsonString)
         if let database { d.database = database }
         for dir in [d.root, d.home] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
