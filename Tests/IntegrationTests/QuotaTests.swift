@@ -13,17 +13,22 @@ extension WhoMayDoWhatTests {
         return (error?["code"]?.stringValue, error?["message"]?.stringValue)
     }
 
-    @Test func aUserAtTheirRecordsQuotaIsRefusedAtEveryWayIn() throws {
-        let d = try start(definition: ["quota": ["records": 2]])
-        for i in 0..<2 { #expect(try cli(bob, d, ["enqueue", "--memo", "bob \(i)"]).0 == 0) }
+    @Test(arguments: ["sqlite", "postgres"]) func aUserAtTheirRecordsQuotaIsRefusedAtEveryWayIn(_ engine: String) throws {
+        let d = try start(database: engine == "postgres" ? try PostgresServer.freshDatabase() : nil, definition: ["quota": ["records": 2]])
+        for i in 0..<2 {
+            let (status, _, err) = try cli(bob, d, ["enqueue", "--memo", "bob \(i)"])
+            #expect(status == 0, "\(err)")
+        }
         try d.waitIdle(jobs: 2, timeout: 60)
         // enqueue: the error, with its code.
         let (code, message) = try enqueueError(bob, d)
         #expect(code == "over_quota" && message?.contains("quota of 2 records") == true, "\(String(describing: code)): \(String(describing: message))")
         // A queue line: quarantined with the reason.
         try appendLine(bob, #"{"memo":"from the file"}"#, to: d.home + "/queue.d/\(bob).jsonl")
-        try d.waitUntil("bob's line is quarantined") { d.quarantined().count == 1 }
-        let reason = try String(contentsOfFile: d.home + "/quarantine/" + d.quarantined()[0] + ".reason.json", encoding: .utf8)
+        // (Quarantine writes under a dot name, then renames.)
+        func saved() -> [String] { d.quarantined().filter { !$0.hasPrefix(".") } }
+        try d.waitUntil("bob's line is quarantined") { saved().count == 1 }
+        let reason = try String(contentsOfFile: d.home + "/quarantine/" + saved()[0] + ".reason.json", encoding: .utf8)
         #expect(reason.contains("quota of 2 records"), "\(reason)")
         // Status shows him his use of it.
         let quota = try cliJSON(bob, d, ["status"])["quota"]
