@@ -23,8 +23,10 @@ public struct JobDefinition: Sendable {
     public let inbox: InboxOptions
     /// Per-user limits (`Quota`); none by default.
     public var quota = Quota()
+    /// The decode memory budget (`DecodeMemory`), in MB; nil: its default.
+    public var memoryMB: Int?
 
-    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox", "quota"]
+    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox", "quota", "memory_mb"]
     static let stageKeys = ["use", "with", "concurrency"]
     static let retryKeys = ["max_attempts", "base_ms", "max_ms"]
 
@@ -132,6 +134,12 @@ public struct JobDefinition: Sendable {
         var definition = JobDefinition(name: name, stages: entries, retry: retry, joinTimeoutSeconds: join, source: source,
                                        database: database, store: store, inbox: try InboxOptions.parse(o["inbox"], place: source))
         definition.quota = try Quota.parse(o["quota"], place: source)
+        if let m = o["memory_mb"] {
+            guard let n = m.intValue, n > 0, n <= 1 << 30 else {
+                throw PhotomemoError(.badDefinition, "\(source): \"memory_mb\" must be a positive integer (megabytes), not \(m.jsonString)")
+            }
+            definition.memoryMB = Int(n)
+        }
         return definition
     }
 

@@ -82,6 +82,8 @@ public final class Daemon {
         let resources = ResourcePool()
         let definition = try Self.loadDefinition(file: options.jobFile, registry: registry, home: home, database: options.database,
                                                  store: options.store, resources: resources)
+        let decodeMemory = try DecodeMemory.shared(in: resources)
+        decodeMemory.limitBytes = definition.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
         // Deliveries hold a pool thread each while their sink runs (a hung one up to
         // --sink-timeout): they get threads of their own, so they never starve the stages.
         EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)) + DeliverySchedule.maxThreads)
@@ -155,6 +157,7 @@ public final class Daemon {
                 intake.maxPhotoBytes.value = next.maxPhotoBytes
                 scanner.staleTempSeconds.value = next.inbox.staleTempSeconds
                 quota.limits.value = next.quota
+                decodeMemory.limitBytes = next.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)

@@ -65,6 +65,9 @@ struct ProbeStage: Stage {
             == Quota(records: 10, bytes: 1_048_576))
         #expect(message(#"{"name":"t","stages":[{"use":"probe"}],"quota":{"records":0}}"#).contains("quota.records must be a positive integer"))
         #expect(message(#"{"name":"t","stages":[{"use":"probe"}],"quota":{"files":3}}"#).contains(#"quota: unknown key "files"; valid keys: records, bytes"#))
+        // `memory_mb`, the decode memory budget, the same way.
+        #expect(try load(#"{"name":"t","stages":[{"use":"probe"}],"memory_mb":512}"#).memoryMB == 512)
+        #expect(message(#"{"name":"t","stages":[{"use":"probe"}],"memory_mb":0}"#).contains(#""memory_mb" must be a positive integer"#))
     }
 
     @Test func builtInDefaultIsTheShippedJobsFile() throws {
