@@ -58,6 +58,22 @@ import SQL
         #expect(order.last == early[0].context.id, "\(order)")
     }
 
+    /// Intake asks two questions per new job: both read one end of an index, whatever
+    /// the backlog (SQLite answered the front from every unfinished job).
+    @Test func intakesTurnLookupsReadOneEndOfAnIndex() throws {
+        let f = try JournalFixture(.sqlite)
+        for owner in ["alice", nil] {
+            let (last, front) = Journal.turnQueries(dialect: .sqlite, owner: owner)
+            let plans = try f.journal.read { db in
+                try [(last, owner.map { [SQLValue.text($0)] } ?? []), (front, [])].map { sql, params in
+                    try db.query("EXPLAIN QUERY PLAN " + sql, params).compactMap { $0.string(3) }.joined(separator: "\n")
+                }
+            }
+            #expect(plans[0].contains("jobs_owner_turn") && plans[1].contains("jobs_front"), "\(plans)")
+            #expect(!plans.joined().contains("jobs_state"), "\(plans)")
+        }
+    }
+
     /// With a big backlog — 20,000 queued and 5,000 waiting out a back-off at the stage —
     /// a claim reads its two indexes up to its limit: no scan of the jobs, no sort of them.
     @Test(arguments: Engine.allCases) func aClaimReadsItsIndexesUpToItsLimit(_ engine: Engine) throws {
