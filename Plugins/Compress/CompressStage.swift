@@ -39,6 +39,8 @@ public struct CompressStage: Stage {
     /// Every photo is decoded whole (`fail_on=warning`): validate may skip its data scan.
     public var decodesPhotos: Bool { true }
     let outputRoot: String
+    /// The daemon's decode memory budget (`"memory_mb"`).
+    let decodeMemory: DecodeMemory
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
         guard let list = options["renditions"]?.arrayValue, !list.isEmpty else {
@@ -54,6 +56,7 @@ public struct CompressStage: Stage {
         maxBytes = options.int("max_bytes") ?? 52_428_800
         guard maxPixels > 0, maxBytes > 0 else { throw PhotomemoError(.badDefinition, "limits must be positive") }
         outputRoot = environment.home.appendingPathComponent("renditions").path
+        decodeMemory = try DecodeMemory.shared(in: environment.resources)
         try Vips.start()
     }
 
@@ -65,6 +68,10 @@ public struct CompressStage: Stage {
             let photo = try PhotoBytes.read(PhotoFile(job, maxBytes: maxBytes), sha256: job.photoSHA256, seal: job.photoSeal)
             made = try make(photo)
             job.progress(0.9, "encoded")
+        } catch let wait as DecodeMemoryWait {
+            // Not the photo's fault, nor a thread held: it waits (no attempt spent) and runs
+            // once other decodes have given their memory back.
+            return .unavailable(dependency: "decode memory", reason: wait.reason)
         } catch let f as Vips.Failure {
             return .fail(reason: "cannot decode the photo: \(f.description)")
         } catch let e as PhotomemoError where e.code == .io {
@@ -116,12 +123,21 @@ public struct CompressStage: Stage {
         let (bw, bh) = plan.base
         let (storedW, storedH) = swapped ? (bh, bw) : (bw, bh)
 
+        // Shrink-on-load (JPEG): the largest DCT scale that still covers the base.
+        let shrink: Int = format != "jpeg" ? 1 : [8, 4, 2].first { (s: Int) -> Bool in
+            (header.width + s - 1) / s >= storedW && (header.height + s - 1) / s >= storedH
+        } ?? 1
+        // Reserved before any pixel is decoded, given back when the renditions are made.
+        let need = DecodeEstimate.bytes(width: header.width, height: header.height, bands: header.bands, wide: !header.isUchar,
+                                        format: format, progressive: (header.int("jpeg-multiscan") ?? 0) != 0, shrink: shrink, base: (bw, bh))
+        switch decodeMemory.reserve(need) {
+        case .reserved: break
+        case .wait(let why): throw DecodeMemoryWait(reason: why)
+        case .never(let why): throw PhotomemoError(.badImage, "image is \(header.width)x\(header.height): \(why)")
+        }
+        defer { decodeMemory.release(need) }
         var image = header
         if format == "jpeg" {
-            // Shrink-on-load: the largest DCT scale that still covers the base.
-            let shrink: Int = [8, 4, 2].first { (s: Int) -> Bool in
-                (header.width + s - 1) / s >= storedW && (header.height + s - 1) / s >= storedH
-            } ?? 1
             if let direct = try Vips.jpegDirect(photo, shrink: shrink, header: header) {
                 image = direct
             } else if shrink > 1 {
@@ -178,4 +194,9 @@ public struct CompressStage: Stage {
     static func removeGPS(_ image: VipsImageRef) {
         for name in image.fieldNames where name.hasPrefix("exif-ifd3-") { image.remove(field: name) }
     }
+}
+
+/// The decode memory budget cannot hold this photo's decode now (`DecodeMemory.wait`).
+struct DecodeMemoryWait: Error {
+    let reason: String
 }

@@ -20,6 +20,12 @@ final class VipsImageRef {
     var width: Int { Int(vips_image_get_width(ptr)) }
     var height: Int { Int(vips_image_get_height(ptr)) }
     var orientation: Int { Int(vips_image_get_orientation(ptr)) }
+    var bands: Int { Int(vips_image_get_bands(ptr)) }
+    /// An integer field (`jpeg-multiscan`: a progressive JPEG), or nil.
+    func int(_ field: String) -> Int? {
+        var out: Int32 = 0
+        return has(field) && vips_image_get_int(ptr, field, &out) == 0 ? Int(out) : nil
+    }
     var hasAlpha: Bool { pm_vips_has_alpha(ptr) != 0 }
     var interpretation: String { String(cString: pm_vips_interpretation(ptr)) }
     var isUchar: Bool { pm_vips_is_uchar(ptr) != 0 }
@@ -185,10 +191,11 @@ enum Vips {
 /// orientation): what the benchmark and tests generate their corpora with, without
 /// importing the C module themselves.
 public enum SyntheticPhoto {
-    public static func write(to path: String, width: Int, height: Int, orientation: Int = 1, seed: Int, quality: Int = 92) throws {
+    public static func write(to path: String, width: Int, height: Int, orientation: Int = 1, seed: Int, quality: Int = 92,
+                             progressive: Bool = false) throws {
         try Vips.start()
         guard pm_vips_synthetic_photo(path, Int32(width), Int32(height), Int32(orientation), Int32(truncatingIfNeeded: seed),
-                                      Int32(quality)) == 0 else {
+                                      Int32(quality), progressive ? 1 : 0) == 0 else {
             throw Vips.error("generating \(path)")
         }
     }

@@ -130,8 +130,8 @@ static inline int pm_vips_extract_band(VipsImage *in, VipsImage **out, int band)
 }
 
 /* For the benchmark's corpus: a photo-like 8-bit sRGB JPEG (smooth colour waves plus
-   sensor-like noise) carrying an EXIF orientation tag. */
-static inline int pm_vips_synthetic_photo(const char *path, int width, int height, int orientation, int seed, int quality) {
+   sensor-like noise) carrying an EXIF orientation tag; progressive when `interlace`. */
+static inline int pm_vips_synthetic_photo(const char *path, int width, int height, int orientation, int seed, int quality, int interlace) {
     VipsImage *xy = NULL, *x = NULL, *y = NULL, *diag = NULL, *colour = NULL;
     VipsImage *noise = NULL, *sum = NULL, *u = NULL, *tagged = NULL;
     VipsImage *bands[3] = {0};
@@ -154,7 +154,7 @@ static inline int pm_vips_synthetic_photo(const char *path, int width, int heigh
     if (rc == 0) rc = vips_copy(u, &tagged, "interpretation", VIPS_INTERPRETATION_sRGB, NULL);
     if (rc == 0) {
         vips_image_set_int(tagged, "orientation", orientation);
-        rc = vips_jpegsave(tagged, path, "Q", quality, NULL);
+        rc = vips_jpegsave(tagged, path, "Q", quality, "interlace", interlace, NULL);
     }
     VipsImage *all[] = {xy, x, y, diag, colour, noise, sum, u, tagged, bands[0], bands[1], bands[2]};
     for (int i = 0; i < 12; i++) if (all[i]) g_object_unref(all[i]);

@@ -22,6 +22,8 @@ public protocol RecordIndex: AnyObject, Sendable {
     // MARK: reading
 
     func get(_ id: String, viewer: Viewer) throws -> Record?
+    /// `owner`'s records and the bytes their assets hold (what a quota counts).
+    func usage(owner: String) throws -> (records: Int, bytes: Int64)
     /// Throws `RecordWriteError.badReference` when a reference in `fields` names a record
     /// `viewer` may not read, or none (an early answer for `enqueue`; writes check again).
     func checkReferences(in fields: [String: JSONValue], viewer: Viewer) throws

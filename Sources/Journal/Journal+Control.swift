@@ -78,13 +78,16 @@ extension Journal {
     public func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double = unixNow(),
                       bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
         try write { db in
-            guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index FROM jobs WHERE id = ?", [.int(id)]) else {
+            guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner FROM jobs WHERE id = ?", [.int(id)]) else {
                 throw JobControlError.notFound
             }
             let state = r.string(0)!
             guard state == "failed" || state == "cancelled" else {
                 throw JobControlError.conflict("job \(id) is \(state); only failed or cancelled jobs can be retried")
             }
+            // Behind its owner's other jobs, as a new one (a bulk retry is a flood too);
+            // taken while it is still finished, so its old turn does not count.
+            try takeTurn(db, job: id, owner: r.string(5))
             if r.string(1) != nil && r.string(2) == nil {
                 // A memo whose photo never came: wait for it again.
                 try db.run("""

@@ -113,7 +113,7 @@ extension Journal {
     }
 
     /// The query behind `crashSuspectReady`, asked on every pump. SQLite has no statistics
-    /// and would walk `jobs_runnable` — every runnable job — for the few that crashed (1.3 s
+    /// and would walk a claim's index — every runnable job — for the few that crashed (1.3 s
     /// a pump with a million queued, so the daemon ran one job a second); a unary `+`
     /// keeps `state` and `ready_at` out of its index choice, leaving `jobs_crashed`.
     /// PostgreSQL plans from statistics (and has no `+` for text).
@@ -129,20 +129,17 @@ extension Journal {
 
     /// Claims up to `limit` runnable jobs at stage `stageIndex` (queued, or waiting whose
     /// back-off is over), marks them `running` (leased to this host) and returns their
-    /// contexts, oldest first. `crashSuspects` claims only jobs that crashed the daemon once
-    /// (to run alone), else only the others. A photo stage takes only this host's photos.
+    /// contexts in claiming order: by turn (`nextTurn`: round robin by owner), then id.
+    /// `crashSuspects` claims only jobs that crashed the daemon once (to run alone), else
+    /// only the others. A photo stage takes only this host's photos.
     public func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool = false,
                       now: Double = unixNow()) throws -> [ClaimedJob] {
         guard limit > 0 else { return [] }
-        let runnable = """
-            stage_index = ? AND ready_at IS NOT NULL AND ready_at <= ? AND state IN ('queued', 'waiting')
-            AND (host = ? OR photo_path IS NULL OR stage_index >= ?)
-            AND crashes \(crashSuspects ? ">" : "=") 0 AND \(Self.afterJobEnded)
-            """
-        let params: [SQLValue] = [.int(Int64(stageIndex)), .double(now), .text(host), .int(Int64(min(memoStageIndex.value, Int(Int32.max)))),
-                                  .int(Int64(limit))]
+        let (picked, params) = Self.runnableQuery(dialect: dialect, stageIndex: stageIndex, limit: limit, crashSuspects: crashSuspects,
+                                                  host: host, memoStageIndex: memoStageIndex.value, now: now)
         let lease: [SQLValue] = [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 })]
         let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages"
+        let qualified = columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
         // The inbox file's seal as intake took it, while the inbox still maps the name to
         // this job (a file taken under the name since has its own): `PhotoSeal`.
         let seal = "(SELECT t.seal FROM inbox_taken t WHERE t.host = jobs.host AND t.name = jobs.photo AND t.job_id = jobs.id) AS photo_seal"
@@ -160,26 +157,27 @@ extension Journal {
         if dialect == .postgres {
             rows = try statement { db in
                 try db.query("""
-                    WITH picked AS (
-                        SELECT id, ready_at AS was_ready FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
+                    WITH \(picked),
                     claimed AS (
                         UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
                                lease_host = ?, lease_until = ?
                         FROM picked WHERE jobs.id = picked.id
-                        RETURNING \(columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")),
-                                  \(seal), picked.was_ready),
+                        RETURNING \(qualified),
+                                  \(seal), picked.turn),
                     started AS (
                         INSERT INTO job_events(job_id, at, stage, attempt, event, host)
                         SELECT id, ?, ?, attempts + 1, 'started', ? FROM claimed)
-                    SELECT \(columns), photo_seal, was_ready, set_config('synchronous_commit', 'off', true) FROM claimed
+                    SELECT \(columns), photo_seal, turn, set_config('synchronous_commit', 'off', true) FROM claimed
                     """, params + lease + [.double(now), .text(stageName), .text(host)])
-            }.sorted { ($0.double(9)!, $0.int(0)!) < ($1.double(9)!, $1.int(0)!) }
+            }.sorted { ($0.int(9)!, $0.int(0)!) < ($1.int(9)!, $1.int(0)!) }
         } else {
             // Nothing runnable (most pumps): a read, not an empty write transaction, which
             // would commit even on a full disk and pass for the journal writing again.
-            guard try read({ try $0.queryOne("SELECT 1 FROM jobs WHERE \(runnable) LIMIT ?", params) }) != nil else { return [] }
+            guard try read({ try $0.queryOne("WITH \(picked) SELECT 1 FROM picked LIMIT 1", params) }) != nil else { return [] }
             rows = try write(durable: false) { db in
-                let rows = try db.query("SELECT \(columns), \(seal) FROM jobs WHERE \(runnable) ORDER BY ready_at, id LIMIT ?", params)
+                let rows = try db.query("""
+                    WITH \(picked) SELECT \(qualified), \(seal) FROM picked JOIN jobs ON jobs.id = picked.id ORDER BY picked.turn, picked.id
+                    """, params)
                 for r in rows {
                     try db.run("""
                         UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,

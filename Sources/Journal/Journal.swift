@@ -131,14 +131,15 @@ public final class Journal: @unchecked Sendable {
                    memo: MemoJob, state: JobState, waitReason: String? = nil, readyAt: Double?, deadline: Double? = nil,
                    duplicateOf: Int64? = nil, error: String? = nil, source: String?, now: Double) throws -> Int64 {
         let finished = (state == .done || state == .failed) ? now : nil
+        let turn = state == .queued || state == .waiting ? try nextTurn(db, owner: memo.owner) : 0
         let id = try db.queryOne("""
             INSERT INTO jobs(key, origin, photo, photo_path, photo_sha256, memo, state, wait_reason, ready_at, deadline,
-                             duplicate_of, error, source, created, updated, finished, owner, host)
-            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id
+                             duplicate_of, error, source, created, updated, finished, owner, host, turn)
+            VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id
             """, [SQLValue(key), .text(origin), SQLValue(photo), SQLValue(photoPath), SQLValue(sha256),
                   .text(memo.json.jsonString), .text(state.rawValue), SQLValue(waitReason), SQLValue(readyAt),
                   SQLValue(deadline), SQLValue(duplicateOf), SQLValue(error), SQLValue(source), .double(now), .double(now),
-                  SQLValue(finished), SQLValue(memo.owner), .text(host)])!.int(0)!
+                  SQLValue(finished), SQLValue(memo.owner), .text(host), .int(turn)])!.int(0)!
         var message = source.map { "from \($0)" }
         if let duplicateOf { message = "duplicate of job \(duplicateOf)" }
         if let error { message = error }

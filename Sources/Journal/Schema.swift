@@ -143,7 +143,26 @@ enum Schema {
         // 7: a user's unfinished jobs, counted before their queue file is read
         // (`unfinishedJobs`), without walking the jobs they finished.
         "CREATE INDEX jobs_owner_unfinished ON jobs(owner) WHERE state IN ('queued', 'running', 'waiting');",
+        // 8: fair share per owner (`Journal.turn`). A claim takes queued jobs by turn,
+        // round robin by owner; waiting jobs whose back-off is over by when they became
+        // ready. Jobs unfinished at the upgrade keep their order (turn = id).
+        fairShare(bigint: "INTEGER"),
     ]
+
+    /// `turn` and its indexes (both engines): queued jobs in claiming order per stage,
+    /// waiting ones by when their back-off ends, and each owner's and everyone's
+    /// unfinished turns, which intake reads to give a new job its turn.
+    static func fairShare(bigint: String) -> String {
+        """
+        ALTER TABLE jobs ADD COLUMN turn \(bigint) NOT NULL DEFAULT 0;
+        UPDATE jobs SET turn = id WHERE state IN ('queued', 'running', 'waiting');
+        CREATE INDEX jobs_turns ON jobs(stage_index, turn, id) WHERE ready_at IS NOT NULL AND state = 'queued';
+        CREATE INDEX jobs_backoff ON jobs(stage_index, ready_at, id) WHERE ready_at IS NOT NULL AND state = 'waiting';
+        CREATE INDEX jobs_owner_turn ON jobs(owner, turn) WHERE state IN ('queued', 'running', 'waiting');
+        CREATE INDEX jobs_front ON jobs(turn) WHERE state IN ('queued', 'running', 'waiting');
+        DROP INDEX jobs_runnable;
+        """
+    }
 
     /// The same schema on PostgreSQL, where it starts at what SQLite's migrations reach.
     static let postgresMigrations: [String] = [
@@ -238,5 +257,7 @@ enum Schema {
         "ALTER TABLE inbox_taken ADD COLUMN seal TEXT;",
         // 4: as SQLite's 7, a user's unfinished jobs.
         "CREATE INDEX jobs_owner_unfinished ON jobs(owner) WHERE state IN ('queued', 'running', 'waiting');",
+        // 5: as SQLite's 8, fair share per owner.
+        fairShare(bigint: "BIGINT"),
     ]
 }

@@ -21,8 +21,12 @@ public struct JobDefinition: Sendable {
     public let database: String
     public let store: String
     public let inbox: InboxOptions
+    /// Per-user limits (`Quota`); none by default.
+    public var quota = Quota()
+    /// The decode memory budget (`DecodeMemory`), in MB; nil: its default.
+    public var memoryMB: Int?
 
-    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox"]
+    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox", "quota", "memory_mb"]
     static let stageKeys = ["use", "with", "concurrency"]
     static let retryKeys = ["max_attempts", "base_ms", "max_ms"]
 
@@ -129,8 +133,16 @@ public struct JobDefinition: Sendable {
             }
             join = Int(n)
         }
-        return JobDefinition(name: name, stages: entries, retry: retry, joinTimeoutSeconds: join, source: source,
-                             database: database, store: store, inbox: inbox)
+        var definition = JobDefinition(name: name, stages: entries, retry: retry, joinTimeoutSeconds: join, source: source,
+                                       database: database, store: store, inbox: inbox)
+        definition.quota = try Quota.parse(o["quota"], place: source)
+        if let m = o["memory_mb"] {
+            guard let n = m.intValue, n > 0, n <= 1 << 30 else {
+                throw PhotomemoError(.badDefinition, "\(source): \"memory_mb\" must be a positive integer (megabytes), not \(m.jsonString)")
+            }
+            definition.memoryMB = Int(n)
+        }
+        return definition
     }
 
     /// `inbox` with `originals` read from a stage's old name for it (`keep_originals`) when

@@ -27,6 +27,8 @@ public struct PhotomemoError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let tooSlow = Code(rawValue: "too_slow")
         public static let tooExpensive = Code(rawValue: "too_expensive")
         public static let tooManyJobs = Code(rawValue: "too_many_jobs")
+        /// A user's `"quota"` (records or bytes) does not allow what they asked to add.
+        public static let overQuota = Code(rawValue: "over_quota")
         public static let tooManySubscriptions = Code(rawValue: "too_many_subscriptions")
         public static let notRunning = Code(rawValue: "not_running")
         /// A retried job's photo file is neither where it was taken nor in quarantine.

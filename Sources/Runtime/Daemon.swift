@@ -82,6 +82,8 @@ public final class Daemon {
         let resources = ResourcePool()
         let definition = try Self.loadDefinition(file: options.jobFile, registry: registry, home: home, database: options.database,
                                                  store: options.store, resources: resources)
+        let decodeMemory = try DecodeMemory.shared(in: resources)
+        decodeMemory.limitBytes = definition.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
         // Deliveries hold a pool thread each while their sink runs (a hung one up to
         // --sink-timeout): they get threads of their own, so they never starve the stages.
         EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)) + DeliverySchedule.maxThreads)
@@ -117,8 +119,9 @@ public final class Daemon {
                                       wakeup: wakeup.sender)
         // Stopped after the scheduler: leases are renewed while running stages finish.
         let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler)
+        let quota = QuotaMeter(limits: definition.quota, records: records, journal: journal)
         let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds,
-                                maxPhotoBytes: definition.maxPhotoBytes, inbox: definition.inbox)
+                                maxPhotoBytes: definition.maxPhotoBytes, inbox: definition.inbox, quota: quota)
         let makeReader = { (path: String, name: String) in
             QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
         }
@@ -134,6 +137,7 @@ public final class Daemon {
                                    settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes,
                                    staleTempSeconds: LockedValue(definition.inbox.staleTempSeconds), joinTimeoutSeconds: intake.joinTimeoutSeconds,
                                    options: intake.inbox)
+        scanner.quota = quota
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
             scheduler.pump()
         }
@@ -155,6 +159,8 @@ public final class Daemon {
                 scanner.staleTempSeconds.value = next.inbox.staleTempSeconds
                 quarantine.originals.value = next.inbox.originalsMode
                 intake.inbox.value = next.inbox
+                quota.limits.value = next.quota
+                decodeMemory.limitBytes = next.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
                 scheduler.replace(definition: next)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)
@@ -190,7 +196,8 @@ public final class Daemon {
             StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
                 backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
-                host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity)),
+                host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
+                quota: quota)),
             RecordHandlers(loop: loop, records: records, assets: assets, journal: journal, events: events, wakeup: wakeup.sender,
                            collectAssets: { collector.collect() }),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),

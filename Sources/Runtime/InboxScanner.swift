@@ -31,6 +31,8 @@ final class InboxScanner: @unchecked Sendable {
     /// Watches each folder a walk opens (the recursive `FolderWatcher`), when set; called
     /// on the lane with the open folder's descriptor and its relative path.
     var watchFolder: ((Int32, String) -> Void)?
+    /// Per-user quotas, when set (`QuotaMeter`): a photo past its owner's waits, untaken.
+    var quota: QuotaMeter?
 
     static let batchSize = 64
 
@@ -56,6 +58,9 @@ final class InboxScanner: @unchecked Sendable {
         var retake: [String] = []
         /// How many more jobs each user may have, as this look found it (`MemoIntake.room`).
         var room: [UInt32: Int] = [:]
+        /// Users over their quota, with why: their files wait (counted in `untaken`).
+        var overQuota: [String: String] = [:]
+        var allowance: [UInt32: QuotaMeter.Allowance] = [:]
         var errors: [String] = []
     }
 
@@ -273,6 +278,15 @@ final class InboxScanner: @unchecked Sendable {
                 report.atCap.insert(owner)
                 report.untaken += 1
                 return nil
+            }
+            if let quota, var allowance = try report.allowance[st.st_uid] ?? quota.allowance(owner: owner, uid: st.st_uid) {
+                let refused = allowance.take(bytes: Int64(st.st_size))
+                report.allowance[st.st_uid] = allowance
+                if let refused {
+                    report.overQuota[owner] = refused.message
+                    report.untaken += 1
+                    return nil
+                }
             }
             report.room[st.st_uid] = room - 1
             // The very file lstat saw: a FIFO or a link renamed over it meanwhile is not read.

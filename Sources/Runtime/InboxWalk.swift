@@ -36,6 +36,7 @@ final class InboxWalk: @unchecked Sendable {  // used by one lane turn at a time
         var unsettledIn: Set<String> = []
         var untaken = 0
         var atCap: Set<String> = []
+        var overQuota: Set<String> = []
     }
     fileprivate(set) var found = Found()
 
@@ -127,6 +128,8 @@ extension InboxScanner {
         walk.found.unsettled += report.unsettled
         walk.found.untaken += report.untaken
         walk.found.atCap.formUnion(report.atCap)
+        walk.found.overQuota.formUnion(report.overQuota.keys)
+        if walk.finished && walk.isWhole { quota?.noteStale(walk.found.stale.values.map { ($0.owner, $0.bytes) }) }
         return report
     }
 

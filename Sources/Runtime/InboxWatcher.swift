@@ -116,6 +116,8 @@ final class InboxWatcher {
     private(set) var stale: [String: InboxScanner.StaleEntry] = [:]
     /// Users whose inbox files wait because they are at their cap of unfinished jobs.
     private var atCap: Set<String> = []
+    /// Users over their quota, said once (`QuotaMeter`).
+    private var overQuota: Set<String> = []
 
     private func handle(_ events: [FolderWatcher.Event]) {
         var removedFolders: [String] = []
@@ -289,6 +291,7 @@ final class InboxWatcher {
             skipped = found.skipped
             stale = found.stale
             atCap = found.atCap  // a whole walk: who is still at the cap
+            overQuota = found.overQuota
             unsettled = [:]
             untaken = 0
         }
@@ -341,6 +344,8 @@ final class InboxWatcher {
             Log.notice("inbox: \(owner) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; their inbox files are taken as those finish")
         }
         atCap.formUnion(report.atCap)
+        for (owner, why) in report.overQuota where !overQuota.contains(owner) { Log.notice("inbox: \(why); their inbox files wait") }
+        overQuota.formUnion(report.overQuota.keys)
         if report.outcomes.contains(where: { $0.outcome != .alreadyTaken }) { onJobs() }
     }
 }

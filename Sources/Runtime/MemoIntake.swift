@@ -15,6 +15,8 @@ struct MemoIntake: Sendable {
     /// The definition's `inbox` section (shared with the inbox scanner; set on reload): its
     /// `ignore` globs name photos no memo can wait for.
     let inbox: LockedValue<InboxOptions>
+    /// Per-user quotas (`"quota"`), nil where none is measured.
+    let quota: QuotaMeter?
 
     /// A user (not an admin) has at most this many jobs queued, running or waiting: the
     /// rest of their queue files waits unread until some finish, and `enqueue` answers
@@ -35,9 +37,10 @@ struct MemoIntake: Sendable {
         throw PhotomemoError(.tooManyJobs, "\(caller.name) has \(maxUnfinishedPerUser) unfinished jobs, the most a user may have; \(action) again once some have finished")
     }
 
-    init(photos: PhotoPolicy, joinTimeoutSeconds: Int, maxPhotoBytes: Int64? = nil, inbox: InboxOptions = InboxOptions()) {
+    init(photos: PhotoPolicy, joinTimeoutSeconds: Int, maxPhotoBytes: Int64? = nil, inbox: InboxOptions = InboxOptions(), quota: QuotaMeter? = nil) {
         self.photos = photos
         self.inbox = LockedValue(inbox)
+        self.quota = quota
         self.joinTimeoutSeconds = LockedValue(joinTimeoutSeconds)
         self.maxPhotoBytes = LockedValue(maxPhotoBytes)
     }

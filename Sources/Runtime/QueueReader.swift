@@ -61,6 +61,8 @@ final class QueueReader: @unchecked Sendable {
     /// Its owner reached `MemoIntake.maxUnfinishedPerUser` since the file was last read to
     /// its end (said once in the log, not at every read).
     private var holding = false
+    /// The owner's quota as this read turn found it (`QuotaMeter`): lines past it are quarantined.
+    private var allowance: QuotaMeter.Allowance?
     /// The inode of the held file while it is refused (StrictModes): when it is safe again,
     /// what was appended meanwhile is not trusted.
     private var unsafeInode: UInt64?
@@ -204,6 +206,7 @@ final class QueueReader: @unchecked Sendable {
     /// have as many unfinished jobs as they may (said once until the file is read to its end).
     private func roomOrHold(_ report: inout Report) throws -> Int {
         let room = try MemoIntake.room(for: queueOwnerName, uid: queueOwner, in: journal)
+        allowance = try intake.quota?.allowance(owner: queueOwnerName, uid: queueOwner)
         if room <= 0 {
             if !holding {
                 report.notes.append("\(name): \(queueOwnerName) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; the rest of the file is read as they finish")
@@ -335,6 +338,7 @@ final class QueueReader: @unchecked Sendable {
             // The lines are the file owner's; only an admin's file may name another owner.
             if memo.owner == nil || !UnixUser.isAdmin(uid: queueOwner) { memo.owner = queueOwnerName }
             photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
+            if allowance != nil, let refused = allowance!.take() { throw refused }
         } catch {
             let reason = (error as? PhotomemoError)?.message ?? "\(error)"
             // If even quarantine fails, this throws: the position is not committed past the line.

@@ -11,6 +11,8 @@ final class BenchDaemon {
     let home: String
     let binary: String
     private(set) var pid: pid_t = 0
+    /// More `serve` arguments (`--socket-group G`, `--job FILE`).
+    var serveArgs: [String] = []
     private lazy var control = ControlClient(socketPath: home + "/photomemo.sock", home: home)
 
     init(home: String, binary: String) throws {
@@ -27,7 +29,7 @@ final class BenchDaemon {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, home + "/daemon.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, home + "/daemon.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        let argv = [binary, "serve", "--home", home]
+        let argv = [binary, "serve", "--home", home] + serveArgs
         let args = argv.map { strdup($0) } + [nil]
         defer { args.forEach { free($0) } }
         guard posix_spawn(&pid, binary, &actions, nil, args, environ) == 0 else { throw Failure("cannot start \(binary)") }

@@ -12,7 +12,7 @@ extension E2E {
             let count = 20
             for i in 0..<count {
                 let path = home + "/staging/s\(i).jpg"
-                guard pm_vips_synthetic_photo(path, 640, 480, 1, Int32(1000 + i), 85) == 0 else {
+                guard pm_vips_synthetic_photo(path, 640, 480, 1, Int32(1000 + i), 85, 0) == 0 else {
                     throw BenchDaemon.Failure("cannot make a small photo: \(String(cString: vips_error_buffer()))")
                 }
             }

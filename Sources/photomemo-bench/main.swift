@@ -20,6 +20,7 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --cluster [--count N] [--rounds R] [--json]  # PostgreSQL + S3: claims, NOTIFY, daemon (ClusterBench)
        photomemo-bench --cluster --claims-only [--json]             # the queue alone: claims/s on PostgreSQL and SQLite
        photomemo-bench --cluster --servers-elsewhere [--count N] [--rounds R]  # daemons on CPU 0, servers on CPU 1
+       photomemo-bench --fairness [--seconds S] [--json]   # issue 25's attacks on a real daemon, as root (FairnessBench)
 """
 
 /// Flags taken out of the argument list one by one; what is left are file names.
@@ -82,6 +83,10 @@ let cluster = args.flag("--cluster")
 let elsewhere = args.flag("--servers-elsewhere")
 if cluster && args.flag("--claims-only") {
     try ClusterBench.claimsOnly(json: json)
+    exit(0)
+}
+if args.flag("--fairness") {
+    try FairnessBench.run(seconds: Int(args.value("--seconds") ?? "30") ?? 30, json: json)
     exit(0)
 }
 if let n = args.value("--index").flatMap(Int.init) {

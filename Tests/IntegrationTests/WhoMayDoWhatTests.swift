@@ -13,9 +13,12 @@ struct WhoMayDoWhatTests {
 
     /// The per-user setup of the README: home traversable, inbox and queue.d drop boxes;
     /// on `database` (a `postgres://` URL) when given.
-    /// `stages`: a job definition's text instead of Jobs/photo-memo.json's.
-    func start(_ extra: [String] = [], database: String? = nil, stages: String? = nil) throws -> DaemonHarness {
-        let d = try DaemonHarness(stages: try stages ?? String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+    /// `stages`: a job definition's text instead of Jobs/photo-memo.json's; `definition`:
+    /// top-level keys added to it.
+    func start(_ extra: [String] = [], database: String? = nil, stages: String? = nil, definition: [String: JSONValue] = [:]) throws -> DaemonHarness {
+        let standard = try stages ?? String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8)
+        let d = try DaemonHarness(stages: definition.isEmpty ? standard
+            : JSONValue.object((try JSONValue.parse(standard).objectValue ?? [:]).merging(definition) { $1 }).jsonString)
         if let database { d.database = database }
         for dir in [d.root, d.home] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -58,6 +58,18 @@ struct ProbeStage: Stage {
         #expect(message("{nope").contains("Jobs/x.json"))
     }
 
+    /// `"quota"`: per-user limits, none by default; a bad one names the key.
+    @Test func quotaIsOptionalAndChecked() throws {
+        #expect(try load(#"{"name":"t","stages":[{"use":"probe"}]}"#).quota == Quota())
+        #expect(try load(#"{"name":"t","stages":[{"use":"probe"}],"quota":{"records":10,"bytes":1048576}}"#).quota
+            == Quota(records: 10, bytes: 1_048_576))
+        #expect(message(#"{"name":"t","stages":[{"use":"probe"}],"quota":{"records":0}}"#).contains("quota.records must be a positive integer"))
+        #expect(message(#"{"name":"t","stages":[{"use":"probe"}],"quota":{"files":3}}"#).contains(#"quota: unknown key "files"; valid keys: records, bytes"#))
+        // `memory_mb`, the decode memory budget, the same way.
+        #expect(try load(#"{"name":"t","stages":[{"use":"probe"}],"memory_mb":512}"#).memoryMB == 512)
+        #expect(message(#"{"name":"t","stages":[{"use":"probe"}],"memory_mb":0}"#).contains(#""memory_mb" must be a positive integer"#))
+    }
+
     @Test func builtInDefaultIsTheShippedJobsFile() throws {
         let file = try Data(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"))
         #expect(try JSONValue.parse(file) == JSONValue.parse(JobDefinition.builtinDefaultJSON))

@@ -46,11 +46,22 @@ final class Followers {
                                         sink: .socket, target: nil, secret: nil)
     }
 
+    /// The most one event line holds: a follower's queue is bounded per connection
+    /// (`ControlConnection.maxBufferedBytes`) and, by this, per event.
+    static let maxEventBytes = 64 << 10
+
     /// A stream's line names its kind under `"event"`, as `watch`'s do (`notification`: a
-    /// subscription's event, the same object a webhook gets, plus that key).
+    /// subscription's event, the same object a webhook gets, plus that key). A record too
+    /// big for `maxEventBytes` (a memo near the 1 MiB line limit, many fields) is sent as
+    /// its id, type and owner, with `truncated` saying so: `get` reads it whole.
     static func line(_ event: JSONValue) -> JSONValue {
         var o = event.objectValue ?? [:]
         o["event"] = "notification"
+        let size = JSONValue.object(o).jsonString.utf8.count
+        guard size > maxEventBytes, let record = o["record"] else { return .object(o) }
+        let id = record["id"]?.stringValue ?? "?"
+        o["record"] = ["id": record["id"] ?? .null, "type": record["type"] ?? .null, "owner": record["owner"] ?? .null]
+        o["truncated"] = .string("the event is \(size) bytes, over the \(maxEventBytes) a socket event carries; photomemo get \(id) reads the record")
         return .object(o)
     }
 
@@ -69,7 +80,8 @@ final class Followers {
         let list = followers.values.map { ($0, $0.subscription, $0.last) }
         nonisolated(unsafe) let targets = list.map(\.0)  // touched again only on the loop
         let work = list.map { ($0.1, $0.2) }
-        loop.submit({ work.map { (s, last) in (try? store.socketEvents(subscription: s, since: last)) ?? [] } }) { [weak self] results in
+        // Lines are made (and bounded) here, off the loop.
+        loop.submit({ work.map { (s, last) in ((try? store.socketEvents(subscription: s, since: last)) ?? []).map(Self.line) } }) { [weak self] results in
             guard let self else { return }
             self.polling = false
             defer { if self.again { self.again = false; self.poll() } }
@@ -77,7 +89,7 @@ final class Followers {
                 // A page at a time (RecordStore.socketEvents): a full one means more wait.
                 if !events.isEmpty { self.again = true }
                 for e in events {
-                    f.connection.push(Self.line(e))
+                    f.connection.push(e)
                     f.last = max(f.last, e["seq"]?.intValue ?? f.last)
                 }
             }

@@ -136,6 +136,7 @@ final class JobHandlers: ControlHandler {
         lane.enqueue({ () -> Result<IntakeOutcome, PhotomemoError> in
             do {
                 try MemoIntake.checkRoom(for: caller, in: journal, then: "enqueue")
+                if var allowance = try intake.quota?.allowance(owner: caller.name, uid: caller.uid), let refused = allowance.take() { throw refused }
                 // A reference its owner may not read is refused now (the index stage checks again).
                 do { try records.checkReferences(in: memo.fields, viewer: Viewer(owner: memo.owner)) } catch RecordWriteError.badReference(let field, let record) {
                     throw PhotomemoError(.badReference, RecordWriteError.badReferenceMessage(field: field, record: record))
@@ -144,7 +145,7 @@ final class JobHandlers: ControlHandler {
                 let queued = QueuedMemo(memo: memo, photo: photo, key: key, source: "socket", origin: "socket")
                 return .success(try journal.commitMemos([queued], position: nil, file: "queue.jsonl", joinTimeoutSeconds: join, now: unixNow())[0])
             } catch let e as PhotomemoError {
-                return .failure([.forbidden, .tooManyJobs, .badReference].contains(e.code) ? e : PhotomemoError(.badRequest, e.message))
+                return .failure([.forbidden, .tooManyJobs, .overQuota, .badReference].contains(e.code) ? e : PhotomemoError(.badRequest, e.message))
             } catch {
                 return .failure(PhotomemoError(.internalError, "\(error)"))
             }

@@ -26,6 +26,8 @@ final class StatusHandlers: ControlHandler {
         let host: String
         let database: String
         let hostWindowSeconds: Double
+        /// Per-user quotas, when set: a user's `status` shows what they use of theirs.
+        var quota: QuotaMeter? = nil
     }
 
     private let loop: EventLoop
@@ -93,6 +95,7 @@ final class StatusHandlers: ControlHandler {
     func status(_ caller: Caller, _ reply: @escaping Reply) {
         let journal = self.journal, host = live.host, database = live.database
         let snapshot = loopSnapshot()
+        let quota = live.quota
         let queueFiles = live.queueFiles().filter { caller.isAdmin || $0.owner == caller.uid }.sorted { $0.name < $1.name }.map { f in
             JSONValue.object(["name": .string(f.name), "owner": f.owner.map { .string(UnixUser.nameOrNumber($0)) } ?? .null,
                               "unread_bytes": .int(f.unreadBytes), "error": f.refused.map(JSONValue.string) ?? .null])
@@ -121,6 +124,17 @@ final class StatusHandlers: ControlHandler {
                     "p99_ms": s.percentile(0.99).map(JSONValue.double) ?? .null,
                 ]
             }
+            let quotaReport = quota.map { meter -> JSONValue in
+                let limits = meter.limits.value
+                guard limits.isSet else { return .null }
+                var out: [String: JSONValue] = ["records": limits.records.map { .int(Int64($0)) } ?? .null,
+                                                "bytes": limits.bytes.map(JSONValue.int) ?? .null]
+                if !caller.isAdmin {
+                    let used = read((records: 0, bytes: Int64(0))) { try meter.usage(owner: caller.name) }
+                    out["used"] = ["records": .int(Int64(used.records)), "bytes": .int(used.bytes)]
+                }
+                return .object(out)
+            } ?? .null
             var deps: [String: JSONValue] = [:]
             for (d, up) in snapshot.dependencies { deps[d] = up ? "up" : "down" }
             if journalError != nil { deps["journal"] = "down" }
@@ -144,6 +158,7 @@ final class StatusHandlers: ControlHandler {
                             "inbox_stale_bytes": .int(snapshot.inboxStale.bytes)],
                 "dependencies": .object(deps),
                 "queue_files": .array(queueFiles),
+                "quota": quotaReport,
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60)],
                 "clients": ["connected": .int(Int64(snapshot.clients)), "watching": .int(Int64(snapshot.watchers))],
                 // The engine's own words can name another user's keys (PostgreSQL's DETAIL):

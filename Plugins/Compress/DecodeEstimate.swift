@@ -1,0 +1,21 @@
+import PhotomemoCore
+
+/// What decoding a photo holds in memory at once, estimated from its header before any
+/// pixel is decoded, to reserve from the daemon's `DecodeMemory`: the decoded pixels (1
+/// byte a band, at least 3 bands; 2 for 16-bit images), a progressive JPEG's coefficient
+/// buffer (libjpeg keeps every coefficient of the full-size image until the last scan: 2
+/// bytes a band a pixel, as 4:4:4), a HEIC's whole-size decode by libheif before libvips
+/// copies it, and the in-memory base the renditions are cut from (4 bands).
+struct DecodeEstimate {
+    static func bytes(width: Int, height: Int, bands: Int, wide: Bool, format: String, progressive: Bool, shrink: Int,
+                      base: (Int, Int)) -> Int64 {
+        let full = Int64(width) * Int64(height)
+        let s = Int64(max(1, shrink))
+        let decoded = ((Int64(width) + s - 1) / s) * ((Int64(height) + s - 1) / s)
+        let perPixel = Int64(max(3, bands)) * (wide ? 2 : 1)
+        var total = decoded * perPixel + Int64(base.0) * Int64(base.1) * 4
+        if format == "jpeg" && progressive { total += full * Int64(max(1, bands)) * 2 }
+        if format == "heic" { total += full * perPixel }
+        return total
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+import PhotomemoCore
+import SQL
+import TestSupport
+import Testing
+
+/// Issue 25, fair share per owner, on the real daemon: bob floods his queue file with
+/// 2,000 lines; alice then enqueues one memo. Claims take jobs round robin by owner, so
+/// hers is done within a turn or two of each stage, not behind his backlog (it was behind
+/// every one of his jobs already queued: about 1,000, his unfinished-jobs cap).
+extension WhoMayDoWhatTests {
+    @Test(arguments: ["sqlite", "postgres"]) func oneUsersQueueFloodDelaysOnlyTheirOwnJobs(_ engine: String) throws {
+        let d = try start(database: engine == "postgres" ? try PostgresServer.freshDatabase() : nil)
+        let file = d.home + "/queue.d/\(bob).jsonl"
+        #expect(try DaemonHarness.run(as: bob, ["/bin/sh", "-c", """
+            umask 022; i=0; while [ $i -lt 2000 ]; do echo "{\\"memo\\":\\"flood $i\\"}"; i=$((i+1)); done > \(file).tmp && mv \(file).tmp \(file)
+            """]).0 == 0)
+        try d.waitUntil("bob's flood is queued", timeout: 60) { try d.jobs("owner = '\(bob)'").count >= 900 }
+        let t0 = Date()
+        let enqueued = try cliJSON(alice, d, ["enqueue", "--memo", "alice's one memo"])
+        let job = try #require(enqueued["job"]?.intValue)
+        try d.waitUntil("alice's job is done", timeout: 120) { try d.jobs("id = \(job) AND state = 'done'").count == 1 }
+        let latency = Date().timeIntervalSince(t0)
+        let db = try d.journalDB()
+        let before = try db.queryOne("""
+            SELECT count(*) FROM jobs WHERE owner = '\(bob)' AND state = 'done' AND finished < (SELECT finished FROM jobs WHERE id = \(job))
+            """)?.int(0) ?? -1
+        let bobs = try db.queryOne("SELECT count(*) FROM jobs WHERE owner = '\(bob)' AND state IN ('queued', 'running', 'waiting')")?.int(0) ?? -1
+        // Stages run batches (the index stage up to 64 jobs a run): a few of bob's batches
+        // may finish first, never his backlog.
+        #expect(before < 300 && bobs > 500, "bob's jobs done before alice's: \(before), still open after: \(bobs); alice waited \(latency) s")
+    }
+}
