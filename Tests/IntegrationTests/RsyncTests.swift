@@ -5,13 +5,14 @@ import Testing
 /// rsync into the inbox (issue #26), the real tool: locally and through a real sshd on
 /// loopback. By default it writes `.NAME.XXXXXX` and renames it in; `--inplace` writes the
 /// final name directly (taken once closed); `--partial` keeps what an interrupted transfer
-/// wrote. Each photo must become one record of its complete bytes.
+/// wrote. Each photo, at the top of the tree or in its folders, must become one record of its
+/// complete bytes.
 struct RsyncTests {
     static let photos = ["Canon_40D.jpg", "Nikon_D70.jpg", "orientation_portrait_1.jpg", "exif-org_nikon-e950.jpg"]
 
     @Test func rsyncIntoTheInbox() throws {
         let rsync = try realTool("rsync", package: "rsync")
-        let t = try ToolDelivery(Self.photos)
+        let t = try ToolDelivery(Self.photos, folders: ToolDelivery.tree)
         try t.run([rsync, "-a", t.source + "/", t.inbox + "/"])
         try t.expectEachPhotoStoredOnce()
     }
@@ -20,7 +21,7 @@ struct RsyncTests {
     func rsyncOverSSH(_ options: [String]) throws {
         let rsync = try realTool("rsync", package: "rsync")
         let sshd = try SSHServer()
-        let t = try ToolDelivery(Self.photos)
+        let t = try ToolDelivery(Self.photos, folders: ToolDelivery.tree)
         try t.run([rsync, "-a", "-e", sshd.ssh.joined(separator: " ")] + options + [t.source + "/", sshd.host + ":" + t.inbox + "/"])
         try t.expectEachPhotoStoredOnce()
     }
