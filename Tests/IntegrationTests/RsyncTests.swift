@@ -27,12 +27,13 @@ struct RsyncTests {
     }
 
     /// A transfer cut off halfway and sent again, with the partial file kept in a `.`
-    /// folder (`--partial-dir`) as the README's recipe says: the inbox never sees the cut
+    /// folder (`--partial-dir`, made in the photo's own folder) as the README's recipe says: the inbox never sees the cut
     /// file under the photo's name, and the resumed transfer renames the whole photo in.
     @Test func anInterruptedRsyncResumedFromItsPartialDir() throws {
         let rsync = try realTool("rsync", package: "rsync")
         let sshd = try SSHServer()
-        let t = try ToolDelivery(["IMG_5195.HEIC"])
+        let t = try ToolDelivery(["IMG_5195.HEIC"], folders: ["DCIM/100APPLE"])
+        let folder = t.inbox + "/DCIM/100APPLE"
         let argv = [rsync, "-a", "--partial-dir=.rsync-partial", "-e", sshd.ssh.joined(separator: " "),
                     t.source + "/", sshd.host + ":" + t.inbox + "/"]
         let slow = Process()
@@ -43,14 +44,14 @@ struct RsyncTests {
         try slow.run()
         // Cut off once part of it has arrived (rsync's temporary name, a `.` name).
         try t.d.waitUntil("part of the photo has arrived", timeout: 15) {
-            try FileManager.default.contentsOfDirectory(atPath: t.inbox).contains { $0.hasPrefix(".IMG_5195.HEIC.") }
+            ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).contains { $0.hasPrefix(".IMG_5195.HEIC.") }
         }
         Thread.sleep(forTimeInterval: 0.5)
         kill(slow.processIdentifier, SIGINT)
         slow.waitUntilExit()
         #expect(slow.terminationStatus != 0, "the transfer was meant to be cut off")
         try t.d.waitUntil("the remote rsync kept the partial file", timeout: 10) {
-            FileManager.default.fileExists(atPath: t.inbox + "/.rsync-partial/IMG_5195.HEIC")
+            FileManager.default.fileExists(atPath: folder + "/.rsync-partial/IMG_5195.HEIC")
         }
         Thread.sleep(forTimeInterval: 1)  // past --settle and into a rescan: nothing is taken
         #expect(try t.d.jobs().isEmpty && t.d.quarantined().isEmpty)
