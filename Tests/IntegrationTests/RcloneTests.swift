@@ -4,7 +4,8 @@ import Testing
 
 /// rclone into the inbox (issue #26), the real tool (Debian's 1.60: it writes the final name
 /// in place, then reads it back): `copy` leaves the source as it was, `move` removes each
-/// source file once it is sent. Locally, and over SFTP to a real sshd on loopback.
+/// source file once it is sent. Locally, and over SFTP to a real sshd on loopback; each run
+/// carries a tree (`ToolDelivery.tree`) and makes its folders in the inbox.
 struct RcloneTests {
     static let photos = ["Pentax_K10D.jpg", "exif-org_canon-ixus.jpg", "orientation_landscape_2.jpg", "orientation_portrait_5.jpg"]
 
@@ -22,7 +23,7 @@ struct RcloneTests {
 
     @Test(arguments: ["copy", "move"])
     func rcloneIntoTheInbox(_ verb: String) throws {
-        let t = try ToolDelivery(Self.photos)
+        let t = try ToolDelivery(Self.photos, folders: ToolDelivery.tree)
         try rclone(verb, [], t, to: t.inbox)
         try t.expectEachPhotoStoredOnce()
         guard verb == "copy" else { return }
@@ -33,6 +34,22 @@ struct RcloneTests {
         try t.expectEachPhotoStoredOnce()
     }
 
+    /// `rclone copy` into a `keep` inbox (the README's recipe for copy): the photos stay, so
+    /// the next run finds them there, sends nothing and the inbox takes nothing again — where
+    /// a consuming inbox gets everything again (above).
+    @Test func rcloneCopyIntoAKeepInboxTwice() throws {
+        let t = try ToolDelivery(Self.photos, folders: ToolDelivery.tree, stages: ToolDelivery.keepStages)
+        try rclone("copy", [], t, to: t.inbox)
+        try t.expectEachPhotoStoredOnce()
+        #expect(t.inboxPhotos() == t.hashes)
+        let before = KeepOriginalsTests.snapshot(t.inbox)
+        try rclone("copy", [], t, to: t.inbox)
+        Thread.sleep(forTimeInterval: 2.5)  // past --settle and a rescan: a file rewritten would be taken by now
+        #expect(KeepOriginalsTests.snapshot(t.inbox) == before, "the second copy wrote into the inbox")
+        let jobs = try t.d.jobs()
+        #expect(jobs.count == t.photos.count, "\(jobs.map { ($0.photo, $0.state) })")
+    }
+
     /// Over SFTP rclone checks what it sent after the upload: it sets the file's time and
     /// runs `md5sum` on it through ssh. A photo the inbox has already stored is gone by then,
     /// so each check failed ("corrupted on transfer") and rclone sent every photo again. The
@@ -41,7 +58,7 @@ struct RcloneTests {
     @Test(arguments: ["copy", "move"])
     func rcloneOverSFTP(_ verb: String) throws {
         let sshd = try SSHServer()
-        let t = try ToolDelivery(Self.photos)
+        let t = try ToolDelivery(Self.photos, folders: ToolDelivery.tree)
         try rclone(verb, ["--sftp-disable-hashcheck", "--sftp-set-modtime=false"], t, to: sshd.rcloneRemote + t.inbox)
         try t.expectEachPhotoStoredOnce()
     }

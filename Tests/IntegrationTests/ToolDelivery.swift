@@ -7,16 +7,15 @@ import Testing
 /// source folder into a real daemon's inbox, and what must come of it (issue #26): exactly
 /// one record per photo, for its complete bytes; no quarantine entry; no failed job.
 ///
-/// `folder` is where the photos sit in the source tree, relative to it, and so where the
-/// tool puts them under the inbox: "" is a flat inbox. A tool copies the whole tree, so a
-/// variant into nested folders is the same test with `folder: "DCIM/100APPLE"` once the
-/// inbox takes photos in subfolders; `stages` is the job definition (a `keep` variant
-/// passes one that keeps the originals, and then expects `inboxPhotos()` unchanged).
+/// `folders` are where the photos sit in the source tree, relative to it (the photos dealt
+/// out among them in turn), and so where the tool puts them under the inbox: `[""]` is a
+/// flat inbox, `tree` the top and two folders of a phone's camera roll. `stages` is the job definition (`keepStages`
+/// keeps the originals: then `inboxPhotos()` equals the source tree afterwards).
 final class ToolDelivery {
     let d: DaemonHarness
     /// The folder the tool reads: the phone, the camera, the laptop.
     let source: String
-    let folder: String
+    let folders: [String]
     /// Each photo's path under `source` (and, once delivered, under the inbox).
     let photos: [String]
     /// sha256 of each photo's bytes, as sent.
@@ -24,17 +23,24 @@ final class ToolDelivery {
 
     /// The photo stages and the index, no renditions: enough to see each photo stored once.
     static let stages = RenameRaceTests.definition
+    /// The same, into an inbox that keeps its originals (a folder a sync tool owns).
+    static let keepStages = stages.replacingOccurrences(of: #"{"name": "race","#, with: #"{"name": "race", "inbox": {"originals": "keep"},"#)
+
+    /// The top of the tree and two folders of a camera roll, at two depths: a tool's run
+    /// into it is one into a flat inbox and into nested folders at once.
+    static let tree = ["", "DCIM/100APPLE", "DCIM/2026/12"]
 
     /// Copies `names` from the test photos into a fresh source tree (mode 0644, as a camera
     /// roll's files are) and starts a daemon.
-    init(_ names: [String], folder: String = "", stages: String = ToolDelivery.stages, daemonArgs: [String] = []) throws {
+    init(_ names: [String], folders: [String] = [""], stages: String = ToolDelivery.stages, daemonArgs: [String] = []) throws {
         d = try DaemonHarness(stages: stages)
         let source = d.root + "/source"
         self.source = source
-        self.folder = folder
-        try FileManager.default.createDirectory(atPath: folder.isEmpty ? source : source + "/" + folder, withIntermediateDirectories: true)
+        self.folders = folders
         var hashes: [String: String] = [:]
-        photos = try names.map { name in
+        photos = try names.enumerated().map { i, name in
+            let folder = folders[i % folders.count]
+            try FileManager.default.createDirectory(atPath: folder.isEmpty ? source : source + "/" + folder, withIntermediateDirectories: true)
             let relative = folder.isEmpty ? name : folder + "/" + name
             try FileManager.default.copyItem(atPath: testPhotos.appendingPathComponent(name).path, toPath: source + "/" + relative)
             chmod(source + "/" + relative, 0o644)
@@ -70,12 +76,22 @@ final class ToolDelivery {
         #expect(jobs.allSatisfy { $0.state == "done" }, "\(jobs.map { ($0.photo, $0.state, $0.error) })")
         #expect(Set(jobs.compactMap(\.photo)) == Set(photos), "\(jobs.map { ($0.photo, $0.state, $0.error) })")
         #expect(d.quarantined().isEmpty, "\(d.quarantined())")
+        // Each record's receipt names the photo's path in the inbox and the bytes it was sent with.
+        let receipts = try records().map { ($0["source"]?.stringValue ?? "none", $0["sha256"]?.stringValue ?? "none") }
+        #expect(Dictionary(receipts) { a, _ in a } == hashes && receipts.count == hashes.count, "records' receipts: \(receipts)")
+        for folder in folders where !folder.isEmpty {
+            var isDir: ObjCBool = false
+            #expect(FileManager.default.fileExists(atPath: inbox + "/" + folder, isDirectory: &isDir) && isDir.boolValue, "\(folder) left the inbox")
+        }
+    }
+
+    func records() throws -> [JSONValue] {
+        try json(d, ["query", "TRUEPREDICATE", "--limit", "1000"])["records"]?.arrayValue ?? []
     }
 
     /// The sha256 of each record's original, one entry per record.
     func originals() throws -> [String] {
-        let records = try json(d, ["query", "TRUEPREDICATE", "--limit", "1000"])["records"]?.arrayValue ?? []
-        return records.compactMap { $0["assets"]?["original"]?["sha256"]?.stringValue }
+        try records().compactMap { $0["assets"]?["original"]?["sha256"]?.stringValue }
     }
 
     /// The photos left in the inbox (paths of regular files, dot names and tool folders
