@@ -135,7 +135,7 @@ public final class Daemon {
         }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
                                    settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes,
-                                   staleTempSeconds: LockedValue(definition.inbox.staleTempSeconds), joinTimeoutSeconds: intake.joinTimeoutSeconds,
+                                   joinTimeoutSeconds: intake.joinTimeoutSeconds,
                                    options: intake.inbox)
         scanner.quota = quota
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
@@ -156,7 +156,6 @@ public final class Daemon {
                 }
                 intake.joinTimeoutSeconds.value = next.joinTimeoutSeconds
                 intake.maxPhotoBytes.value = next.maxPhotoBytes
-                scanner.staleTempSeconds.value = next.inbox.staleTempSeconds
                 quarantine.originals.value = next.inbox.originalsMode
                 intake.inbox.value = next.inbox
                 quota.limits.value = next.quota

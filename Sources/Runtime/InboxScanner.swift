@@ -22,11 +22,9 @@ final class InboxScanner: @unchecked Sendable {
     let settleSeconds: Double
     /// A bigger file is quarantined unread (`MemoIntake.maxPhotoBytes`, set on reload).
     let maxPhotoBytes: LockedValue<Int64?>
-    /// A file under an ignored name untouched this long is reported (`InboxOptions`, set on reload).
-    let staleTempSeconds: LockedValue<Double>
     /// How long a memo sidecar is said to wait for its photo (`MemoIntake`, set on reload).
     let joinTimeoutSeconds: LockedValue<Int>
-    /// The definition's `inbox` section (depth, entries per turn, ignore globs; set on reload).
+    /// The definition's `inbox` section (depth, entries per turn, ignore globs, stale_temp; set on reload).
     let options: LockedValue<InboxOptions>
     /// Watches each folder a walk opens (the recursive `FolderWatcher`), when set; called
     /// on the lane with the open folder's descriptor and its relative path.
@@ -50,7 +48,7 @@ final class InboxScanner: @unchecked Sendable {
         var skipped: [String: SkippedEntry] = [:]
         /// Entries looked at that are not (or no longer) left alone.
         var notSkipped: [String] = []
-        /// Regular files under ignored names untouched for `staleTempSeconds` (a rescan's).
+        /// Regular files under ignored names untouched for `inbox.stale_temp` (a rescan's).
         var stale: [String: StaleEntry] = [:]
         /// Users at their cap of unfinished jobs, whose files wait (counted in `untaken`).
         var atCap: Set<String> = []
@@ -65,12 +63,11 @@ final class InboxScanner: @unchecked Sendable {
     }
 
     init(inbox: String, journal: any JobIntake, quarantine: Quarantine, settleSeconds: Double,
-         maxPhotoBytes: LockedValue<Int64?> = LockedValue(nil), staleTempSeconds: LockedValue<Double> = LockedValue(InboxOptions().staleTempSeconds),
+         maxPhotoBytes: LockedValue<Int64?> = LockedValue(nil),
          joinTimeoutSeconds: LockedValue<Int> = LockedValue(600), options: LockedValue<InboxOptions> = LockedValue(InboxOptions())) {
         self.joinTimeoutSeconds = joinTimeoutSeconds
         self.options = options
         self.maxPhotoBytes = maxPhotoBytes
-        self.staleTempSeconds = staleTempSeconds
         self.inbox = inbox
         self.journal = journal
         self.quarantine = quarantine
@@ -89,7 +86,7 @@ final class InboxScanner: @unchecked Sendable {
     }
 
     /// A file under a name the inbox never takes (a transfer tool's temporary name, a dot
-    /// file), untouched for `staleTempSeconds`: a transfer that died, or bytes parked where
+    /// file), untouched for `inbox.stale_temp`: a transfer that died, or bytes parked where
     /// nothing takes them. Reported, never removed (it may still be a tool's).
     struct StaleEntry: Sendable, Equatable {
         let owner: String
@@ -158,7 +155,7 @@ final class InboxScanner: @unchecked Sendable {
     func noteIfStale(_ name: String, base: String, in folder: OpenFolder, _ report: inout Report) {
         guard let st = folder.entry(base), st.st_mode & S_IFMT == S_IFREG else { return }
         let idle = unixNow() - (Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
-        guard idle >= staleTempSeconds.value else { return }
+        guard idle >= options.value.staleTempSeconds else { return }
         report.stale[name] = StaleEntry(owner: UnixUser.nameOrNumber(st.st_uid), bytes: Int64(st.st_size), idleSeconds: idle)
     }
 

@@ -191,14 +191,13 @@ extension InboxScannerTests {
         for name in [".fill.part", "IMG.jpg.partial", ".IMG.jpg.Xy12Ab", ".stfolder"] {
             try FileManager.default.setAttributes([.modificationDate: twoDaysAgo], ofItemAtPath: t.home.inbox + "/" + name)
         }
-        let scanner = InboxScanner(inbox: t.home.inbox, journal: t.journal, quarantine: t.quarantine, settleSeconds: 0,
-                                   staleTempSeconds: LockedValue(86_400))
+        let scanner = InboxScanner(inbox: t.home.inbox, journal: t.journal, quarantine: t.quarantine, settleSeconds: 0)
         let report = scanner.rescan()
         #expect(Set(report.stale.keys) == [".fill.part", "IMG.jpg.partial", ".IMG.jpg.Xy12Ab"])
         #expect(report.stale[".fill.part"]?.bytes == 10 && report.stale[".fill.part"]!.idleSeconds > 86_400)
         #expect(report.outcomes.isEmpty && report.skipped.isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: t.home.inbox).count == 5)
-        scanner.staleTempSeconds.value = 3 * 86_400  // a reload
+        scanner.options.value.staleTempSeconds = 3 * 86_400  // a reload
         #expect(scanner.rescan().stale.isEmpty)
     }
 
