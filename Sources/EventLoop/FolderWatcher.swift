@@ -46,9 +46,10 @@ public final class FolderWatcher: LoopHandle {
     /// a chmod that lets others write a queue file is seen at once, not at the next poll.
     /// `attributes`: only the latter (a tool setting a file's time after closing it).
     public init(loop: EventLoop, path: String, modifications: Bool = false, attributes: Bool = false, recursive: Bool = false,
-                _ callback: @escaping ([Event]) -> Void) throws {
+                maxSubfolders: Int = FolderWatcher.subfolderBudget, _ callback: @escaping ([Event]) -> Void) throws {
         self.path = path
         self.recursive = recursive
+        self.maxSubfolders = maxSubfolders
         mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
             | (modifications ? UInt32(IN_MODIFY | IN_ATTRIB) : 0) | (attributes ? UInt32(IN_ATTRIB) : 0)
         fd = try syscall("inotify_init1", blocking: { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) })
@@ -81,13 +82,28 @@ public final class FolderWatcher: LoopHandle {
 
     public var isWatching: Bool { wd >= 0 }
 
+    /// The most subfolders one watcher watches: half of fs.inotify.max_user_watches. The
+    /// watches count against the limit of the daemon's uid (root), shared by every process
+    /// of that uid: a user making 200,000 empty folders in the inbox must not use up the
+    /// watches systemd and every other root service need.
+    public static let subfolderBudget: Int = {
+        let bytes = (try? OpenFolder("/proc/sys/fs/inotify").contents("max_user_watches")) ?? nil
+        let limit = bytes.flatMap { Int(String(decoding: $0.prefix { $0 >= 0x30 && $0 <= 0x39 }, as: UTF8.self)) } ?? 8192
+        return max(1, limit / 2)
+    }()
+    /// `subfolderBudget`, unless made lower.
+    public let maxSubfolders: Int
+
     /// Watches the subfolder `relative`, held open as `folder` (watched through
     /// /proc/self/fd: the very folder that was opened beneath the root, never a path a link
-    /// could redirect). Callable from any thread. Fails with ENOSPC past
-    /// fs.inotify.max_user_watches: the periodic rescan still sees that folder.
+    /// could redirect). Callable from any thread. Fails past `maxSubfolders`, or with ENOSPC
+    /// past fs.inotify.max_user_watches: the periodic rescan still sees that folder.
     public func watch(folder: Int32, as relative: String) throws {
         try subfolders.withLock { map in
             guard map != nil else { return }
+            guard map!.count < maxSubfolders else {
+                throw PhotomemoError(.io, "already watching \(maxSubfolders) folders of \(path), half of fs.inotify.max_user_watches")
+            }
             let sub = try syscall("inotify_add_watch \(path)/\(relative)", blocking: {
                 inotify_add_watch(fd, "/proc/self/fd/\(folder)", mask | UInt32(IN_ONLYDIR))
             })

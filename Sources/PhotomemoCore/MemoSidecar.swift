@@ -39,13 +39,14 @@ public enum MemoSidecar {
         return PhotoPolicy.photoExtensions.sorted().flatMap { [folder + rest + "." + $0, folder + rest + "." + $0.uppercased()] }
     }
 
-    /// The sidecar that counts for the photo at `root/photo`: the first candidate that is
-    /// a regular file of the photo's owner (`uid`); another user's file beside it is no
-    /// memo of theirs and is passed over.
-    public static func locate(root: String, photo: String, uid: uid_t) -> (name: String, stat: stat)? {
+    /// The sidecar that counts for the photo `photo` (inbox-relative) in `folder`, the
+    /// photo's folder held open: the first candidate that is a regular file of the photo's
+    /// owner (`uid`); another user's file beside it is no memo of theirs and is passed over.
+    /// Looked up in the held folder, never by path: a folder on the way swapped for a link
+    /// to one the photo's owner cannot read must not be read, nor tell what is there.
+    public static func locate(in folder: OpenFolder, photo: String, uid: uid_t) -> (name: String, stat: stat)? {
         for name in candidates(forPhoto: photo) {
-            var st = stat()
-            guard lstat(root + "/" + name, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == uid else { continue }
+            guard let st = folder.entry(split(name).1), st.st_mode & S_IFMT == S_IFREG, st.st_uid == uid else { continue }
             return (name, st)
         }
         return nil
@@ -59,19 +60,20 @@ public enum MemoSidecar {
         guard lstat(path, &st) == 0 else { return nil }
         let (folder, base) = split(path)
         let root = String(folder.dropLast())
-        guard let (name, _) = locate(root: root, photo: base, uid: st.st_uid) else { return nil }
+        guard let held = try? OpenFolder(root, followLink: true), let (name, _) = locate(in: held, photo: base, uid: st.st_uid) else { return nil }
         for other in photoNames(forSidecar: name) ?? [] where other != base {
-            var o = stat()
-            if lstat(root + "/" + other, &o) == 0, o.st_uid == st.st_uid { return nil }
+            if let o = held.entry(other), o.st_uid == st.st_uid { return nil }
         }
         return root + "/" + name
     }
 
-    /// Reads and checks the sidecar at `path` (opened without following a link; the inode
-    /// `expected` if given): the memo it holds for a photo of `owner`, or `bad_job` with why.
-    /// The size is checked on the open file before a byte is read.
-    public static func read(_ path: String, expected: (dev: UInt64, ino: UInt64)? = nil, photo: String, owner: String?) throws -> MemoJob {
-        let fd = try syscall("open \(path)", blocking: { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) })
+    /// Reads and checks the sidecar `name` (inbox-relative) in `folder`, its photo's folder
+    /// held open (opened without following a link; the inode `expected` if given): the memo
+    /// it holds for a photo of `owner`, or `bad_job` with why. The size is checked on the
+    /// open file before a byte is read.
+    public static func read(in folder: OpenFolder, _ name: String, expected: (dev: UInt64, ino: UInt64)? = nil, photo: String, owner: String?) throws -> MemoJob {
+        let path = folder.path + "/" + split(name).1
+        let fd = try folder.open(split(name).1, O_RDONLY | O_NONBLOCK)
         defer { close(fd) }
         var st = stat()
         try syscall("fstat \(path)", blocking: { fstat(fd, &st) })
@@ -110,7 +112,7 @@ public enum MemoSidecar {
     }
 
     /// (folder with its trailing "/", or "", last component)
-    static func split(_ name: String) -> (String, String) {
+    public static func split(_ name: String) -> (String, String) {
         guard let slash = name.lastIndex(of: "/") else { return ("", name) }
         return (String(name[...slash]), String(name[name.index(after: slash)...]))
     }

@@ -8,12 +8,13 @@ import PhotomemoCore
 /// waits where it is, as a file: nothing is recorded for it, so it is never lost to a
 /// timeout, and the photo's intake finds it whenever the photo comes.
 extension InboxScanner {
-    /// The sidecar of the photo `name` owned by `st.st_uid`, read, if it has one.
-    func sidecar(forPhoto name: String, owner: String, _ st: stat) -> SidecarMemo? {
-        guard let (sidecar, sst) = MemoSidecar.locate(root: inbox, photo: name, uid: st.st_uid) else { return nil }
+    /// The sidecar of the photo `name` owned by `st.st_uid`, read, if it has one, from
+    /// `folder`: the photo's folder, held open (a sidecar is always beside its photo).
+    func sidecar(forPhoto name: String, owner: String, _ st: stat, in folder: OpenFolder) -> SidecarMemo? {
+        guard let (sidecar, sst) = MemoSidecar.locate(in: folder, photo: name, uid: st.st_uid) else { return nil }
         let identity = PhotoSeal.identity(sst)
         do {
-            let memo = try MemoSidecar.read(inbox + "/" + sidecar, expected: (UInt64(sst.st_dev), UInt64(sst.st_ino)), photo: name, owner: owner)
+            let memo = try MemoSidecar.read(in: folder, sidecar, expected: (UInt64(sst.st_dev), UInt64(sst.st_ino)), photo: name, owner: owner)
             return SidecarMemo(name: sidecar, identity: identity, memo: memo)
         } catch let e as PhotomemoError {
             return SidecarMemo(name: sidecar, identity: identity, error: e.message)
@@ -24,18 +25,19 @@ extension InboxScanner {
 
     /// Looks at an entry that is no photo: if it is named like a memo sidecar, applies it
     /// to its photo when it can, and says what it is for `photomemo inbox`; nil otherwise.
-    func lookAtSidecar(_ name: String, _ st: stat, requireSettled: Bool, _ report: inout Report) -> String? {
+    /// Its photos are looked up in `folder`, the sidecar's own, held open.
+    func lookAtSidecar(_ name: String, _ st: stat, in folder: OpenFolder, requireSettled: Bool, _ report: inout Report) -> String? {
         guard st.st_mode & S_IFMT == S_IFREG, let photos = MemoSidecar.photoNames(forSidecar: name) else { return nil }
         let owner = UnixUser.nameOrNumber(st.st_uid)
         var mine: [String] = []
         var notUsed: String?
         for photo in photos {
-            guard let pst = try? Files.lstatEntry(inbox + "/" + photo) else { continue }
+            guard let pst = folder.entry(MemoSidecar.split(photo).1) else { continue }
             guard pst.st_uid == st.st_uid else {
                 notUsed = notUsed ?? "memo sidecar not used: it is \(owner)'s, its photo \(photo) is \(UnixUser.nameOrNumber(pst.st_uid))'s (a sidecar counts only when its photo's owner owns it)"
                 continue
             }
-            if let used = MemoSidecar.locate(root: inbox, photo: photo, uid: st.st_uid)?.name, used != name {
+            if let used = MemoSidecar.locate(in: folder, photo: photo, uid: st.st_uid)?.name, used != name {
                 notUsed = notUsed ?? "memo sidecar not used: \(photo) has \(used), which counts first"
             } else {
                 mine.append(photo)
@@ -70,7 +72,7 @@ extension InboxScanner {
             }
             report.room[st.st_uid] = room - 1
             for photo in mine {
-                guard let s = sidecar(forPhoto: photo, owner: owner, st), s.name == name else { continue }
+                guard let s = sidecar(forPhoto: photo, owner: owner, st, in: folder), s.name == name else { continue }
                 switch try journal.commitSidecar(s, photo: photo, owner: owner, now: unixNow()) {
                 case .waiting: break  // its photo is there, not taken yet: the photo's intake reads it
                 case .applied(let outcome): report.outcomes.append((name, outcome, owner))

@@ -219,7 +219,7 @@ final class InboxScanner: @unchecked Sendable {
             return nil
         }
         if let why = Self.leftAlone(base, in: folder, st) {
-            let reason = lookAtSidecar(name, st, requireSettled: requireSettled, &report) ?? why
+            let reason = lookAtSidecar(name, st, in: folder, requireSettled: requireSettled, &report) ?? why
             report.skipped[name] = SkippedEntry(reason: reason, owner: UnixUser.nameOrNumber(st.st_uid))
             return nil
         }
@@ -294,7 +294,7 @@ final class InboxScanner: @unchecked Sendable {
             // Sealed only when not even the ctime moved while it was hashed.
             let seal = PhotoSeal.seal(after) == PhotoSeal.seal(st) ? PhotoSeal.seal(after) : nil
             var taken = TakenPhoto(name: name, path: path, identity: identity, seal: seal, sha256: sha, owner: owner, keep: quarantine.keepsInbox)
-            taken.sidecar = sidecar(forPhoto: name, owner: owner, st)
+            taken.sidecar = sidecar(forPhoto: name, owner: owner, st, in: folder)
             return taken
         } catch {
             report.errors.append("\(name): \(error)")

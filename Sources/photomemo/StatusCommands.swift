@@ -114,7 +114,7 @@ let inboxCommand = clientCommand("inbox", "[--json]",
     if entries.isEmpty { Output.write("nothing in the inbox is left alone\n") }
     else {
         Output.table(["name", "owner", "left alone because"], entries.map {
-            [Output.text($0["name"]?.stringValue ?? "?"), $0["owner"]?.stringValue ?? "?", $0["reason"]?.stringValue ?? ""]
+            [Output.text($0["name"]?.stringValue ?? "?"), $0["owner"]?.stringValue ?? "?", Output.text($0["reason"]?.stringValue ?? "")]
         })
         more("total", entries.count)
     }

@@ -61,7 +61,7 @@ import Testing
             close(fd)
             let start = Date()
             #expect {
-                try MemoSidecar.read(path, photo: "IMG_1.jpg", owner: nil)
+                try MemoSidecar.read(in: OpenFolder(dir), "IMG_1.jpg.json", photo: "IMG_1.jpg", owner: nil)
             } throws: { e in
                 (e as? PhotomemoError)?.message == "is \(size) bytes, over the \(MemoSidecar.maxBytes) a memo sidecar may have"
             }
@@ -74,10 +74,10 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         for name in ["IMG_1.jpg", "IMG_1.jpg.json", "IMG_1.xmp"] { FileManager.default.createFile(atPath: dir + "/" + name, contents: Data("{}".utf8)) }
-        #expect(MemoSidecar.locate(root: dir, photo: "IMG_1.jpg", uid: getuid())?.name == "IMG_1.jpg.json")
+        #expect(try MemoSidecar.locate(in: OpenFolder(dir), photo: "IMG_1.jpg", uid: getuid())?.name == "IMG_1.jpg.json")
         guard getuid() == 0 else { return }
         chown(dir + "/IMG_1.jpg.json", 65534, 65534)
-        #expect(MemoSidecar.locate(root: dir, photo: "IMG_1.jpg", uid: 0)?.name == "IMG_1.xmp")
+        #expect(try MemoSidecar.locate(in: OpenFolder(dir), photo: "IMG_1.jpg", uid: 0)?.name == "IMG_1.xmp")
         #expect(MemoSidecar.releasedWith(photoAt: dir + "/IMG_1.jpg") == dir + "/IMG_1.xmp")
         FileManager.default.createFile(atPath: dir + "/IMG_1.heic", contents: Data())
         #expect(MemoSidecar.releasedWith(photoAt: dir + "/IMG_1.jpg") == nil, "IMG_1.heic still uses IMG_1.xmp")
