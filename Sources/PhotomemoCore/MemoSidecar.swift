@@ -52,19 +52,17 @@ public enum MemoSidecar {
         return nil
     }
 
-    /// The sidecar that leaves with the photo at `path` when the original is released
-    /// (deleted or moved): the one that counts for it, unless another photo beside it still
-    /// uses it (`IMG.json` of both `IMG.jpg` and `IMG.heic`).
-    public static func releasedWith(photoAt path: String) -> String? {
-        var st = stat()
-        guard lstat(path, &st) == 0 else { return nil }
-        let (folder, base) = split(path)
-        let root = String(folder.dropLast())
-        guard let held = try? OpenFolder(root, followLink: true), let (name, _) = locate(in: held, photo: base, uid: st.st_uid) else { return nil }
+    /// The sidecar (its name in `folder`) that leaves with the photo `base` of `folder`,
+    /// owned by `uid`, when the original is released (deleted or moved): the one that
+    /// counts for it, unless another photo beside it still uses it (`IMG.json` of both
+    /// `IMG.jpg` and `IMG.heic`). `folder` is the photo's folder held open, as the release
+    /// holds it: the sidecar is looked up where the photo is, never through a path.
+    public static func releasedWith(photo base: String, uid: uid_t, in folder: OpenFolder) -> String? {
+        guard let (name, _) = locate(in: folder, photo: base, uid: uid) else { return nil }
         for other in photoNames(forSidecar: name) ?? [] where other != base {
-            if let o = held.entry(other), o.st_uid == st.st_uid { return nil }
+            if let o = folder.entry(other), o.st_uid == uid { return nil }
         }
-        return root + "/" + name
+        return name
     }
 
     /// Reads and checks the sidecar `name` (inbox-relative) in `folder`, its photo's folder

@@ -78,8 +78,8 @@ import Testing
         guard getuid() == 0 else { return }
         chown(dir + "/IMG_1.jpg.json", 65534, 65534)
         #expect(try MemoSidecar.locate(in: OpenFolder(dir), photo: "IMG_1.jpg", uid: 0)?.name == "IMG_1.xmp")
-        #expect(MemoSidecar.releasedWith(photoAt: dir + "/IMG_1.jpg") == dir + "/IMG_1.xmp")
+        #expect(try MemoSidecar.releasedWith(photo: "IMG_1.jpg", uid: 0, in: OpenFolder(dir)) == "IMG_1.xmp")
         FileManager.default.createFile(atPath: dir + "/IMG_1.heic", contents: Data())
-        #expect(MemoSidecar.releasedWith(photoAt: dir + "/IMG_1.jpg") == nil, "IMG_1.heic still uses IMG_1.xmp")
+        #expect(try MemoSidecar.releasedWith(photo: "IMG_1.jpg", uid: 0, in: OpenFolder(dir)) == nil, "IMG_1.heic still uses IMG_1.xmp")
     }
 }
