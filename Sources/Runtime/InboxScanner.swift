@@ -208,8 +208,13 @@ final class InboxScanner: @unchecked Sendable {
         // A walk's names are made of what readdir gave and checked there already.
         guard held != nil || (!isIgnored(name) && (try? PhotoPolicy.checkInboxName(name)) != nil) else { return nil }
         // Gone again, or its folder is: or a folder on the way is a link now, not followed.
-        guard let (folder, base) = held ?? (try? root.parentBeneath(name)), let st = folder.entry(base) else {
+        guard let (folder, base) = held ?? (try? root.parentBeneath(name)) else {
             report.notSkipped.append(name)
+            return nil
+        }
+        guard let st = folder.entry(base) else {
+            report.notSkipped.append(name)
+            lookAtSidecars(ofGone: name, in: folder, &report, root: root)
             return nil
         }
         let path = inbox + "/" + name
@@ -220,7 +225,9 @@ final class InboxScanner: @unchecked Sendable {
         }
         if let why = Self.leftAlone(base, in: folder, st) {
             let reason = lookAtSidecar(name, st, in: folder, requireSettled: requireSettled, &report) ?? why
-            report.skipped[name] = SkippedEntry(reason: reason, owner: UnixUser.nameOrNumber(st.st_uid))
+            if reason == Self.released { report.notSkipped.append(name) } else {
+                report.skipped[name] = SkippedEntry(reason: reason, owner: UnixUser.nameOrNumber(st.st_uid))
+            }
             return nil
         }
         report.notSkipped.append(name)
