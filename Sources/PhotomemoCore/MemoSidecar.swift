@@ -1,7 +1,7 @@
 import Glibc
 
 /// A memo that travels with a photo as a file beside it, in the same folder:
-/// `NAME.EXT.json` or `NAME.json` (a memo line's fields but `photo`), `NAME.EXT.xmp` or
+/// `NAME.EXT.json` or `NAME.json` (a memo line's keys but `photo`, `owner`, `record`), `NAME.EXT.xmp` or
 /// `NAME.xmp` (see `XMPMemo`). Names here are inbox-relative and may have a folder part
 /// (`DCIM/IMG_1.jpg`): a sidecar is always looked for in its photo's folder.
 public enum MemoSidecar {
@@ -101,7 +101,7 @@ public enum MemoSidecar {
         } else {
             job = try MemoJob.parse(line: bytes)
             for (key, value) in [("photo", job.photo), ("owner", job.owner), ("record", job.record)] where value != nil {
-                throw PhotomemoError(.badJob, "\"\(key)\" is not a sidecar's key (valid: fields, key, memo, type): a sidecar's photo is the file beside it, its owner the files' owner")
+                throw PhotomemoError(.badJob, "\"\(key)\" is not a sidecar's key (valid: acl, fields, key, memo, type): a sidecar's photo is the file beside it, its owner the files' owner")
             }
         }
         job.photo = photo
