@@ -21,6 +21,8 @@ public protocol JobIntake: AnyObject, Sendable {
     func unfinishedJobs(owner: String, limit: Int) throws -> Int
     /// Whether an inbox file with this name and identity is already a job.
     func isTaken(name: String, identity: String) throws -> Bool
+    /// Whether it is a photo its own job stored and finished (its release missed it).
+    func isStoredAndDone(name: String, identity: String) throws -> Bool
     /// nil when not taken, else why its job failed ("" when it did not).
     func takenFailure(name: String, identity: String) throws -> String?
     /// A memo sidecar of an inbox photo, found on its own: joins or updates the photo's job.

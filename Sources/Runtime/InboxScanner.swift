@@ -60,6 +60,8 @@ final class InboxScanner: @unchecked Sendable {
         var overQuota: [String: String] = [:]
         var allowance: [UInt32: QuotaMeter.Allowance] = [:]
         var errors: [String] = []
+        /// Stored originals found still in a consuming inbox, and released.
+        var releasedLate: [String] = []
     }
 
     init(inbox: String, journal: any JobIntake, quarantine: Quarantine, settleSeconds: Double,
@@ -142,6 +144,7 @@ final class InboxScanner: @unchecked Sendable {
             report.outcomes += r.outcomes
             report.rejected += r.rejected
             report.removedDuplicates += r.removedDuplicates
+            report.releasedLate += r.releasedLate
             report.errors += r.errors
         }
         report.skipped = walk.found.skipped
@@ -246,7 +249,15 @@ final class InboxScanner: @unchecked Sendable {
                     }
                     return nil
                 }
-            } else if try journal.isTaken(name: name, identity: identity) { return nil }
+            } else if try journal.isTaken(name: name, identity: identity) {
+                // A stored original still here (a folder renamed A→B→A while upload released
+                // it found nothing): released now, as upload would have.
+                if try journal.isStoredAndDone(name: name, identity: identity) {
+                    try quarantine.originals.value.release(base, in: folder, as: name, done: done)
+                    report.releasedLate.append(name)
+                }
+                return nil
+            }
             if requireSettled {
                 let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
                 if unixNow() - mtime < settleSeconds { report.unsettled += 1; return nil }

@@ -169,6 +169,8 @@ final class InboxWatcher {
 
     /// Waits `inbox.quiet_after_close` from now before taking `name` (0: takes it now).
     private func closedInPlace(_ name: String) {
+        // An ignored name (a tool's `.part`) is never taken: not held, nor counted as backlog.
+        guard !scanner.isIgnored(name) else { return }
         let quiet = scanner.options.value.quietAfterCloseSeconds
         guard quiet > 0 else { return enqueue(name, complete: true) }
         closing[name] = loop.nowMs + UInt64(quiet * 1000)
@@ -338,6 +340,7 @@ final class InboxWatcher {
         }
         for r in report.rejected { Log.warning("quarantined inbox entry \(r)") }
         for n in report.removedDuplicates { Log.info("removed \(n) from the inbox: a copy of a finished job's photo") }
+        for n in report.releasedLate { Log.info("released \(n) from the inbox: its job stored it, and it was away when released") }
         for e in report.errors { Log.error("inbox: \(e)") }
         // Said once as a user reaches the cap, not at every look while they stay there.
         for owner in report.atCap.subtracting(atCap).sorted() {
