@@ -29,14 +29,24 @@ public enum MemoSidecar {
     }
 
     /// The photos a file named like a sidecar may belong to (nil: not a sidecar's name):
-    /// `IMG.jpg.json` → `IMG.jpg`; `IMG.json` → `IMG.jpg`, `IMG.JPG`, `IMG.heic`...
+    /// `IMG.jpg.json` → `IMG.jpg` (the photo's name exactly, case and all: it is not
+    /// `IMG.JPG`'s); `IMG.json` → `IMG.<photo extension>` in any case (`IMG.jpg`, `IMG.JPG`,
+    /// `IMG.Jpg`, `IMG.heic`...), as a photo finds `IMG.json` whatever its extension's case.
     public static func photoNames(forSidecar name: String) -> [String]? {
         let (folder, base) = split(name)
         guard let ext = PhotoPolicy.fileExtension(base), endings.contains(ext) else { return nil }
         let rest = String(base.dropLast(ext.utf8.count + 1))
         guard !rest.isEmpty else { return nil }
         if let photoExt = PhotoPolicy.fileExtension(rest), PhotoPolicy.photoExtensions.contains(photoExt) { return [folder + rest] }
-        return PhotoPolicy.photoExtensions.sorted().flatMap { [folder + rest + "." + $0, folder + rest + "." + $0.uppercased()] }
+        return PhotoPolicy.photoExtensions.sorted().flatMap { caseVariants($0).map { folder + rest + "." + $0 } }
+    }
+
+    /// `ext` in every mix of cases, lower first, then upper (`jpg`, `JPG`, `Jpg`...).
+    static func caseVariants(_ ext: String) -> [String] {
+        var out = [""]
+        for c in ext { out = out.flatMap { [$0 + c.lowercased(), $0 + c.uppercased()] } }
+        let (lower, upper) = (ext.lowercased(), ext.uppercased())
+        return [lower, upper] + out.filter { $0 != lower && $0 != upper }
     }
 
     /// The sidecar that counts for the photo `photo` (inbox-relative) in `folder`, the
