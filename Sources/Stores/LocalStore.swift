@@ -137,8 +137,8 @@ public struct LocalStore: AssetStore {
     }
 
     public func delete(key: String) throws {
-        if unlink(path(key)) != 0 && errno != ENOENT {
-            throw StoreFailure(.transient, "cannot delete \(key): \(String(cString: strerror(errno)))")
+        do { try syscall("unlink", blocking: { unlink(path(key)) }) } catch let e as SystemError where e.errno != ENOENT {
+            throw StoreFailure(.transient, "cannot delete \(key): \(e.reason)")
         }
     }
 
