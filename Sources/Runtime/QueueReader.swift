@@ -34,9 +34,9 @@ final class QueueReader: @unchecked Sendable {
     let quarantine: Quarantine
     let intake: MemoIntake
     private let follower: QueueFileFollower
-    private let parser: QueueLineParser
+    let parser: QueueLineParser
     /// Who owns the queue file being read (fstat), looked up once per read, not per line.
-    private var owner = QueueLineParser.Owner(uid: 0, name: "")
+    var owner = QueueLineParser.Owner(uid: 0, name: "")
 
     static let chunkBytes = 4 << 20
     /// How many bytes before the offset are fingerprinted.
@@ -58,13 +58,13 @@ final class QueueReader: @unchecked Sendable {
     /// its end (said once in the log, not at every read).
     private var holding = false
     /// The owner's quota as this read turn found it (`QuotaMeter`): lines past it are quarantined.
-    private var allowance: QuotaMeter.Allowance?
+    var allowance: QuotaMeter.Allowance?
     /// The inode of the held file while it is refused (StrictModes): when it is safe again,
     /// what was appended meanwhile is not trusted.
-    private var unsafeInode: UInt64?
+    var unsafeInode: UInt64?
     /// Lines of that file (inode, generation) starting before `until` were appended while
     /// others could write it: quarantined, not read.
-    private var untrusted: (inode: UInt64, generation: Int64, until: Int64)?
+    var untrusted: (inode: UInt64, generation: Int64, until: Int64)?
 
     struct Report: Sendable {
         var lines = 0
@@ -101,6 +101,15 @@ final class QueueReader: @unchecked Sendable {
             report.owner = (try? Files.lstatEntry(path))?.st_uid
         case .nothing: break
         }
+        guard try finishReplaced(pathInode, &pos, &report), let ino = pathInode, let file = follower.held else { return report }
+        try read(file, ino, &pos, &report)
+        return report
+    }
+
+    /// Reads the rest of each held file the path no longer names (replaced or removed),
+    /// oldest first, then lets it go; false when one of them is to be read on later (held
+    /// at the owner's cap, or its budget ran out): the old file's rest comes first.
+    private func finishReplaced(_ pathInode: UInt64?, _ pos: inout QueuePosition, _ report: inout Report) throws -> Bool {
         while let old = follower.replaced(byInode: pathInode) {
             // Replaced (or removed): finish the old file first, through the fd we hold, then
             // each file that replaced it, in turn; under the owner's cap like any read.
@@ -116,20 +125,24 @@ final class QueueReader: @unchecked Sendable {
                 if untrusted?.inode == old.inode || unsafeInode == old.inode { untrusted = (old.inode, pos.generation, .max) }
                 let room = try roomOrHold(&report)
                 if room > 0 { try drain(old.fd, &pos, &report, maxLines: min(Self.linesPerRead, room)) }
-                // Held at the cap, or its budget ran out: the old file's rest comes first.
-                if room <= 0 || report.more { return report }
+                if room <= 0 || report.more { return false }
             }
             follower.finishHeld()
             report.notes.append("\(name) replaced")
         }
-        guard let ino = pathInode, let file = follower.held else { return report }
+        return true
+    }
+
+    /// Reads the file the path names (inode `ino`, held open) from `pos`, unless StrictModes
+    /// refuse it; a truncated or rewritten file starts over in a new generation.
+    private func read(_ file: QueueFileFollower.OpenFile, _ ino: UInt64, _ pos: inout QueuePosition, _ report: inout Report) throws {
         var st = try QueueFileFollower.status(file.fd, path: path)
         takeOwner(st, &report)
         if let refused = QueueFileFollower.refusal(st, path: path) {
             report.refused = refused
             unsafeInode = ino
             report.unreadBytes = max(0, Int64(st.st_size) - (pos.inode == ino ? pos.offset : 0))
-            return report
+            return
         }
         if pos.inode != ino {
             pos = pos == .start ? QueuePosition(inode: ino, offset: 0, line: 0) : pos.restarted(inode: ino)
@@ -156,7 +169,6 @@ final class QueueReader: @unchecked Sendable {
         }
         st = try QueueFileFollower.status(file.fd, path: path)
         report.unreadBytes = max(0, Int64(st.st_size) - pos.offset)
-        return report
     }
 
     /// The lines read next are `st`'s owner's.
@@ -188,88 +200,12 @@ final class QueueReader: @unchecked Sendable {
     }
 
     /// "LENGTH:SHA256" of the (up to) `tailBytes` bytes before `offset`.
-    private func fingerprint(_ fd: Int32, before offset: Int64) throws -> String {
+    func fingerprint(_ fd: Int32, before offset: Int64) throws -> String {
         let length = Int(min(offset, Int64(Self.tailBytes)))
         var buf = [UInt8](repeating: 0, count: length)
         let n = try buf.withUnsafeMutableBytes { raw in
             try syscall("pread \(path)", blocking: { pread(fd, raw.baseAddress, length, off_t(offset - Int64(length))) })
         }
         return "\(n):" + SHA256.hex(Data(buf[0..<n]))
-    }
-
-    /// Reads complete lines from `pos` into jobs, at most `maxLines` of them.
-    private func drain(_ fd: Int32, _ pos: inout QueuePosition, _ report: inout Report, maxLines: Int) throws {
-        var buf = [UInt8](repeating: 0, count: Self.chunkBytes)
-        var linesRead = 0
-        while true {
-            let chunkAt = pos.offset
-            let n = try buf.withUnsafeMutableBytes { raw in
-                try syscall("pread \(path)", blocking: { pread(fd, raw.baseAddress, raw.count, off_t(chunkAt)) })
-            }
-            if n == 0 { return }
-            // Made unsafe (a chmod) since the turn began: these bytes may be anyone's.
-            let now = try QueueFileFollower.status(fd, path: path)
-            if let refused = QueueFileFollower.refusal(now, path: path) {
-                report.refused = refused
-                unsafeInode = UInt64(now.st_ino)
-                return
-            }
-            var memos: [QueuedMemo] = []
-            var next = pos
-            var framer = QueueLineFramer(buf[0..<n])
-            while let line = framer.next() {
-                next.line += 1
-                try handle(line, at: next, into: &memos, &report)
-                next.offset += Int64(line.length)
-                linesRead += 1
-                if next.line - pos.line >= Self.linesPerCommit || linesRead >= maxLines {
-                    try commit(&memos, at: next, fd, &pos, &report)
-                    if linesRead >= maxLines { report.more = true; return }
-                }
-            }
-            if framer.startsOverlongLine(cap: MemoJob.maxLineBytes) {
-                // One line longer than the limit: find its end, quarantine all of it, skip it.
-                guard let end = try findNewline(fd, lineAt: pos, from: pos.offset + Int64(n), &report) else { return }
-                next.line += 1
-                let length = end - pos.offset
-                let kept = length > Quarantine.maxKeptLineBytes ? " (its first \(Quarantine.maxKeptLineBytes >> 20) MiB are kept)" : ""
-                try quarantineLongLine(fd, at: next, length: length,
-                                       reason: "line is \(length) bytes, longer than the 1 MiB limit\(kept)", &report)
-                next.offset = end + 1
-                linesRead += 1
-            }
-            if next.offset != pos.offset { try commit(&memos, at: next, fd, &pos, &report) }
-            if pos.offset == chunkAt { return }  // no whole line in this chunk yet
-            if linesRead >= maxLines { report.more = true; return }
-            if n < buf.count { return }
-        }
-    }
-
-    /// Commits the jobs of the lines up to `next` with that position, in one transaction.
-    private func commit(_ memos: inout [QueuedMemo], at next: QueuePosition, _ fd: Int32, _ pos: inout QueuePosition,
-                        _ report: inout Report) throws {
-        var next = next
-        next.tail = try fingerprint(fd, before: next.offset)
-        Failpoint.hit("queue.before_commit")
-        let outcomes = try journal.commitMemos(memos, position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value, now: unixNow())
-        report.outcomes += zip(outcomes, memos).map { ($0, $1.memo.owner) }
-        report.lines += Int(next.line - pos.line)
-        pos = next
-        memos.removeAll(keepingCapacity: true)
-    }
-
-    private func handle(_ line: QueueLineFramer.Line, at pos: QueuePosition, into memos: inout [QueuedMemo], _ report: inout Report) throws {
-        if line.isBlank { return }
-        if let u = untrusted, u.inode == pos.inode, u.generation == pos.generation, pos.offset < u.until {
-            try quarantineLine(line.bytes, at: pos, reason: "appended while \(name) was writable by others than its owner, so it could be "
-                               + "anyone's; not read as theirs: append it again if it is yours", &report)
-            return
-        }
-        switch parser.parse(line.bytes, at: pos, owner: owner, allowance: &allowance) {
-        case .success(let memo): memos.append(memo)
-        case .failure(let refused):
-            // If even quarantine fails, this throws: the position is not committed past the line.
-            try quarantineLine(line.bytes, at: pos, reason: refused.reason, &report)
-        }
     }
 }
