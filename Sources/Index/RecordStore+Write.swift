@@ -66,6 +66,12 @@ extension RecordStore {
             for (k, v) in input.memo.fields { r.fields[k] = v }
             if input.assets != .emptyObject { r.assets = input.assets }
             if input.exif != .emptyObject { r.exif = input.exif }
+            // A job's ACL replaces the record's as the socket's `update --acl` does: the owner's
+            // (or an admin's) alone to change, a writer who is not the owner may not.
+            if let acl = input.memo.acl {
+                if case .user(let name) = viewer, r.owner != name { throw RecordWriteError.forbidden }
+                r.acl = acl
+            }
             if input.memo.record != nil || bySource, let sha = input.photoSHA256 {
                 try db.run("UPDATE records SET photo_sha256 = ?, source = COALESCE(?, source), width = ?, height = ? WHERE id = ?",
                            [.text(sha), SQLValue(input.source), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
@@ -81,7 +87,7 @@ extension RecordStore {
         }
         let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
         let r = Record(id: recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
-                       fields: input.memo.fields, owner: input.memo.owner, acl: ACL(), assets: input.assets,
+                       fields: input.memo.fields, owner: input.memo.owner, acl: input.memo.acl ?? ACL(), assets: input.assets,
                        exif: input.exif, created: now, modified: now, changeTag: "",
                        source: input.source, sha256: input.photoSHA256)
         try db.run("""
