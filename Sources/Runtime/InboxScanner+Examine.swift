@@ -103,6 +103,9 @@ extension InboxScanner {
                 if let refused {
                     report.overQuota[owner] = refused.message
                     report.untaken += 1
+                    // Listed by `photomemo inbox` with why it waits, until it is taken.
+                    if report.notSkipped.last == name { report.notSkipped.removeLast() }  // this name's, appended above
+                    report.skipped[name] = SkippedEntry(reason: "waits, not taken: \(refused.message)", owner: owner)
                     return nil
                 }
             }
