@@ -91,23 +91,19 @@ import UploadStage
         #expect(try String(contentsOfFile: h.root + "/done/IMG_1.jpg", encoding: .utf8) == "original bytes")
     }
 
-    /// A memo sidecar leaves with its photo (moved beside it, or deleted), and stays with
-    /// `keep`; one another photo beside it still uses stays.
-    @Test func theSidecarLeavesWithItsPhoto() throws {
+    /// Upload releases only the photo: a memo sidecar is intake's to release, once what it
+    /// holds was read into a job (MemoSidecarLateTests, MemoSidecarIntakeTests), so upload
+    /// leaves it in every mode and never moves it to `done/`.
+    @Test func uploadLeavesAMemoSidecarToIntake() throws {
         for mode in ["move", "delete", "keep"] {
             let h = try StageHome()
-            let (ctx, _, _) = try job(h)
+            let (ctx, photo, _) = try job(h)
             let sidecar = try h.write("inbox/IMG_1.jpg.xmp", "<x/>")
             #expect(try h.stage(UploadStage.self, ["keep_originals": .string(mode)]).run(ctx).result != nil)
-            #expect(h.exists(sidecar.path) == (mode == "keep"), "\(mode)")
-            #expect(h.exists(h.root + "/done/IMG_1.jpg.xmp") == (mode == "move"), "\(mode)")
+            #expect(h.exists(photo.path) == (mode == "keep"), "\(mode)")
+            #expect(h.exists(sidecar.path), "\(mode)")
+            #expect(!h.exists(h.root + "/done/IMG_1.jpg.xmp"), "\(mode)")
         }
-        let h = try StageHome()
-        let (ctx, _, _) = try job(h)
-        let shared = try h.write("inbox/IMG_1.json", "{}")
-        _ = try h.write("inbox/IMG_1.heic", "another photo of that name")
-        #expect(try h.stage(UploadStage.self).run(ctx).result != nil)
-        #expect(h.exists(shared.path), "IMG_1.heic still uses IMG_1.json")
     }
 
     @Test func aRenditionGoneAndNotStoredFailsTheJob() throws {
