@@ -16,6 +16,8 @@ public struct CompressStage: Stage {
     public static let name = "compress"
     public static let summary = "makes the renditions (resize, crop, rotate, sRGB, strip) with libvips and reads EXIF"
     public static let workload = StageWorkload.cpu
+    public static let photoLocal = true
+    public static let readsMemo = false
     public static let options: [StageOption] = [
         StageOption("renditions", .any, default: [
             ["name": "display", "width": 860, "format": "jpeg", "quality": 90],

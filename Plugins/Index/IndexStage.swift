@@ -9,6 +9,7 @@ public struct IndexStage: BatchStage {
     public static let name = "index"
     public static let summary = "writes the job's record (typed fields, assets, EXIF) to the record index"
     public static let workload = StageWorkload.io
+    public static let writesRecords = true
     public static let options: [StageOption] = [
         StageOption("index", .string, "sqlite:FILE (relative to the home); default: the job definition's \"database\""),
     ]

@@ -11,6 +11,8 @@ public struct ValidateStage: Stage {
     public static let name = "validate"
     public static let summary = "checks format (magic bytes), size limits and structure without decoding"
     public static let workload = StageWorkload.cpu
+    public static let photoLocal = true
+    public static let readsMemo = false
     public static let options: [StageOption] = [
         StageOption("formats", .stringList, default: ["jpeg", "png", "heic", "webp"],
                     "formats accepted, by magic bytes (the extension is not trusted): jpeg, png, heic, webp"),

@@ -131,12 +131,12 @@ extension Journal {
     /// back-off is over), marks them `running` (leased to this host) and returns their
     /// contexts in claiming order: by turn (`nextTurn`: round robin by owner), then id.
     /// `crashSuspects` claims only jobs that crashed the daemon once (to run alone), else
-    /// only the others. A photo stage takes only this host's photos.
-    public func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool = false,
+    /// only the others. A stage before `photoLocalEnd` takes only this host's photos.
+    public func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool = false, photoLocalEnd: Int = .max,
                       now: Double = unixNow()) throws -> [ClaimedJob] {
         guard limit > 0 else { return [] }
         let (picked, params) = Self.runnableQuery(dialect: dialect, stageIndex: stageIndex, limit: limit, crashSuspects: crashSuspects,
-                                                  host: host, memoStageIndex: memoStageIndex.value, now: now)
+                                                  host: host, photoLocalEnd: photoLocalEnd, now: now)
         let lease: [SQLValue] = [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 })]
         let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages"
         let qualified = columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")

@@ -18,6 +18,15 @@ public protocol Stage: Sendable {
     /// An option of this stage that is an older name of `"inbox": {"originals"}` (upload's
     /// `keep_originals`): the definition reads it as that, and refuses both differing.
     static var originalsAlias: String? { get }
+    /// Whether it works on files on the host that took the photo (the photo, or files made
+    /// from it): that host alone claims it and every stage before it (`JobDefinition.photoLocalEnd`).
+    static var photoLocal: Bool { get }
+    /// Whether it reads the job's memo: a memo that comes after its photo joins the
+    /// photo's job only before the first such stage (`JobDefinition.memoStage`).
+    static var readsMemo: Bool { get }
+    /// Whether a `.continue` result of it names a record it wrote (`"record"`, `"op"`,
+    /// `"source"`, `"sha256"`): published to `watch` as `record_create`/`record_update`.
+    static var writesRecords: Bool { get }
 
     init(options: StageOptions, environment: StageEnvironment) throws
 
@@ -54,6 +63,9 @@ extension BatchStage {
 
 extension Stage {
     public static var originalsAlias: String? { nil }
+    public static var photoLocal: Bool { false }
+    public static var readsMemo: Bool { true }
+    public static var writesRecords: Bool { false }
     public var maxPhotoBytes: Int64? { nil }
     public var decodesPhotos: Bool { false }
     public func check(alongside stages: [any Stage]) throws {}

@@ -120,7 +120,7 @@ public final class Daemon {
         // Stopped after the scheduler: leases are renewed while running stages finish.
         let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler)
         let quota = QuotaMeter(limits: definition.quota, records: records, journal: journal)
-        let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds,
+        let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds, memoStage: definition.memoStage,
                                 maxPhotoBytes: definition.maxPhotoBytes, inbox: definition.inbox, quota: quota)
         let makeReader = { (path: String, name: String) in
             QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
@@ -135,7 +135,7 @@ public final class Daemon {
         }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
                                    settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes,
-                                   joinTimeoutSeconds: intake.joinTimeoutSeconds,
+                                   joinTimeoutSeconds: intake.joinTimeoutSeconds, memoStage: intake.memoStage,
                                    options: intake.inbox)
         scanner.quota = quota
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
@@ -155,6 +155,7 @@ public final class Daemon {
                     throw PhotomemoError(.badDefinition, "\(next.source): the database and the store are opened once, at start; restart photomemo to change them")
                 }
                 intake.joinTimeoutSeconds.value = next.joinTimeoutSeconds
+                intake.memoStage.value = next.memoStage
                 intake.maxPhotoBytes.value = next.maxPhotoBytes
                 quarantine.originals.value = next.inbox.originalsMode
                 intake.inbox.value = next.inbox

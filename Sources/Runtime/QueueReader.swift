@@ -198,7 +198,8 @@ final class QueueReader: @unchecked Sendable {
     /// line to commit it with, and was found truncated (and said so) at every poll.
     private func startOver(_ ino: UInt64, from pos: QueuePosition) throws -> QueuePosition {
         let next = pos.restarted(inode: ino)
-        _ = try journal.commitMemos([], position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value, now: unixNow())
+        _ = try journal.commitMemos([], position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value,
+                                   memoStage: intake.memoStage.value, now: unixNow())
         return next
     }
 
@@ -282,7 +283,8 @@ final class QueueReader: @unchecked Sendable {
         var next = next
         next.tail = try fingerprint(fd, before: next.offset)
         Failpoint.hit("queue.before_commit")
-        let outcomes = try journal.commitMemos(memos, position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value, now: unixNow())
+        let outcomes = try journal.commitMemos(memos, position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value,
+                                               memoStage: intake.memoStage.value, now: unixNow())
         report.outcomes += zip(outcomes, memos).map { ($0, $1.memo.owner) }
         report.lines += Int(next.line - pos.line)
         pos = next

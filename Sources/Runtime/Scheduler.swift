@@ -70,8 +70,6 @@ final class Scheduler {
     private var crashSuspectRunning: Int64?
     /// Inbox names whose files are to be taken again (`quarantinePhoto`): set to the inbox's.
     var onUntaken: ([String]) -> Void = { _ in }
-    /// Stages that read only the photo, never the memo (DESIGN.md's "photo stages").
-    static let photoStages: Set<String> = ["validate", "compress", "upload"]
 
     /// Where photos may be: a stage opens a job's photo beneath its folder (`PhotoFile`).
     let photos: PhotoPolicy
@@ -89,12 +87,6 @@ final class Scheduler {
         recordTimer = try LoopTimer(loop: loop)
         paused = try journal.setting("paused") == "true"
         pausedStages = Set((try journal.setting("paused_stages") ?? "").split(separator: ",").map(String.init))
-        Self.setMemoStage(of: definition, in: journal)
-    }
-
-    /// Tells the journal where a memo stops joining its photo's job: the first stage that reads it.
-    private static func setMemoStage(of def: JobDefinition, in journal: any JobQueue) {
-        journal.memoStageIndex.value = def.stages.firstIndex { !photoStages.contains(type(of: $0.stage).name) } ?? def.stages.count
     }
 
     var runningCount: Int { running.values.reduce(0, +) }
@@ -107,7 +99,6 @@ final class Scheduler {
     func replace(definition next: JobDefinition) {
         let old = definition.stages.map(\.name), new = next.stages.map(\.name)
         definition = next
-        Self.setMemoStage(of: next, in: journal)
         guard old != new else { return pump() }
         movingStages = true
         let journal = self.journal
@@ -213,13 +204,15 @@ final class Scheduler {
                 if try journal.crashSuspectReady(stageIndexes: free.map(\.0), now: now) {
                     // Let what runs drain, then run the suspect alone.
                     for (index, name, _) in free where idle && claimed.isEmpty {
-                        claimed = try journal.claim(stageIndex: index, stageName: name, limit: 1, crashSuspects: true, now: now)
+                        claimed = try journal.claim(stageIndex: index, stageName: name, limit: 1, crashSuspects: true,
+                                                    photoLocalEnd: def.photoLocalEnd, now: now)
                     }
                     return (claimed, !claimed.isEmpty, try journal.nextWakeAt(), nil)
                 }
                 for (index, name, slots) in free {
                     let limit = slots * type(of: def.stages[index].stage).jobsPerRun
-                    claimed += try journal.claim(stageIndex: index, stageName: name, limit: limit, crashSuspects: false, now: now)
+                    claimed += try journal.claim(stageIndex: index, stageName: name, limit: limit, crashSuspects: false,
+                                                 photoLocalEnd: def.photoLocalEnd, now: now)
                 }
                 return (claimed, false, try journal.nextWakeAt(), nil)
             } catch {
@@ -401,7 +394,7 @@ final class Scheduler {
                 }
                 self.ended(jobs, stage: entry.name)
                 for (job, (t, outcome)) in zip(jobs, zip(transitions, outcomes)) {
-                    self.report(job: job.context.id, owner: job.context.memo.owner, stage: entry.name, transition: t, outcome: outcome, ms: ms)
+                    self.report(job: job.context.id, owner: job.context.memo.owner, stage: entry, transition: t, outcome: outcome, ms: ms)
                 }
                 for e in errors { Log.error(e, stage: entry.name) }
                 self.unpark(jobs, run: true)
@@ -462,7 +455,9 @@ final class Scheduler {
     }
 
     /// Logs and publishes what a stage run did, and tracks dependency health.
-    private func report(job id: Int64, owner: String?, stage: String, transition t: Transition, outcome: StageOutcome, ms: Double) {
+    private func report(job id: Int64, owner: String?, stage entry: JobDefinition.StageEntry, transition t: Transition, outcome: StageOutcome,
+                        ms: Double) {
+        let stage = entry.name
         let base: [String: JSONValue] = ["stage": .string(stage), "ms": .double(ms)]
         let to = EventBus.Audience.owner(owner)
         switch outcome {
@@ -476,8 +471,8 @@ final class Scheduler {
             } else {
                 events.publish("stage_done", job: id, base, to: to)
             }
-            // A record the stage wrote (index): its change, with the receipt, for `watch`.
-            if stage == "index", case .continue(let result) = outcome, let record = result["record"], let op = result["op"]?.stringValue,
+            // A record the stage wrote (`Stage.writesRecords`): its change, with the receipt, for `watch`.
+            if type(of: entry.stage).writesRecords, case .continue(let result) = outcome, let record = result["record"], let op = result["op"]?.stringValue,
                op == "create" || op == "update" {
                 var change: [String: JSONValue] = ["record": record]
                 for key in ["source", "sha256"] { if let v = result[key] { change[key] = v } }
