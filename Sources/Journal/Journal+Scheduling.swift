@@ -138,7 +138,7 @@ extension Journal {
         let (picked, params) = Self.runnableQuery(dialect: dialect, stageIndex: stageIndex, limit: limit, crashSuspects: crashSuspects,
                                                   host: host, photoLocalEnd: photoLocalEnd, now: now)
         let lease: [SQLValue] = [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 })]
-        let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages"
+        let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages, working_set"
         let qualified = columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
         // The inbox file's seal as intake took it, while the inbox still maps the name to
         // this job (a file taken under the name since has its own): `PhotoSeal`.
@@ -169,7 +169,7 @@ extension Journal {
                         SELECT id, ?, ?, attempts + 1, 'started', ? FROM claimed)
                     SELECT \(columns), photo_seal, turn, set_config('synchronous_commit', 'off', true) FROM claimed
                     """, params + lease + [.double(now), .text(stageName), .text(host)])
-            }.sorted { ($0.int(9)!, $0.int(0)!) < ($1.int(9)!, $1.int(0)!) }
+            }.sorted { ($0.int(10)!, $0.int(0)!) < ($1.int(10)!, $1.int(0)!) }
         } else {
             // Nothing runnable (most pumps): a read, not an empty write transaction, which
             // would commit even on a full disk and pass for the journal writing again.
@@ -193,9 +193,11 @@ extension Journal {
         for r in rows {
             let id = r.int(0)!
             let results = try JSONValue.parse(r.string(4)!).objectValue ?? [:]
+            // NULL until a stage continued: the set a new job starts with (its photo).
+            let working = try r.string(8).map { try WorkingSet(json: JSONValue.parse($0)) }
             let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2), photoSHA256: r.string(6),
-                                 photoSeal: r.string(8), memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: Int(r.int(5)!) + 1,
-                                 outages: Int(r.int(7) ?? 0))
+                                 photoSeal: r.string(9), memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: Int(r.int(5)!) + 1,
+                                 outages: Int(r.int(7) ?? 0), working: working)
             out.append(ClaimedJob(context: ctx, stageIndex: stageIndex, outages: ctx.outages))
         }
         return out

@@ -25,12 +25,16 @@ public struct JobStep: Sendable, Equatable {
     public let message: String?
     /// Kept under the stage's name in the job's results (continue and skip only).
     public let result: JSONValue?
+    /// The job's working set as the run left it, kept for the next stage (continue only;
+    /// nil: the journal keeps the one it has).
+    public var workingSet: WorkingSet?
 
-    public init(next: Next, event: String, message: String?, result: JSONValue?) {
+    public init(next: Next, event: String, message: String?, result: JSONValue?, workingSet: WorkingSet? = nil) {
         self.next = next
         self.event = event
         self.message = message
         self.result = result
+        self.workingSet = workingSet
     }
 }
 
@@ -85,7 +89,8 @@ extension JobStep {
     public func moved(from old: [String], to new: [String]) -> JobStep {
         guard old != new, case .advance(let next) = self.next else { return self }
         let n = JobStateMachine.stage(next, from: old, to: new)
-        return JobStep(next: n < new.count ? .advance(toStage: n) : .finish, event: event, message: message, result: result)
+        return JobStep(next: n < new.count ? .advance(toStage: n) : .finish, event: event, message: message, result: result,
+                       workingSet: workingSet)
     }
 }
 

@@ -123,8 +123,13 @@ public struct JobContext: Sendable {
     public var photoRoot: String?
     /// The memo line's content, or a plain photo job's defaults.
     public let memo: MemoJob
-    /// Results of the stages before this one, by stage name.
+    /// Results of the stages before this one, by stage name: their history, for
+    /// `photomemo job ID` and external programs. A stage reads its input from `working`.
     public let results: [String: JSONValue]
+    /// The job's files and facts as the stages before this one left them (`WorkingSet`).
+    public var working: WorkingSet { workingCell.value }
+    /// Shared by copies of this context: what the run leaves is what the scheduler keeps.
+    private let workingCell: LockedValue<WorkingSet>
     /// 1 for the first run of this stage, 2 for the first retry, ...
     public let attempt: Int
     /// Runs of this stage that found a dependency down (they spend no attempt).
@@ -134,7 +139,9 @@ public struct JobContext: Sendable {
     public var progress: @Sendable (_ fraction: Double, _ note: String?) -> Void = { _, _ in }
 
     public init(id: Int64, key: String, photoPath: String?, photoSHA256: String? = nil, photoSeal: String? = nil,
-                photoRoot: String? = nil, memo: MemoJob, results: [String: JSONValue], attempt: Int, outages: Int = 0) {
+                photoRoot: String? = nil, memo: MemoJob, results: [String: JSONValue], attempt: Int, outages: Int = 0,
+                working: WorkingSet? = nil) {
+        workingCell = LockedValue(working ?? WorkingSet(photoPath: photoPath, sha256: photoSHA256))
         self.id = id
         self.key = key
         self.photoPath = photoPath
@@ -147,11 +154,16 @@ public struct JobContext: Sendable {
         self.outages = outages
     }
 
+    /// Changes the working set; kept for the next stage if this run continues.
+    public func update<R>(_ change: (inout WorkingSet) throws -> R) rethrows -> R {
+        try workingCell.withLock(change)
+    }
+
     /// The job as JSON, as the exec stage hands it to external programs.
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "id": .int(id), "key": .string(key), "attempt": .int(Int64(attempt)),
-            "memo": memo.json, "results": .object(results),
+            "memo": memo.json, "results": .object(results), "working_set": working.json,
         ]
         o["photo_path"] = photoPath.map(JSONValue.string) ?? .null
         o["photo_sha256"] = photoSHA256.map(JSONValue.string) ?? .null
