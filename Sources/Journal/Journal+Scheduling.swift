@@ -46,11 +46,8 @@ extension Journal {
         for r in try db.query("SELECT id, stage, attempts, crashes FROM jobs WHERE state = 'running' AND \(condition)", params) {
             let id = r.int(0)!, stage = r.string(1) ?? "?", attempts = Int(r.int(2)!) + 1
             let crashes = Int(r.int(3)!) + (crashed[id] == stage ? 1 : 0)
-            let reason: String? = crashes >= 2
-                ? "the daemon died twice while stage \(stage) ran on this job (last: \(signal)); not retried (photomemo retry \(id) runs it again)"
-                : attempts >= maxAttempts
-                ? "interrupted \(attempts) times during stage \(stage) (the daemon running it stopped or crashed)" : nil
-            if let reason {
+            if let reason = JobStateMachine.afterInterruption(job: id, stage: stage, attempt: attempts, crashes: crashes, signal: signal,
+                                                              maxAttempts: maxAttempts) {
                 try db.run("""
                     UPDATE jobs SET state = 'failed', attempts = ?, crashes = ?, error = ?, updated = ?, finished = ?,
                            quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END WHERE id = ?
