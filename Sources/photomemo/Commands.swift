@@ -113,8 +113,17 @@ let checkCommand = Command(
 let stagesCommand = Command(
     name: "stages", synopsis: "",
     summary: "Lists the stages this build registers, with their options (what a job definition's \"with\" accepts), and the options of the definition's \"inbox\".",
-    options: [],
-    run: { _ in
+    options: [
+        .value("markdown", "STAGE", "print STAGE's README (Plugins/NAME/README.md: its declarations and options table) as Markdown"),
+    ],
+    run: { args in
+        if let name = args.value("markdown") {
+            guard let stage = registry[name] else {
+                throw PhotomemoError(.badUsage, "no stage \"\(name)\"; stages: \(registry.names.joined(separator: ", "))")
+            }
+            print(StageReadme.markdown(stage), terminator: "")
+            return 0
+        }
         for name in registry.names {
             let t = registry[name]!
             print("\(name): \(t.summary)")
