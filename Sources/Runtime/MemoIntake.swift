@@ -7,10 +7,10 @@ import PhotomemoCore
 /// may come from and how long a memo waits for its photo.
 struct MemoIntake: Sendable {
     let photos: PhotoPolicy
-    /// Set from the loop thread on reload, read on the lane.
+    /// Set from the loop thread on reload (`LiveDefinition`), read on the lane.
     let joinTimeoutSeconds: LockedValue<Int>
-    /// The definition's `memoStage` (shared with the inbox scanner; set on reload): a memo
-    /// joins its photo's job only while the job is before it.
+    /// The definition's `memoStage` (`LiveDefinition`, shared with the inbox scanner): a
+    /// memo joins its photo's job only while the job is before it.
     let memoStage: LockedValue<Int>
     /// The definition's `max_bytes` (shared with the inbox scanner; set on reload): a
     /// bigger photo is refused unread, not hashed in full to be refused by a stage.
@@ -48,6 +48,16 @@ struct MemoIntake: Sendable {
         self.quota = quota
         self.joinTimeoutSeconds = LockedValue(joinTimeoutSeconds)
         self.maxPhotoBytes = LockedValue(maxPhotoBytes)
+    }
+
+    /// The daemon's: every setting read from the definition in force.
+    init(photos: PhotoPolicy, live: LiveDefinition, quota: QuotaMeter?) {
+        self.photos = photos
+        self.inbox = live.inbox
+        self.quota = quota
+        self.joinTimeoutSeconds = live.joinTimeoutSeconds
+        self.memoStage = live.memoStage
+        self.maxPhotoBytes = live.maxPhotoBytes
     }
 
     /// Why a file of `size` bytes can never get through, if it cannot (the words the stage with that limit uses).
