@@ -1,3 +1,4 @@
+import CommentStage
 import CompressStage
 import UploadStage
 import ExecStage
@@ -9,7 +10,8 @@ import Runtime
 import ValidateStage
 
 /// Every stage this build knows, registered once.
-let registry = StageRegistry([ValidateStage.self, CompressStage.self, UploadStage.self, IndexStage.self, NotifyStage.self, ExecStage.self])
+let registry = StageRegistry([ValidateStage.self, CompressStage.self, CommentStage.self, UploadStage.self, IndexStage.self, NotifyStage.self,
+                              ExecStage.self])
 
 struct Command: Sendable {
     let name: String
