@@ -190,8 +190,10 @@ extension Journal {
         for r in rows {
             let id = r.int(0)!
             let results = try JSONValue.parse(r.string(4)!).objectValue ?? [:]
-            // NULL until a stage continued: the set a new job starts with (its photo).
+            // NULL until a stage continued: the set a new job starts with (its photo), or
+            // for a job between stages at the upgrade, the set its results describe.
             let working = try r.string(8).map { try WorkingSet(json: JSONValue.parse($0)) }
+                ?? WorkingSet(upgrading: results, photoPath: r.string(2), sha256: r.string(6))
             let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2), photoSHA256: r.string(6),
                                  photoSeal: r.string(9), memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: Int(r.int(5)!) + 1,
                                  outages: Int(r.int(7) ?? 0), working: working)

@@ -126,3 +126,37 @@ extension WorkingSet.File {
                   format: json["format"]?.stringValue, storedKey: json["stored_key"]?.stringValue)
     }
 }
+
+extension WorkingSet {
+    /// The set of a job journalled before there were working sets (its `working_set` is
+    /// NULL), read back from the results of the stages it ran then: validate's and
+    /// compress's original, compress's renditions and EXIF, upload's stored keys. Only for
+    /// jobs that were between stages at the upgrade; the one place these names are read.
+    public init(upgrading results: [String: JSONValue], photoPath: String?, sha256: String?) {
+        self.init(photoPath: photoPath, sha256: sha256)
+        guard !results.isEmpty else { return }
+        let compress = results["compress"], stored = results["upload"]?["assets"]
+        for original in [results["validate"], compress?["original"]].compactMap({ $0 }) {
+            change(.original) { f in
+                f.format = original["format"]?.stringValue ?? f.format
+                f.width = original["width"]?.intValue.map(Int.init) ?? f.width
+                f.height = original["height"]?.intValue.map(Int.init) ?? f.height
+                f.bytes = original["bytes"]?.intValue ?? f.bytes
+            }
+        }
+        for (name, r) in (compress?["renditions"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard let path = r["path"]?.stringValue else { continue }
+            put(File(role: .rendition(name), path: path, sha256: r["sha256"]?.stringValue, bytes: r["bytes"]?.intValue,
+                     width: r["width"]?.intValue.map(Int.init), height: r["height"]?.intValue.map(Int.init), format: r["format"]?.stringValue))
+        }
+        exif = compress?["exif"]
+        for (name, asset) in stored?.objectValue ?? [:] {
+            let role: Role = name == "original" ? .original : .rendition(name)
+            change(role) { f in
+                f.storedKey = asset["key"]?.stringValue
+                f.bytes = asset["bytes"]?.intValue ?? f.bytes
+                if role == .original { f.format = asset["format"]?.stringValue ?? f.format }
+            }
+        }
+    }
+}

@@ -70,4 +70,26 @@ import Testing
         #expect(job.context.working == WorkingSet(photoPath: dir + "/a.jpg", sha256: "x1"))
         #expect(job.context.results["one"] == ["w": 3])
     }
+
+    /// A job that was between compress and upload at the upgrade: its renditions come
+    /// from compress's result, so upload stores them and the record lists them.
+    @Test(arguments: Engine.allCases) func aJobBetweenStagesAtTheUpgradeKeepsItsRenditions(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        _ = try f.journal.commitPhotos([f.photo("a.jpg", sha: "x1")])
+        let results: JSONValue = [
+            "validate": ["format": "jpeg", "width": 40, "height": 30, "bytes": 99],
+            "compress": ["original": ["width": 40, "height": 30, "format": "jpeg"], "exif": ["make": "Canon"],
+                         "renditions": ["display": ["path": "/h/renditions/d.jpg", "sha256": "d1", "bytes": 10, "width": 20,
+                                                    "height": 15, "format": "jpeg"]]],
+        ]
+        let db: any SQLConnection = f.engine == .sqlite ? try Database(path: f.dir + "/j.sqlite") : try PostgresDatabase(url: f.url!)
+        try db.run("UPDATE jobs SET stage_index = 2, results = ?, working_set = NULL", [.text(results.jsonString)])
+        let job = try #require(try f.journal.claim(stageIndex: 2, stageName: "upload", limit: 1).first)
+        let set = job.context.working
+        #expect(set.original == WorkingSet.File(role: .original, path: f.dir + "/inbox/a.jpg", sha256: "x1", bytes: 99, width: 40, height: 30,
+                                                format: "jpeg"))
+        #expect(set[.rendition("display")] == WorkingSet.File(role: .rendition("display"), path: "/h/renditions/d.jpg", sha256: "d1", bytes: 10,
+                                                             width: 20, height: 15, format: "jpeg"))
+        #expect(set.exif == ["make": "Canon"])
+    }
 }
