@@ -62,6 +62,7 @@ let package = Package(
 
         .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
         .target(name: "ExecStage", dependencies: ["PhotomemoCore"], path: "Plugins/Exec"),
+        .target(name: "CommentStage", dependencies: ["PhotomemoCore"], path: "Plugins/Comment"),
         .target(name: "NotifyStage", dependencies: ["PhotomemoCore", "Index"], path: "Plugins/Notify"),
         .target(name: "IndexStage", dependencies: ["PhotomemoCore", "Index"], path: "Plugins/Index"),
         .target(name: "UploadStage", dependencies: ["PhotomemoCore", "Stores"], path: "Plugins/Upload"),
@@ -71,7 +72,7 @@ let package = Package(
             "ControlProtocol", "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "Postgres",
         ]),
         .executableTarget(name: "photomemo", dependencies: [
-            "PhotomemoCore", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
+            "PhotomemoCore", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CommentStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
         ]),
 
         .target(name: "TestSupport", dependencies: ["PhotomemoCore"], path: "Tests/TestSupport"),

@@ -16,6 +16,8 @@ public struct CompressStage: Stage {
     public static let name = "compress"
     public static let summary = "makes the renditions (resize, crop, rotate, sRGB, strip) with libvips and reads EXIF"
     public static let workload = StageWorkload.cpu
+    public static let photoLocal = true
+    public static let readsMemo = false
     public static let options: [StageOption] = [
         StageOption("renditions", .any, default: [
             ["name": "display", "width": 860, "format": "jpeg", "quality": 90],
@@ -85,22 +87,32 @@ public struct CompressStage: Stage {
         let keyHash = SHA256.hex(Data(job.key.utf8))
         let folder = outputRoot + "/" + keyHash.prefix(2)
         var results: [String: JSONValue] = [:]
+        var files: [WorkingSet.File] = []
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             for (r, data, w, h) in outputs {
                 let file = folder + "/" + keyHash + "." + r.name + "." + (r.format == .jpeg ? "jpg" : "webp")
                 try DurableFile.write(data, to: file)
+                let sha = SHA256.hex(data)
                 results[r.name] = [
                     "path": .string(file), "bytes": .int(Int64(data.count)), "width": .int(Int64(w)), "height": .int(Int64(h)),
-                    "format": .string(r.format.rawValue), "sha256": .string(SHA256.hex(data)),
+                    "format": .string(r.format.rawValue), "sha256": .string(sha),
                 ]
+                files.append(WorkingSet.File(role: .rendition(r.name), path: file, sha256: sha, bytes: Int64(data.count),
+                                             width: w, height: h, format: r.format.rawValue))
             }
         } catch {
             return .retry(reason: "cannot write renditions to \(folder): \(error)")
         }
+        let exif = meta.json(keepGPS: !stripGPS)
+        job.update { set in
+            set.change(.original) { f in (f.width, f.height, f.format) = (meta.width, meta.height, meta.format) }
+            for f in files { set.put(f) }
+            set.exif = exif
+        }
         return .continue(result: [
             "original": ["width": .int(Int64(meta.width)), "height": .int(Int64(meta.height)), "format": .string(meta.format)],
-            "exif": meta.json(keepGPS: !stripGPS),
+            "exif": exif,
             "renditions": .object(results),
         ])
     }

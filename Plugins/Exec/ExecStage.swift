@@ -2,7 +2,7 @@ import Foundation
 import PhotomemoCore
 
 /// `exec`: runs an external program per job, so a stage can be written in any language.
-/// The job is JSON on stdin (id, key, attempt, photo_path, memo, results); the program
+/// The job is JSON on stdin (id, key, attempt, photo_path, memo, results, working_set); the program
 /// answers with its exit code and, optionally, JSON on stdout:
 ///
 /// | exit | outcome |

@@ -3,12 +3,13 @@ import Index
 import PhotomemoCore
 
 /// `index`: turns a finished job into its record — type, memo and typed fields from the
-/// memo, asset keys from upload, EXIF and size from compress — or updates the record of
+/// memo, the stored files, EXIF and size from the job's working set — or updates the record of
 /// the same photo when a later memo names it. Idempotent on the job key.
 public struct IndexStage: BatchStage {
     public static let name = "index"
     public static let summary = "writes the job's record (typed fields, assets, EXIF) to the record index"
     public static let workload = StageWorkload.io
+    public static let writesRecords = true
     public static let options: [StageOption] = [
         StageOption("index", .string, "sqlite:FILE (relative to the home); default: the job definition's \"database\""),
     ]
@@ -54,15 +55,28 @@ public struct IndexStage: BatchStage {
     }
 
     func input(_ job: JobContext) -> RecordInput {
-        let compress = job.results["compress"]
-        let original = compress?["original"] ?? job.results["validate"]
+        let working = job.working, original = working.original
         // An inbox photo's name (not an absolute path under an --allow-root) in a `keep` inbox.
         let keptPath = keepsInbox && job.photoPath != nil && !(job.memo.photo ?? "/").hasPrefix("/")
         return RecordInput(
             jobKey: job.key, photoSHA256: job.photoSHA256, memo: job.memo,
-            assets: job.results["upload"]?["assets"] ?? .emptyObject, exif: compress?["exif"] ?? .emptyObject,
-            width: original?["width"]?.intValue.map(Int.init), height: original?["height"]?.intValue.map(Int.init),
+            assets: Self.assets(working), exif: working.exif ?? .emptyObject,
+            width: original?.width, height: original?.height,
             source: job.memo.photo, updatesSource: keptPath)
+    }
+
+    /// The record's `assets`: every file of the job a stage stored, by role.
+    static func assets(_ working: WorkingSet) -> JSONValue {
+        var assets: [String: JSONValue] = [:]
+        for f in working.files {
+            guard let key = f.storedKey else { continue }
+            assets[f.role.description] = [
+                "key": .string(key), "bytes": f.bytes.map(JSONValue.int) ?? .null, "sha256": f.sha256.map(JSONValue.string) ?? .null,
+                "format": f.format.map(JSONValue.string) ?? .null, "width": f.width.map { .int(Int64($0)) } ?? .null,
+                "height": f.height.map { .int(Int64($0)) } ?? .null,
+            ]
+        }
+        return .object(assets)
     }
 
     /// The record written, and its receipt (`source`, `sha256`), which `watch` shows.

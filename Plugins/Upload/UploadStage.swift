@@ -3,7 +3,7 @@ import PhotomemoCore
 import Stores
 
 /// `upload`: puts the original and every rendition into the asset store under content
-/// addresses and hands the keys to the index. After the original is durably stored, the
+/// addresses and notes each one's key in the job's working set, for the record. After the original is durably stored, the
 /// inbox file is removed, moved to `HOME/done/` or kept, as the definition's
 /// `"inbox": {"originals"}` says (`keep_originals` here is its old name).
 ///
@@ -13,6 +13,8 @@ public struct UploadStage: Stage {
     public static let name = "upload"
     public static let summary = "stores the original and the renditions (content-addressed) in file: or s3:// stores"
     public static let workload = StageWorkload.io
+    public static let photoLocal = true
+    public static let readsMemo = false
     public static let options: [StageOption] = [
         StageOption("store", .string,
                     "file:DIR (relative to the home) or s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_* variables); default: the job definition's \"store\""),
@@ -40,41 +42,45 @@ public struct UploadStage: Stage {
 
     static let contentTypes = ["jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "heic": "image/heic"]
 
+    /// Stores the job's files as the working set has them (the original, and whatever
+    /// renditions the stages before left, with their current hashes) and notes each one's
+    /// key there for the record.
     public func run(_ job: JobContext) -> StageOutcome {
         do {
             var assets: [String: JSONValue] = [:]
-            let compress = job.results["compress"]
-            let total = Double((job.photoPath == nil ? 0 : 1) + (compress?["renditions"]?.objectValue?.count ?? 0))
-            if let photo = job.photoPath {
-                let original = compress?["original"] ?? job.results["validate"] ?? .emptyObject
-                let format = original["format"]?.stringValue ?? "jpeg"
-                guard let sha = job.photoSHA256 else { throw StoreFailure(.permanent, "photo has no recorded sha256, so its bytes cannot be checked") }
+            let files = job.working.files.filter { $0.role != .original || job.photoPath != nil }
+            for file in files {
+                let name = file.role.description, original = file.role == .original
+                let format = file.format ?? "jpeg"
+                let sha: String
+                if original {
+                    guard let photoSHA = job.photoSHA256 else { throw StoreFailure(.permanent, "photo has no recorded sha256, so its bytes cannot be checked") }
+                    sha = photoSHA
+                } else {
+                    guard let renditionSHA = file.sha256 else { continue }
+                    sha = renditionSHA
+                }
                 // A photo that leaves the inbox once stored may become the store's object itself.
-                let released = photo.hasPrefix(inbox + "/") && keepOriginals == .delete
-                var asset = try send(photo, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: "original", releasing: released, original: true)
-                asset["format"] = .string(format)
-                asset["width"] = original["width"] ?? .null
-                asset["height"] = original["height"] ?? .null
-                assets["original"] = .object(asset)
-                job.progress(Double(assets.count) / total, "original")
-            }
-            for (name, r) in compress?["renditions"]?.objectValue ?? [:] {
-                guard let path = r["path"]?.stringValue, let sha = r["sha256"]?.stringValue else { continue }
-                let format = r["format"]?.stringValue ?? "jpeg"
+                let path = original ? job.photoPath! : file.path
+                let releasing = original ? path.hasPrefix(inbox + "/") && keepOriginals == .delete : path.hasPrefix(renditionsRoot + "/")
                 var asset = try send(path, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: name, releasing: path.hasPrefix(renditionsRoot + "/"))
-                for k in ["width", "height", "format"] { asset[k] = r[k] ?? .null }
+                                     job: job, rendition: name, releasing: releasing, original: original)
+                asset["format"] = original ? .string(format) : file.format.map(JSONValue.string) ?? .null
+                asset["width"] = file.width.map { .int(Int64($0)) } ?? .null
+                asset["height"] = file.height.map { .int(Int64($0)) } ?? .null
                 assets[name] = .object(asset)
-                job.progress(Double(assets.count) / total, name)
+                job.update { $0.change(file.role) { f in
+                    (f.storedKey, f.bytes, f.sha256) = (asset["key"]?.stringValue, asset["bytes"]?.intValue, sha)
+                    if original { f.format = format }
+                } }
+                job.progress(Double(assets.count) / Double(files.count), name)
             }
             // Everything is durably stored: the local copies may go.
             if let photo = job.photoPath, photo.hasPrefix(inbox + "/") { try releaseOriginal(photo) }
-            for r in (compress?["renditions"]?.objectValue ?? [:]).values {
-                guard let p = r["path"]?.stringValue, p.hasPrefix(renditionsRoot + "/") else { continue }
-                unlink(p)
+            for file in files where file.role != .original && file.path.hasPrefix(renditionsRoot + "/") {
+                unlink(file.path)
                 // A job compressed before the flat layout had a folder of its own (`<h>/<key hash>/`).
-                let folder = (p as NSString).deletingLastPathComponent
+                let folder = (file.path as NSString).deletingLastPathComponent
                 if (folder as NSString).deletingLastPathComponent != renditionsRoot { rmdir(folder) }
             }
             return .continue(result: ["store": .string(store.name), "assets": .object(assets)])

@@ -11,6 +11,8 @@ public struct ValidateStage: Stage {
     public static let name = "validate"
     public static let summary = "checks format (magic bytes), size limits and structure without decoding"
     public static let workload = StageWorkload.cpu
+    public static let photoLocal = true
+    public static let readsMemo = false
     public static let options: [StageOption] = [
         StageOption("formats", .stringList, default: ["jpeg", "png", "heic", "webp"],
                     "formats accepted, by magic bytes (the extension is not trusted): jpeg, png, heic, webp"),
@@ -93,6 +95,9 @@ public struct ValidateStage: Stage {
         if pixels > Self.ratioFloorPixels, pixels / max(1, photo.fileSize) >= maxPixelsPerByte {
             return .fail(reason: "image claims \(probe.width)x\(probe.height) = \(pixels) pixels from \(photo.fileSize) bytes, \(pixels / max(1, photo.fileSize)) pixels a byte, over max_pixels_per_byte (\(maxPixelsPerByte)): a possible decompression bomb")
         }
+        job.update { $0.change(.original) { f in
+            (f.format, f.width, f.height, f.bytes) = (probe.format.rawValue, probe.width, probe.height, photo.fileSize)
+        } }
         return .continue(result: [
             "format": .string(probe.format.rawValue), "width": .int(Int64(probe.width)),
             "height": .int(Int64(probe.height)), "bytes": .int(photo.fileSize),

@@ -11,8 +11,9 @@ public protocol JobIntake: AnyObject, Sendable {
     /// The read position of a queue file (`queue.jsonl`, `queue.d/NAME.jsonl`).
     func queuePosition(file: String) throws -> QueuePosition
     /// Commits the jobs of a batch of queue lines together with the file's new read
-    /// position; with `position` nil (socket `enqueue`) only the jobs.
-    func commitMemos(_ memos: [QueuedMemo], position: QueuePosition?, file: String, joinTimeoutSeconds: Int,
+    /// position; with `position` nil (socket `enqueue`) only the jobs. A memo joins its
+    /// photo's job only while the job is before `memoStage` (`JobDefinition.memoStage`).
+    func commitMemos(_ memos: [QueuedMemo], position: QueuePosition?, file: String, joinTimeoutSeconds: Int, memoStage: Int,
                      now: Double) throws -> [IntakeOutcome]
     /// Commits complete inbox files as jobs: each joins a waiting memo, is a duplicate of
     /// a job with the same bytes (and owner), or becomes a photo job.
@@ -26,7 +27,7 @@ public protocol JobIntake: AnyObject, Sendable {
     /// nil when not taken, else why its job failed ("" when it did not).
     func takenFailure(name: String, identity: String) throws -> String?
     /// A memo sidecar of an inbox photo, found on its own: joins or updates the photo's job.
-    func commitSidecar(_ sidecar: SidecarMemo, photo: String, owner: String?, now: Double) throws -> SidecarOutcome
+    func commitSidecar(_ sidecar: SidecarMemo, photo: String, owner: String?, memoStage: Int, now: Double) throws -> SidecarOutcome
     /// Of a sidecar's possible photos, the one last taken for `owner` and not failed.
     func takenPhoto(among names: [String], owner: String?) throws -> String?
     /// An inbox entry that can never be a photo: a failed job, already quarantined.
@@ -51,8 +52,9 @@ public protocol JobControl: AnyObject, Sendable {
     func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String?, maxBytes: Int) throws -> (jobs: [JobSummary], more: Bool)
     func history(_ id: Int64) throws -> [(event: String, at: Double, stage: String?, attempt: Int?, durationMs: Double?, message: String?)]
     /// Runs a failed or cancelled job again from where it stopped (`JobControlError` if
-    /// its state does not allow it), once `bringBack` has put its photo file in place.
-    func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double,
+    /// its state does not allow it), once `bringBack` has put its photo file in place
+    /// (`needed`: it stopped before `photoLocalEnd`, `JobDefinition.photoLocalEnd`).
+    func retry(job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int, now: Double,
                bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws
     func cancel(job id: Int64, now: Double) throws
     func counts() throws -> [JobState: Int]

@@ -5,8 +5,9 @@ import PhotomemoCore
 /// on PostgreSQL shared by several daemons. Every call blocks: run them off the loop.
 public protocol JobQueue: AnyObject, Sendable {
     /// Claims up to `limit` runnable jobs at a stage and marks them running;
-    /// `crashSuspects` claims only jobs that crashed the daemon once (to run alone).
-    func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, now: Double) throws -> [ClaimedJob]
+    /// `crashSuspects` claims only jobs that crashed the daemon once (to run alone). A stage
+    /// before `photoLocalEnd` (`JobDefinition.photoLocalEnd`) takes only this host's photos.
+    func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, photoLocalEnd: Int, now: Double) throws -> [ClaimedJob]
     /// Persists the steps `JobStateMachine` decided for one stage run's jobs.
     func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double,
                      now: Double) throws -> [Transition]
@@ -33,9 +34,6 @@ public protocol JobQueue: AnyObject, Sendable {
     func renewLeases(_ jobs: [Int64], now: Double) throws
     /// Jobs whose host let their lease run out go back to their stage, for any host.
     func reclaimExpiredLeases(maxAttempts: Int, now: Double) throws -> ResumeCounts
-    /// The first stage that reads a job's memo (a late memo joins its photo's job only
-    /// before it), set by the scheduler from the definition.
-    var memoStageIndex: LockedValue<Int> { get }
 }
 
 extension Journal: JobQueue {}

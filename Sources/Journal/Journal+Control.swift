@@ -74,8 +74,8 @@ extension Journal {
     /// attempts. `bringBack(photoPath, quarantined, needed)` runs first, in the transaction,
     /// for a job with a photo file: it puts the photo back where the job reads it (from
     /// quarantine) or throws, and then the job stays as it was. `needed`: the job stopped
-    /// at a photo stage (before `memoStageIndex`); after them the photo is in the store.
-    public func retry(job id: Int64, joinTimeoutSeconds: Int, now: Double = unixNow(),
+    /// at a photo-local stage (before `photoLocalEnd`); after them the photo is in the store.
+    public func retry(job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int = .max, now: Double = unixNow(),
                       bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
         try write { db in
             guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner FROM jobs WHERE id = ?", [.int(id)]) else {
@@ -97,7 +97,7 @@ extension Journal {
             } else {
                 if let photoPath = r.string(2) {
                     // Only a path: "(not moved: ...)" says the file stayed where it was.
-                    try bringBack(photoPath, r.string(3).flatMap { $0.hasPrefix("/") ? $0 : nil }, Int(r.int(4)!) < memoStageIndex.value)
+                    try bringBack(photoPath, r.string(3).flatMap { $0.hasPrefix("/") ? $0 : nil }, Int(r.int(4)!) < photoLocalEnd)
                 }
                 try db.run("""
                     UPDATE jobs SET state = 'queued', ready_at = ?, error = NULL, finished = NULL, attempts = 0, outages = 0, crashes = 0,

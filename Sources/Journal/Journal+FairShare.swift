@@ -43,7 +43,7 @@ extension Journal {
     /// size, or a stage's jobs all waiting out an outage, is not walked); of those, the
     /// first `limit` by turn. PostgreSQL locks what it reads, skipping other hosts' rows.
     static func runnableQuery(dialect: SQLDialect, stageIndex: Int, limit: Int, crashSuspects: Bool, host: String,
-                              memoStageIndex: Int, now: Double) -> (sql: String, params: [SQLValue]) {
+                              photoLocalEnd: Int, now: Double) -> (sql: String, params: [SQLValue]) {
         let sqlite = dialect == .sqlite
         func part(_ state: String, index: String, order: String) -> String {
             """
@@ -54,7 +54,7 @@ extension Journal {
             ORDER BY \(order) LIMIT ?\(sqlite ? "" : " FOR UPDATE SKIP LOCKED")
             """
         }
-        let one: [SQLValue] = [.int(Int64(stageIndex)), .double(now), .text(host), .int(Int64(min(memoStageIndex, Int(Int32.max)))),
+        let one: [SQLValue] = [.int(Int64(stageIndex)), .double(now), .text(host), .int(Int64(min(photoLocalEnd, Int(Int32.max)))),
                                .int(Int64(limit))]
         return ("""
             queued AS (\(part("queued", index: "jobs_turns", order: "turn, id"))),

@@ -16,11 +16,11 @@ extension Journal {
     /// Commits the jobs of a batch of queue lines together with the file's new read
     /// position. With `position` nil (socket `enqueue`) only the jobs are committed.
     public func commitMemos(_ memos: [QueuedMemo], position: QueuePosition?, file: String = "queue.jsonl", joinTimeoutSeconds: Int,
-                            now: Double = unixNow()) throws -> [IntakeOutcome] {
+                            memoStage: Int = .max, now: Double = unixNow()) throws -> [IntakeOutcome] {
         try write { db in
             var out: [IntakeOutcome] = []
             for m in memos {
-                out.append(try self.addMemo(db, m, joinTimeoutSeconds: joinTimeoutSeconds, now: now))
+                out.append(try self.addMemo(db, m, joinTimeoutSeconds: joinTimeoutSeconds, memoStage: memoStage, now: now))
             }
             if !memos.isEmpty { try announceWork(db) }
             if let position {
@@ -35,7 +35,7 @@ extension Journal {
         }
     }
 
-    private func addMemo(_ db: any SQLConnection, _ m: QueuedMemo, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
+    private func addMemo(_ db: any SQLConnection, _ m: QueuedMemo, joinTimeoutSeconds: Int, memoStage: Int, now: Double) throws -> IntakeOutcome {
         if let existing = try db.queryOne("SELECT id FROM jobs WHERE key = ?", [.text(m.key)])?.int(0) {
             let id = try insertJob(db, key: nil, origin: m.origin, photo: m.memo.photo, photoPath: nil, sha256: nil, memo: m.memo,
                                    state: .done, readyAt: nil, duplicateOf: existing, source: m.source, now: now)
@@ -55,13 +55,14 @@ extension Journal {
                                    state: .failed, readyAt: nil, error: reason, source: m.source, now: now)
             return .failed(job: id, reason: reason)
         case .inbox(let name):
-            return try addInboxMemo(db, m, name: name, joinTimeoutSeconds: joinTimeoutSeconds, now: now)
+            return try addInboxMemo(db, m, name: name, joinTimeoutSeconds: joinTimeoutSeconds, memoStage: memoStage, now: now)
         }
     }
 
     /// A memo naming an inbox photo: join the photo's job if it was taken and has not
-    /// finished; fail at once if the photo was rejected; otherwise wait for it.
-    func addInboxMemo(_ db: any SQLConnection, _ m: QueuedMemo, name: String, joinTimeoutSeconds: Int, now: Double) throws -> IntakeOutcome {
+    /// finished and is before `memoStage`; fail at once if the photo was rejected;
+    /// otherwise wait for it.
+    func addInboxMemo(_ db: any SQLConnection, _ m: QueuedMemo, name: String, joinTimeoutSeconds: Int, memoStage: Int, now: Double) throws -> IntakeOutcome {
         // Only a photo of the memo's own owner: another user's photo of that name is as
         // good as absent (nothing of it is revealed), and the memo waits for its own.
         let photoJob = try db.queryOne("""
@@ -74,7 +75,7 @@ extension Journal {
             let unfinished = state == .queued || state == .running || state == .waiting
             // Joined only before a stage that reads the memo has begun: a record stage
             // that already read the photo-only memo would write the record without it.
-            if unfinished && r.string(3) == "inbox" && Int(r.int(6)!) < memoStageIndex.value {
+            if unfinished && r.string(3) == "inbox" && Int(r.int(6)!) < memoStage {
                 // One job: the memo's type, fields and memo replace the photo-only defaults.
                 try db.run("UPDATE jobs SET memo = ?, key = ?, origin = 'inbox+queue', updated = ? WHERE id = ?",
                            [.text(m.memo.json.jsonString), .text(m.key), .double(now), .int(id)])
@@ -88,7 +89,7 @@ extension Journal {
                 return .failed(job: fid, reason: reason)
             }
             // The photo already went through (or already has its memo): this memo is a job
-            // of its own that the index stage applies as an update of the record with the
+            // of its own that the record-writing stage applies as an update of the record with the
             // photo's bytes. The photo stages have nothing to do (the file may be gone).
             // It runs once the photo's job has ended, so the record it updates exists.
             let nid = try insertJob(db, key: m.key, origin: m.origin, photo: nil, photoPath: nil, sha256: r.string(5),

@@ -52,11 +52,12 @@ struct OutcomeWrites {
 
     var advance = Update(set: """
         state = 'queued', stage_index = v.next, stage = NULL, attempts = 0, outages = 0, crashes = 0, ready_at = ?,
-        results = v.results, error = NULL, updated = ?
-        """, nows: 2, columns: [("id", "bigint"), ("next", "int"), ("results", "text")])
+        results = v.results, working_set = COALESCE(v.working_set, jobs.working_set), error = NULL, updated = ?
+        """, nows: 2, columns: [("id", "bigint"), ("next", "int"), ("results", "text"), ("working_set", "text")])
     var finish = Update(set: """
-        state = 'done', stage = NULL, stage_index = stage_index + 1, results = v.results, error = NULL, updated = ?, finished = ?
-        """, nows: 2, columns: [("id", "bigint"), ("results", "text")])
+        state = 'done', stage = NULL, stage_index = stage_index + 1, results = v.results,
+        working_set = COALESCE(v.working_set, jobs.working_set), error = NULL, updated = ?, finished = ?
+        """, nows: 2, columns: [("id", "bigint"), ("results", "text"), ("working_set", "text")])
     var retry = Update(set: """
         state = 'waiting', wait_reason = 'backoff', attempts = v.attempts, ready_at = v.ready_at, error = v.error, updated = ?
         """, nows: 1, columns: [("id", "bigint"), ("attempts", "int"), ("ready_at", "float8"), ("error", "text")])
@@ -84,12 +85,14 @@ struct OutcomeWrites {
             if let r = step.result { results[stageName] = r }
             return .text(JSONValue.object(results).jsonString)
         }
+        // The working set the run left (continue), or NULL: the journal keeps its own.
+        let working = SQLValue(step.workingSet?.json.jsonString)
         switch step.next {
         case .advance(let next):
-            advance.rows.append([.int(id), .int(Int64(next)), try merged()])
+            advance.rows.append([.int(id), .int(Int64(next)), try merged(), working])
             return Transition(kind: .advanced(toStage: next), quarantinePhoto: nil)
         case .finish:
-            finish.rows.append([.int(id), try merged()])
+            finish.rows.append([.int(id), try merged(), working])
             event(id, stage: nil, attempt: nil, "finished")
             return Transition(kind: .finished, quarantinePhoto: nil)
         case .retry(let delay, let attempts, let error):

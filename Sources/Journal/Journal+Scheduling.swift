@@ -46,11 +46,8 @@ extension Journal {
         for r in try db.query("SELECT id, stage, attempts, crashes FROM jobs WHERE state = 'running' AND \(condition)", params) {
             let id = r.int(0)!, stage = r.string(1) ?? "?", attempts = Int(r.int(2)!) + 1
             let crashes = Int(r.int(3)!) + (crashed[id] == stage ? 1 : 0)
-            let reason: String? = crashes >= 2
-                ? "the daemon died twice while stage \(stage) ran on this job (last: \(signal)); not retried (photomemo retry \(id) runs it again)"
-                : attempts >= maxAttempts
-                ? "interrupted \(attempts) times during stage \(stage) (the daemon running it stopped or crashed)" : nil
-            if let reason {
+            if let reason = JobStateMachine.afterInterruption(job: id, stage: stage, attempt: attempts, crashes: crashes, signal: signal,
+                                                              maxAttempts: maxAttempts) {
                 try db.run("""
                     UPDATE jobs SET state = 'failed', attempts = ?, crashes = ?, error = ?, updated = ?, finished = ?,
                            quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END WHERE id = ?
@@ -131,14 +128,14 @@ extension Journal {
     /// back-off is over), marks them `running` (leased to this host) and returns their
     /// contexts in claiming order: by turn (`nextTurn`: round robin by owner), then id.
     /// `crashSuspects` claims only jobs that crashed the daemon once (to run alone), else
-    /// only the others. A photo stage takes only this host's photos.
-    public func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool = false,
+    /// only the others. A stage before `photoLocalEnd` takes only this host's photos.
+    public func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool = false, photoLocalEnd: Int = .max,
                       now: Double = unixNow()) throws -> [ClaimedJob] {
         guard limit > 0 else { return [] }
         let (picked, params) = Self.runnableQuery(dialect: dialect, stageIndex: stageIndex, limit: limit, crashSuspects: crashSuspects,
-                                                  host: host, memoStageIndex: memoStageIndex.value, now: now)
+                                                  host: host, photoLocalEnd: photoLocalEnd, now: now)
         let lease: [SQLValue] = [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 })]
-        let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages"
+        let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages, working_set"
         let qualified = columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
         // The inbox file's seal as intake took it, while the inbox still maps the name to
         // this job (a file taken under the name since has its own): `PhotoSeal`.
@@ -169,7 +166,7 @@ extension Journal {
                         SELECT id, ?, ?, attempts + 1, 'started', ? FROM claimed)
                     SELECT \(columns), photo_seal, turn, set_config('synchronous_commit', 'off', true) FROM claimed
                     """, params + lease + [.double(now), .text(stageName), .text(host)])
-            }.sorted { ($0.int(9)!, $0.int(0)!) < ($1.int(9)!, $1.int(0)!) }
+            }.sorted { ($0.int(10)!, $0.int(0)!) < ($1.int(10)!, $1.int(0)!) }
         } else {
             // Nothing runnable (most pumps): a read, not an empty write transaction, which
             // would commit even on a full disk and pass for the journal writing again.
@@ -193,9 +190,13 @@ extension Journal {
         for r in rows {
             let id = r.int(0)!
             let results = try JSONValue.parse(r.string(4)!).objectValue ?? [:]
+            // NULL until a stage continued: the set a new job starts with (its photo), or
+            // for a job between stages at the upgrade, the set its results describe.
+            let working = try r.string(8).map { try WorkingSet(json: JSONValue.parse($0)) }
+                ?? WorkingSet(upgrading: results, photoPath: r.string(2), sha256: r.string(6))
             let ctx = JobContext(id: id, key: r.string(1) ?? "job:\(id)", photoPath: r.string(2), photoSHA256: r.string(6),
-                                 photoSeal: r.string(8), memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: Int(r.int(5)!) + 1,
-                                 outages: Int(r.int(7) ?? 0))
+                                 photoSeal: r.string(9), memo: try MemoJob(json: JSONValue.parse(r.string(3)!)), results: results, attempt: Int(r.int(5)!) + 1,
+                                 outages: Int(r.int(7) ?? 0), working: working)
             out.append(ClaimedJob(context: ctx, stageIndex: stageIndex, outages: ctx.outages))
         }
         return out

@@ -49,7 +49,7 @@ extension Journal {
     /// A sidecar of `photo` (an inbox name), both files `owner`'s, found on its own: applied
     /// to the photo's job as a memo line naming the photo is (`addInboxMemo`: a join, or an
     /// update of its record), in one transaction with the mark that it is taken.
-    public func commitSidecar(_ s: SidecarMemo, photo: String, owner: String?, now: Double = unixNow()) throws -> SidecarOutcome {
+    public func commitSidecar(_ s: SidecarMemo, photo: String, owner: String?, memoStage: Int = .max, now: Double = unixNow()) throws -> SidecarOutcome {
         try write { db in
             guard let r = try db.queryOne("""
                 SELECT j.id, j.state, j.error FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
@@ -75,7 +75,7 @@ extension Journal {
                     return .applied(.alreadyTaken)
                 } else {
                     outcome = try addInboxMemo(db, QueuedMemo(memo: memo, photo: .inbox(name: photo), key: key, source: "inbox/\(s.name)",
-                                                              origin: "sidecar"), name: photo, joinTimeoutSeconds: 0, now: now)
+                                                              origin: "sidecar"), name: photo, joinTimeoutSeconds: 0, memoStage: memoStage, now: now)
                     if outcome.job != nil { try announceWork(db) }
                 }
             } else {

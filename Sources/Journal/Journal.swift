@@ -17,10 +17,6 @@ public final class Journal: @unchecked Sendable {
     /// SQLite: the connection is at `synchronous=NORMAL`, left so by a claim (`write`).
     private var relaxed = false
     public let path: String
-    /// The first stage that reads a job's memo (the record-writing stages; validate, compress
-    /// and upload read only the photo). A memo joins its photo's job only before it; set by
-    /// the scheduler from the job definition.
-    public let memoStageIndex = LockedValue(Int.max)
     /// This daemon among several on one database (PostgreSQL); '' on SQLite, where one
     /// daemon owns the file. Its photo stages run only jobs whose photo it took.
     public let host: String

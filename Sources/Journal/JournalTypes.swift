@@ -163,13 +163,16 @@ public struct JobSummary: Sendable {
 }
 
 extension JobStateMachine {
-    /// The steps for one stage run's jobs (one, or a batch), each decided by `step(after:)`.
+    /// The steps for one stage run's jobs (one, or a batch), each decided by `step(after:)`;
+    /// a job that continues keeps the working set its run left.
     public static func steps(_ runs: [(job: ClaimedJob, outcome: StageOutcome)], stageCount: Int,
                              retry: RetryPolicy) -> [(job: ClaimedJob, step: JobStep)] {
         var rng = SystemRandomNumberGenerator()
         return runs.map { run in
-            (run.job, step(after: run.outcome, attempt: run.job.context.attempt, outages: run.job.outages,
-                           stageIndex: run.job.stageIndex, stageCount: stageCount, batch: runs.count, retry: retry, using: &rng))
+            var next = step(after: run.outcome, attempt: run.job.context.attempt, outages: run.job.outages,
+                            stageIndex: run.job.stageIndex, stageCount: stageCount, batch: runs.count, retry: retry, using: &rng)
+            if case .continue = run.outcome { next.workingSet = run.job.context.working }
+            return (run.job, next)
         }
     }
 }

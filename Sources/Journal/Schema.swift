@@ -147,6 +147,9 @@ enum Schema {
         // round robin by owner; waiting jobs whose back-off is over by when they became
         // ready. Jobs unfinished at the upgrade keep their order (turn = id).
         fairShare(bigint: "INTEGER"),
+        // 9: the job's working set (`WorkingSet`: its files and facts, JSON) as the last
+        // stage that continued left it; NULL: none did yet (the job's photo alone).
+        "ALTER TABLE jobs ADD COLUMN working_set TEXT;",
     ]
 
     /// `turn` and its indexes (both engines): queued jobs in claiming order per stage,
@@ -259,5 +262,7 @@ enum Schema {
         "CREATE INDEX jobs_owner_unfinished ON jobs(owner) WHERE state IN ('queued', 'running', 'waiting');",
         // 5: as SQLite's 8, fair share per owner.
         fairShare(bigint: "BIGINT"),
+        // 6: as SQLite's 9, the job's working set.
+        "ALTER TABLE jobs ADD COLUMN working_set TEXT;",
     ]
 }

@@ -25,6 +25,26 @@ public struct JobDefinition: Sendable {
     public var quota = Quota()
     /// The decode memory budget (`DecodeMemory`), in MB; nil: its default.
     public var memoryMB: Int?
+    /// The index after its last photo-local stage (`Stage.photoLocal`; 0 if none): a job at
+    /// a stage before it is claimed only by the host that took its photo, later ones by any.
+    public let photoLocalEnd: Int
+    /// The first stage that reads the memo (`Stage.readsMemo`; the stage count if none): a
+    /// memo joins its photo's job only while the job is before it.
+    public let memoStage: Int
+
+    public init(name: String, stages: [StageEntry], retry: RetryPolicy, joinTimeoutSeconds: Int, source: String,
+                database: String, store: String, inbox: InboxOptions) {
+        self.name = name
+        self.stages = stages
+        self.retry = retry
+        self.joinTimeoutSeconds = joinTimeoutSeconds
+        self.source = source
+        self.database = database
+        self.store = store
+        self.inbox = inbox
+        photoLocalEnd = (stages.lastIndex { type(of: $0.stage).photoLocal } ?? -1) + 1
+        memoStage = stages.firstIndex { type(of: $0.stage).readsMemo } ?? stages.count
+    }
 
     static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox", "quota", "memory_mb"]
     static let stageKeys = ["use", "with", "concurrency"]

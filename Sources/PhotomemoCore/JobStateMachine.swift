@@ -25,12 +25,16 @@ public struct JobStep: Sendable, Equatable {
     public let message: String?
     /// Kept under the stage's name in the job's results (continue and skip only).
     public let result: JSONValue?
+    /// The job's working set as the run left it, kept for the next stage (continue only;
+    /// nil: the journal keeps the one it has).
+    public var workingSet: WorkingSet?
 
-    public init(next: Next, event: String, message: String?, result: JSONValue?) {
+    public init(next: Next, event: String, message: String?, result: JSONValue?, workingSet: WorkingSet? = nil) {
         self.next = next
         self.event = event
         self.message = message
         self.result = result
+        self.workingSet = workingSet
     }
 }
 
@@ -47,7 +51,7 @@ public enum JobStateMachine {
         case .skip(let reason):
             return JobStep(next: next, event: "skipped", message: reason, result: ["skipped": .string(reason)])
         case .retry(let reason, let after):
-            if attempt >= retry.maxAttempts {
+            if outOfAttempts(after: attempt, maxAttempts: retry.maxAttempts) {
                 let why = "\(reason) (gave up after \(attempt) attempts)"
                 return JobStep(next: .fail(reason: why, attempts: attempt), event: "failed", message: why, result: nil)
             }
@@ -67,6 +71,24 @@ public enum JobStateMachine {
 }
 
 extension JobStateMachine {
+    /// Whether run number `attempt` of a stage was the last the policy allows: the one
+    /// rule for a run that asked to retry and for one the daemon's end interrupted.
+    public static func outOfAttempts(after attempt: Int, maxAttempts: Int) -> Bool { attempt >= maxAttempts }
+
+    /// A run of `stage` interrupted by its daemon's end (a stop, a crash, a lease run out)
+    /// counts as attempt `attempt`; `crashes`: fatal signals while this stage ran on the
+    /// job, this one included. nil: it runs again; else why the job fails.
+    public static func afterInterruption(job id: Int64, stage: String, attempt: Int, crashes: Int, signal: String,
+                                         maxAttempts: Int) -> String? {
+        if crashes >= 2 {
+            return "the daemon died twice while stage \(stage) ran on this job (last: \(signal)); not retried (photomemo retry \(id) runs it again)"
+        }
+        if outOfAttempts(after: attempt, maxAttempts: maxAttempts) {
+            return "interrupted \(attempt) times during stage \(stage) (the daemon running it stopped or crashed)"
+        }
+        return nil
+    }
+
     /// Where a job at stage `index` of the `old` stage list stands in the `new` one after a
     /// reload: at the same stage by name, else at the first later stage that is still
     /// there, else past the end (nothing left to do: the job is done).
@@ -85,7 +107,8 @@ extension JobStep {
     public func moved(from old: [String], to new: [String]) -> JobStep {
         guard old != new, case .advance(let next) = self.next else { return self }
         let n = JobStateMachine.stage(next, from: old, to: new)
-        return JobStep(next: n < new.count ? .advance(toStage: n) : .finish, event: event, message: message, result: result)
+        return JobStep(next: n < new.count ? .advance(toStage: n) : .finish, event: event, message: message, result: result,
+                       workingSet: workingSet)
     }
 }
 

@@ -18,6 +18,15 @@ public protocol Stage: Sendable {
     /// An option of this stage that is an older name of `"inbox": {"originals"}` (upload's
     /// `keep_originals`): the definition reads it as that, and refuses both differing.
     static var originalsAlias: String? { get }
+    /// Whether it works on files on the host that took the photo (the photo, or files made
+    /// from it): that host alone claims it and every stage before it (`JobDefinition.photoLocalEnd`).
+    static var photoLocal: Bool { get }
+    /// Whether it reads the job's memo: a memo that comes after its photo joins the
+    /// photo's job only before the first such stage (`JobDefinition.memoStage`).
+    static var readsMemo: Bool { get }
+    /// Whether a `.continue` result of it names a record it wrote (`"record"`, `"op"`,
+    /// `"source"`, `"sha256"`): published to `watch` as `record_create`/`record_update`.
+    static var writesRecords: Bool { get }
 
     init(options: StageOptions, environment: StageEnvironment) throws
 
@@ -54,6 +63,9 @@ extension BatchStage {
 
 extension Stage {
     public static var originalsAlias: String? { nil }
+    public static var photoLocal: Bool { false }
+    public static var readsMemo: Bool { true }
+    public static var writesRecords: Bool { false }
     public var maxPhotoBytes: Int64? { nil }
     public var decodesPhotos: Bool { false }
     public func check(alongside stages: [any Stage]) throws {}
@@ -111,8 +123,13 @@ public struct JobContext: Sendable {
     public var photoRoot: String?
     /// The memo line's content, or a plain photo job's defaults.
     public let memo: MemoJob
-    /// Results of the stages before this one, by stage name.
+    /// Results of the stages before this one, by stage name: their history, for
+    /// `photomemo job ID` and external programs. A stage reads its input from `working`.
     public let results: [String: JSONValue]
+    /// The job's files and facts as the stages before this one left them (`WorkingSet`).
+    public var working: WorkingSet { workingCell.value }
+    /// Shared by copies of this context: what the run leaves is what the scheduler keeps.
+    private let workingCell: LockedValue<WorkingSet>
     /// 1 for the first run of this stage, 2 for the first retry, ...
     public let attempt: Int
     /// Runs of this stage that found a dependency down (they spend no attempt).
@@ -122,7 +139,9 @@ public struct JobContext: Sendable {
     public var progress: @Sendable (_ fraction: Double, _ note: String?) -> Void = { _, _ in }
 
     public init(id: Int64, key: String, photoPath: String?, photoSHA256: String? = nil, photoSeal: String? = nil,
-                photoRoot: String? = nil, memo: MemoJob, results: [String: JSONValue], attempt: Int, outages: Int = 0) {
+                photoRoot: String? = nil, memo: MemoJob, results: [String: JSONValue], attempt: Int, outages: Int = 0,
+                working: WorkingSet? = nil) {
+        workingCell = LockedValue(working ?? WorkingSet(photoPath: photoPath, sha256: photoSHA256))
         self.id = id
         self.key = key
         self.photoPath = photoPath
@@ -135,11 +154,16 @@ public struct JobContext: Sendable {
         self.outages = outages
     }
 
+    /// Changes the working set; kept for the next stage if this run continues.
+    public func update<R>(_ change: (inout WorkingSet) throws -> R) rethrows -> R {
+        try workingCell.withLock(change)
+    }
+
     /// The job as JSON, as the exec stage hands it to external programs.
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "id": .int(id), "key": .string(key), "attempt": .int(Int64(attempt)),
-            "memo": memo.json, "results": .object(results),
+            "memo": memo.json, "results": .object(results), "working_set": working.json,
         ]
         o["photo_path"] = photoPath.map(JSONValue.string) ?? .null
         o["photo_sha256"] = photoSHA256.map(JSONValue.string) ?? .null

@@ -60,7 +60,7 @@ struct DaemonBuilder {
         }
         let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
                                    settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes,
-                                   joinTimeoutSeconds: intake.joinTimeoutSeconds,
+                                   joinTimeoutSeconds: intake.joinTimeoutSeconds, memoStage: intake.memoStage,
                                    options: intake.inbox)
         scanner.quota = quota
         let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {

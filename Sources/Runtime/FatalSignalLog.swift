@@ -6,7 +6,7 @@ import PhotomemoCore
 /// The line a fatal signal leaves (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGABRT):
 ///
 ///     2026-12-01T08:30:00.123Z error fatal signal SIGSEGV (invalid memory access) while running
-///     job=12 stage=compress, job=13 stage=upload; the daemon dies with it (...)
+///     job=12 stage=resize, job=13 stage=store; the daemon dies with it (...)
 ///
 /// on stderr, and the same line in `HOME/crash.log`, which the next start reads to know
 /// which jobs were running when the daemon crashed (a SIGKILL or a clean stop writes

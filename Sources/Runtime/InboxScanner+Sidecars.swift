@@ -95,7 +95,7 @@ extension InboxScanner {
             report.room[st.st_uid] = room - 1
             for photo in mine {
                 guard let s = sidecar(forPhoto: photo, owner: owner, st, in: folder), s.name == name else { continue }
-                switch try journal.commitSidecar(s, photo: photo, owner: owner, now: unixNow()) {
+                switch try journal.commitSidecar(s, photo: photo, owner: owner, memoStage: memoStage.value, now: unixNow()) {
                 case .waiting: break  // its photo is there, not taken yet: the photo's intake reads it
                 case .applied(let outcome):
                     report.outcomes.append((name, outcome, owner))

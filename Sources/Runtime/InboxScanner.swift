@@ -24,6 +24,8 @@ final class InboxScanner: @unchecked Sendable {
     let maxPhotoBytes: LockedValue<Int64?>
     /// How long a memo sidecar is said to wait for its photo (`MemoIntake`, set on reload).
     let joinTimeoutSeconds: LockedValue<Int>
+    /// Where a sidecar stops joining its photo's job (`MemoIntake.memoStage`, set on reload).
+    let memoStage: LockedValue<Int>
     /// The definition's `inbox` section (depth, entries per turn, ignore globs, stale_temp; set on reload).
     let options: LockedValue<InboxOptions>
     /// Watches each folder a walk opens (the recursive `FolderWatcher`), when set; called
@@ -66,7 +68,9 @@ final class InboxScanner: @unchecked Sendable {
 
     init(inbox: String, journal: any JobIntake, quarantine: Quarantine, settleSeconds: Double,
          maxPhotoBytes: LockedValue<Int64?> = LockedValue(nil),
-         joinTimeoutSeconds: LockedValue<Int> = LockedValue(600), options: LockedValue<InboxOptions> = LockedValue(InboxOptions())) {
+         joinTimeoutSeconds: LockedValue<Int> = LockedValue(600), memoStage: LockedValue<Int> = LockedValue(.max),
+         options: LockedValue<InboxOptions> = LockedValue(InboxOptions())) {
+        self.memoStage = memoStage
         self.joinTimeoutSeconds = joinTimeoutSeconds
         self.options = options
         self.maxPhotoBytes = maxPhotoBytes

@@ -16,6 +16,8 @@ final class LiveDefinition: Sendable {
     let joinTimeoutSeconds: LockedValue<Int>
     /// The stages' `max_bytes`: a bigger photo is refused unread.
     let maxPhotoBytes: LockedValue<Int64?>
+    /// `JobDefinition.memoStage`: a memo joins its photo's job only while it is before it.
+    let memoStage: LockedValue<Int>
     /// The `inbox` section (ignore globs, stale temp files, quiet time).
     let inbox: LockedValue<InboxOptions>
     /// `inbox.originals`: whether inbox files stay where they are.
@@ -25,6 +27,7 @@ final class LiveDefinition: Sendable {
         cell = LockedValue(definition)
         joinTimeoutSeconds = LockedValue(definition.joinTimeoutSeconds)
         maxPhotoBytes = LockedValue(definition.maxPhotoBytes)
+        memoStage = LockedValue(definition.memoStage)
         inbox = LockedValue(definition.inbox)
         originals = LockedValue(definition.inbox.originalsMode)
     }
@@ -40,6 +43,7 @@ final class LiveDefinition: Sendable {
         }
         joinTimeoutSeconds.value = next.joinTimeoutSeconds
         maxPhotoBytes.value = next.maxPhotoBytes
+        memoStage.value = next.memoStage
         originals.value = next.inbox.originalsMode
         inbox.value = next.inbox
         cell.value = next

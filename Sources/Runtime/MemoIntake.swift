@@ -9,8 +9,11 @@ struct MemoIntake: Sendable {
     let photos: PhotoPolicy
     /// Set from the loop thread on reload (`LiveDefinition`), read on the lane.
     let joinTimeoutSeconds: LockedValue<Int>
+    /// The definition's `memoStage` (`LiveDefinition`, shared with the inbox scanner): a
+    /// memo joins its photo's job only while the job is before it.
+    let memoStage: LockedValue<Int>
     /// The definition's `max_bytes` (shared with the inbox scanner; set on reload): a
-    /// bigger photo is refused unread, not hashed in full to be refused by validate.
+    /// bigger photo is refused unread, not hashed in full to be refused by a stage.
     let maxPhotoBytes: LockedValue<Int64?>
     /// The definition's `inbox` section (shared with the inbox scanner; set on reload): its
     /// `ignore` globs name photos no memo can wait for.
@@ -37,7 +40,9 @@ struct MemoIntake: Sendable {
         throw PhotomemoError(.tooManyJobs, "\(caller.name) has \(maxUnfinishedPerUser) unfinished jobs, the most a user may have; \(action) again once some have finished")
     }
 
-    init(photos: PhotoPolicy, joinTimeoutSeconds: Int, maxPhotoBytes: Int64? = nil, inbox: InboxOptions = InboxOptions(), quota: QuotaMeter? = nil) {
+    init(photos: PhotoPolicy, joinTimeoutSeconds: Int, memoStage: Int = .max, maxPhotoBytes: Int64? = nil, inbox: InboxOptions = InboxOptions(),
+         quota: QuotaMeter? = nil) {
+        self.memoStage = LockedValue(memoStage)
         self.photos = photos
         self.inbox = LockedValue(inbox)
         self.quota = quota
@@ -51,10 +56,11 @@ struct MemoIntake: Sendable {
         self.inbox = live.inbox
         self.quota = quota
         self.joinTimeoutSeconds = live.joinTimeoutSeconds
+        self.memoStage = live.memoStage
         self.maxPhotoBytes = live.maxPhotoBytes
     }
 
-    /// Why a file of `size` bytes can never get through, if it cannot (the words validate uses).
+    /// Why a file of `size` bytes can never get through, if it cannot (the words the stage with that limit uses).
     static func overLimit(size: Int64, _ limit: LockedValue<Int64?>) -> String? {
         guard let max = limit.value, size > max else { return nil }
         return "file is \(size) bytes, over max_bytes (\(max))"

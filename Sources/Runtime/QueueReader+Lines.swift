@@ -59,7 +59,8 @@ extension QueueReader {
         var next = next
         next.tail = try fingerprint(fd, before: next.offset)
         Failpoint.hit("queue.before_commit")
-        let outcomes = try journal.commitMemos(memos, position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value, now: unixNow())
+        let outcomes = try journal.commitMemos(memos, position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value,
+                                               memoStage: intake.memoStage.value, now: unixNow())
         report.outcomes += zip(outcomes, memos).map { ($0, $1.memo.owner) }
         report.lines += Int(next.line - pos.line)
         pos = next

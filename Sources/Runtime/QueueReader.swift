@@ -181,7 +181,8 @@ final class QueueReader: @unchecked Sendable {
     /// line to commit it with, and was found truncated (and said so) at every poll.
     private func startOver(_ ino: UInt64, from pos: QueuePosition) throws -> QueuePosition {
         let next = pos.restarted(inode: ino)
-        _ = try journal.commitMemos([], position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value, now: unixNow())
+        _ = try journal.commitMemos([], position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value,
+                                   memoStage: intake.memoStage.value, now: unixNow())
         return next
     }
 

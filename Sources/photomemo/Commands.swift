@@ -1,3 +1,4 @@
+import CommentStage
 import CompressStage
 import UploadStage
 import ExecStage
@@ -9,7 +10,8 @@ import Runtime
 import ValidateStage
 
 /// Every stage this build knows, registered once.
-let registry = StageRegistry([ValidateStage.self, CompressStage.self, UploadStage.self, IndexStage.self, NotifyStage.self, ExecStage.self])
+let registry = StageRegistry([ValidateStage.self, CompressStage.self, CommentStage.self, UploadStage.self, IndexStage.self, NotifyStage.self,
+                              ExecStage.self])
 
 struct Command: Sendable {
     let name: String
@@ -113,8 +115,17 @@ let checkCommand = Command(
 let stagesCommand = Command(
     name: "stages", synopsis: "",
     summary: "Lists the stages this build registers, with their options (what a job definition's \"with\" accepts), and the options of the definition's \"inbox\".",
-    options: [],
-    run: { _ in
+    options: [
+        .value("markdown", "STAGE", "print STAGE's README (Plugins/NAME/README.md: its declarations and options table) as Markdown"),
+    ],
+    run: { args in
+        if let name = args.value("markdown") {
+            guard let stage = registry[name] else {
+                throw PhotomemoError(.badUsage, "no stage \"\(name)\"; stages: \(registry.names.joined(separator: ", "))")
+            }
+            print(StageReadme.markdown(stage), terminator: "")
+            return 0
+        }
         for name in registry.names {
             let t = registry[name]!
             print("\(name): \(t.summary)")

@@ -78,7 +78,7 @@ import Testing
         let err: String
         (status, _, err) = try DaemonHarness.run(["check", bad])
         #expect(status == 1)
-        #expect(err.contains(#"stages[0]: unknown stage "compres"; valid stages: compress, exec, index, notify, upload, validate"#))
+        #expect(err.contains(#"stages[0]: unknown stage "compres"; valid stages: comment, compress, exec, index, notify, upload, validate"#))
         (status, _, _) = try DaemonHarness.run(["chek", d.jobFile])
         #expect(status == 2)
     }

@@ -12,10 +12,11 @@ import TestSupport
     init() throws { url = try PostgresServer.freshDatabase() }
 
     func host(_ name: String, lease: Double = 30) throws -> Journal {
-        let j = try Journal(connection: PostgresDatabase(url: url), path: url, host: name, leaseSeconds: lease)
-        j.memoStageIndex.value = 3  // validate, compress, upload read the photo; index on read the memo
-        return j
+        try Journal(connection: PostgresDatabase(url: url), path: url, host: name, leaseSeconds: lease)
     }
+
+    /// validate, compress, upload work on the photo's host; index on runs anywhere.
+    let photoLocalEnd = 3
 
     func photo(_ name: String, sha: String, on host: String) -> TakenPhoto {
         TakenPhoto(name: name, path: "/\(host)/inbox/" + name, identity: "1:\(name)", sha256: sha)
@@ -54,12 +55,12 @@ import TestSupport
     @Test func photoStagesRunOnlyWhereThePhotoIsAndLaterStagesAnywhere() throws {
         let a = try host("a"), b = try host("b")
         _ = try a.commitPhotos([photo("p.jpg", sha: "s1", on: "a")], now: unixNow())
-        #expect(try b.claim(stageIndex: 0, stageName: "validate", limit: 10, crashSuspects: false, now: unixNow()).isEmpty)
-        let job = try #require(try a.claim(stageIndex: 0, stageName: "validate", limit: 10, crashSuspects: false, now: unixNow()).first)
+        #expect(try b.claim(stageIndex: 0, stageName: "validate", limit: 10, crashSuspects: false, photoLocalEnd: photoLocalEnd, now: unixNow()).isEmpty)
+        let job = try #require(try a.claim(stageIndex: 0, stageName: "validate", limit: 10, crashSuspects: false, photoLocalEnd: photoLocalEnd, now: unixNow()).first)
         // Moved on to the first memo stage, it runs on any host.
         _ = try a.recordSteps([(job, JobStep(next: .advance(toStage: 3), event: "done", message: nil, result: nil))],
                               stageName: "validate", durationMs: 1, now: unixNow())
-        #expect(try b.claim(stageIndex: 3, stageName: "index", limit: 10, crashSuspects: false, now: unixNow()).map(\.context.id)
+        #expect(try b.claim(stageIndex: 3, stageName: "index", limit: 10, crashSuspects: false, photoLocalEnd: photoLocalEnd, now: unixNow()).map(\.context.id)
                 == [job.context.id])
     }
 
@@ -71,8 +72,8 @@ import TestSupport
                                     file: "queue.jsonl", joinTimeoutSeconds: 60, now: unixNow())
         guard case .created(let id, .waiting) = out[0] else { Issue.record("\(out)"); return }
         #expect(try b.commitPhotos([photo("p.jpg", sha: "s2", on: "b")], now: unixNow()) == [.joined(job: id)])
-        #expect(try a.claim(stageIndex: 0, stageName: "validate", limit: 10, crashSuspects: false, now: unixNow()).isEmpty)
-        let claimed = try b.claim(stageIndex: 0, stageName: "validate", limit: 10, crashSuspects: false, now: unixNow())
+        #expect(try a.claim(stageIndex: 0, stageName: "validate", limit: 10, crashSuspects: false, photoLocalEnd: photoLocalEnd, now: unixNow()).isEmpty)
+        let claimed = try b.claim(stageIndex: 0, stageName: "validate", limit: 10, crashSuspects: false, photoLocalEnd: photoLocalEnd, now: unixNow())
         #expect(claimed.map(\.context.id) == [id])
         #expect(claimed.first?.context.photoPath == "/b/inbox/p.jpg")
         #expect(claimed.first?.context.memo.memo == "from a")
@@ -82,13 +83,13 @@ import TestSupport
         let a = try host("a", lease: 0.2), b = try host("b", lease: 0.2)
         _ = try a.commitMemos([QueuedMemo(memo: MemoJob(memo: "x", type: "Memo"), photo: .none, key: "m", source: "a")], position: nil,
                               file: "queue.jsonl", joinTimeoutSeconds: 60, now: unixNow())
-        let job = try #require(try a.claim(stageIndex: 0, stageName: "validate", limit: 1, crashSuspects: false, now: unixNow()).first)
+        let job = try #require(try a.claim(stageIndex: 0, stageName: "validate", limit: 1, crashSuspects: false, photoLocalEnd: photoLocalEnd, now: unixNow()).first)
         // Renewed, it holds; not renewed, it expires and any host takes it back.
         try a.renewLeases([job.context.id], now: unixNow() + 0.15)
         #expect(try b.reclaimExpiredLeases(maxAttempts: 5, now: unixNow() + 0.25).resumed == 0)
         let later = unixNow() + 1
         #expect(try b.reclaimExpiredLeases(maxAttempts: 5, now: later).resumed == 1)
-        let again = try #require(try b.claim(stageIndex: 0, stageName: "validate", limit: 1, crashSuspects: false, now: later).first)
+        let again = try #require(try b.claim(stageIndex: 0, stageName: "validate", limit: 1, crashSuspects: false, photoLocalEnd: photoLocalEnd, now: later).first)
         #expect(again.context.attempt == 2)
         let late = try a.recordSteps([(job, JobStep(next: .advance(toStage: 1), event: "done", message: nil, result: nil))],
                                      stageName: "validate", durationMs: 1, now: unixNow())
@@ -122,7 +123,7 @@ import TestSupport
         let hosts = try (0..<3).map { try host("h\($0)") }
         let taken = LockedValue<[Int64]>([])
         DispatchQueue.concurrentPerform(iterations: 3) { i in
-            while let batch = try? hosts[i].claim(stageIndex: 0, stageName: "validate", limit: 16, crashSuspects: false, now: unixNow()),
+            while let batch = try? hosts[i].claim(stageIndex: 0, stageName: "validate", limit: 16, crashSuspects: false, photoLocalEnd: photoLocalEnd, now: unixNow()),
                   !batch.isEmpty {
                 taken.withLock { $0 += batch.map(\.context.id) }
             }

@@ -122,7 +122,7 @@ import SQL
         let f = try JournalFixture(engine)
         try backlog(f)
         let (sql, params) = Journal.runnableQuery(dialect: engine == .sqlite ? .sqlite : .postgres, stageIndex: 0, limit: 4,
-                                                  crashSuspects: false, host: "", memoStageIndex: 3, now: unixNow())
+                                                  crashSuspects: false, host: "", photoLocalEnd: 3, now: unixNow())
         let plan = try f.journal.read { db in
             engine == .sqlite
                 ? try db.query("EXPLAIN QUERY PLAN WITH \(sql) SELECT * FROM picked", params).compactMap { $0.string(3) }

@@ -31,8 +31,9 @@ final class FaultyDiskQueue: JobQueue, @unchecked Sendable {  // `written` is lo
         return t
     }
 
-    func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, now: Double) throws -> [ClaimedJob] {
-        try journal.claim(stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects, now: now)
+    func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, photoLocalEnd: Int, now: Double) throws -> [ClaimedJob] {
+        try journal.claim(stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects, photoLocalEnd: photoLocalEnd,
+                          now: now)
     }
     func release(_ claims: [(job: ClaimedJob, stage: String)], reason: String, now: Double) throws {
         try journal.release(claims, reason: reason, now: now)
@@ -53,5 +54,4 @@ final class FaultyDiskQueue: JobQueue, @unchecked Sendable {  // `written` is lo
     func reclaimExpiredLeases(maxAttempts: Int, now: Double) throws -> ResumeCounts {
         try journal.reclaimExpiredLeases(maxAttempts: maxAttempts, now: now)
     }
-    var memoStageIndex: LockedValue<Int> { journal.memoStageIndex }
 }

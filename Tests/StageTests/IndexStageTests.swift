@@ -11,8 +11,8 @@ import Testing
                     sha: String? = String(repeating: "ab", count: 32), fields: [String: JSONValue] = ["salesPrice": 1200]) -> JobContext {
         var m = MemoJob(memo: memo, type: "GoodsMaster", fields: fields, owner: owner)
         m.record = record
-        let upload: JSONValue = ["assets": ["display": ["key": "sha256/cd/cd/cdcd", "bytes": 10]]]
-        return JobContext(id: 1, key: key, photoPath: nil, photoSHA256: sha, memo: m, results: ["upload": upload], attempt: 1)
+        let stored = WorkingSet(files: [.init(role: .rendition("display"), path: "/gone/display.jpg", bytes: 10, storedKey: "sha256/cd/cd/cdcd")])
+        return JobContext(id: 1, key: key, photoPath: nil, photoSHA256: sha, memo: m, results: [:], attempt: 1, working: stored)
     }
 
     func all(_ h: StageHome) throws -> [Record] {

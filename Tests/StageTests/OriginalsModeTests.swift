@@ -40,10 +40,10 @@ import UploadStage
     }
 
     static func job(_ key: String, sha: String, original: String, photo: String = "DCIM/a.jpg", taken: String = "2020-05-01T10:00:00Z") -> JobContext {
-        let upload: JSONValue = ["assets": ["original": ["key": .string(original), "bytes": 10, "sha256": .string(sha)]]]
-        let compress: JSONValue = ["exif": ["taken": .string(taken)], "original": ["width": 40, "height": 30]]
+        let stored = WorkingSet(files: [.init(role: .original, path: "/srv/inbox/" + photo, sha256: sha, bytes: 10, width: 40, height: 30,
+                                              storedKey: original)], exif: ["taken": .string(taken)])
         return JobContext(id: 1, key: key, photoPath: "/srv/inbox/" + photo, photoSHA256: sha,
-                          memo: .photoOnly(photo, owner: "alice"), results: ["upload": upload, "compress": compress], attempt: 1)
+                          memo: .photoOnly(photo, owner: "alice"), results: [:], attempt: 1, working: stored)
     }
 
     func index(_ h: StageHome, _ originals: InboxOptions.Originals) throws -> IndexStage {

@@ -10,14 +10,13 @@ import UploadStage
     func job(_ h: StageHome) throws -> (job: JobContext, photo: (path: String, sha: String), display: (path: String, sha: String)) {
         let photo = try h.write("inbox/IMG_1.jpg", "original bytes")
         let display = try h.write("renditions/7/display.jpg", "display bytes")
-        let compress: JSONValue = [
-            "original": ["format": "jpeg", "width": 4032, "height": 3024],
-            "renditions": ["display": ["path": .string(display.path), "sha256": .string(display.sha), "format": "jpeg",
-                                       "width": 860, "height": 645]],
-        ]
+        let working = WorkingSet(files: [
+            .init(role: .original, path: photo.path, sha256: photo.sha, width: 4032, height: 3024, format: "jpeg"),
+            .init(role: .rendition("display"), path: display.path, sha256: display.sha, width: 860, height: 645, format: "jpeg"),
+        ])
         let ctx = JobContext(id: 7, key: "IMG_1", photoPath: photo.path, photoSHA256: photo.sha,
                              photoRoot: (photo.path as NSString).deletingLastPathComponent, memo: .photoOnly("IMG_1.jpg"),
-                             results: ["compress": compress], attempt: 1)
+                             results: [:], attempt: 1, working: working)
         return (ctx, photo, display)
     }
 

@@ -131,19 +131,20 @@ final class JobHandlers: ControlHandler {
         let memo = parsed
         let intake = self.intake, journal = self.journal, events = self.events, scheduler = self.scheduler, records = self.records
         let key = memo.key.map { JobKey.scoped($0, owner: memo.owner) } ?? "socket:" + UUID().uuidString.lowercased()
-        let join = intake.joinTimeoutSeconds.value
+        let join = intake.joinTimeoutSeconds.value, memoStage = scheduler.definition.memoStage
         // Through the intake lane, so joining a photo never races the inbox scanner.
         lane.enqueue({ () -> Result<IntakeOutcome, PhotomemoError> in
             do {
                 try MemoIntake.checkRoom(for: caller, in: journal, then: "enqueue")
                 if var allowance = try intake.quota?.allowance(owner: caller.name, uid: caller.uid), let refused = allowance.take() { throw refused }
-                // A reference its owner may not read is refused now (the index stage checks again).
+                // A reference its owner may not read is refused now (the record-writing stage checks again).
                 do { try records.checkReferences(in: memo.fields, viewer: Viewer(owner: memo.owner)) } catch RecordWriteError.badReference(let field, let record) {
                     throw PhotomemoError(.badReference, RecordWriteError.badReferenceMessage(field: field, record: record))
                 }
                 let photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
                 let queued = QueuedMemo(memo: memo, photo: photo, key: key, source: "socket", origin: "socket")
-                return .success(try journal.commitMemos([queued], position: nil, file: "queue.jsonl", joinTimeoutSeconds: join, now: unixNow())[0])
+                return .success(try journal.commitMemos([queued], position: nil, file: "queue.jsonl", joinTimeoutSeconds: join,
+                                                                memoStage: memoStage, now: unixNow())[0])
             } catch let e as PhotomemoError {
                 return .failure([.forbidden, .tooManyJobs, .overQuota, .badReference].contains(e.code) ? e : PhotomemoError(.badRequest, e.message))
             } catch {
@@ -169,7 +170,7 @@ final class JobHandlers: ControlHandler {
     func retry(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         let id = try req.requiredInt("job")
         let journal = self.journal, scheduler = self.scheduler, events = self.events
-        let join = intake.joinTimeoutSeconds.value, inbox = intake.photos.inbox
+        let join = intake.joinTimeoutSeconds.value, inbox = intake.photos.inbox, photoLocalEnd = scheduler.definition.photoLocalEnd
         loop.reply({ result in
             if case .success(let r) = result {
                 events.publish("job_retried", job: id, to: .owner(r["owner"]?.stringValue))
@@ -181,7 +182,7 @@ final class JobHandlers: ControlHandler {
             try AccessPolicy.checkJob(id, owner: owner, by: caller)
             // A retried job is unfinished again: cancelled jobs retried in bulk would pass the cap.
             try MemoIntake.checkRoom(for: caller, in: journal, then: "retry")
-            try journal.retry(job: id, joinTimeoutSeconds: join, now: unixNow()) { photo, quarantined, needed in
+            try journal.retry(job: id, joinTimeoutSeconds: join, photoLocalEnd: photoLocalEnd, now: unixNow()) { photo, quarantined, needed in
                 try Self.bringBack(photo, from: quarantined, needed: needed, job: id, inbox: inbox)
             }
             return ["job": .int(id), "state": .string(try journal.job(id)?.state.rawValue ?? "queued"), "owner": owner.map(JSONValue.string) ?? .null]
