@@ -2,7 +2,7 @@
 import Foundation
 import PackageDescription
 
-// libFuzzer targets for photomemo's parsers (see the README, "Fuzzing and sanitizers").
+// libFuzzer targets for photomemo's parsers (see docs/testing.md, "Fuzzing and sanitizers").
 // Build with scripts/fuzz, which passes -sanitize=fuzzer,address to every module, the
 // main package's too, so coverage reaches the code under test.
 //

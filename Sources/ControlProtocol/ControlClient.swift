@@ -24,10 +24,11 @@ public final class ControlClient {
     private func connectIfNeeded() throws {
         guard fd < 0 else { return }
         let address = try UnixSocketAddress(socketPath)
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw PhotomemoError(.io, "socket: \(String(cString: strerror(errno)))") }
-        if address.connect(fd) != 0 {
-            let e = errno
+        do { fd = try syscall("socket", blocking: { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }) } catch let e as SystemError {
+            throw PhotomemoError(.io, "socket: \(e.reason)")
+        }
+        do { try syscall("connect", blocking: { address.connect(fd) }) } catch let error as SystemError {
+            let e = error.errno
             close(fd)
             fd = -1
             if e == ENOENT || e == ECONNREFUSED {
@@ -37,7 +38,7 @@ public final class ControlClient {
             if e == EACCES {
                 throw PhotomemoError(.notRunning, "permission denied on \(socketPath): the daemon's socket does not admit this user")
             }
-            throw PhotomemoError(.io, "connect \(socketPath): \(String(cString: strerror(e)))")
+            throw PhotomemoError(.io, "connect \(socketPath): \(error.reason)")
         }
     }
 
@@ -86,9 +87,7 @@ public final class ControlClient {
         let bytes = Array((value.jsonString + "\n").utf8)
         var off = 0
         while off < bytes.count {
-            let n = bytes[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 {
-                if errno == EINTR { continue }
+            guard let n = try? syscall("send", blocking: { bytes[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }) else {
                 throw PhotomemoError(.io, "the daemon closed the connection")
             }
             off += n
@@ -104,12 +103,15 @@ public final class ControlClient {
                 return try JSONValue.parse(Data(line))
             }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let r = poll(&p, 1, timeoutMs)
+            let polled: Int32?
+            do { polled = try syscall("poll", interruptible: { poll(&p, 1, timeoutMs) }) } catch let e as SystemError {
+                throw PhotomemoError(.io, "poll: \(e.reason)")
+            }
+            guard let r = polled else { continue }  // a signal: wait again
             if r == 0 {
                 if allowTimeout { return nil }
                 throw PhotomemoError(.io, "no reply from the daemon within \(timeoutMs / 1000) s")
             }
-            if r < 0 { if errno == EINTR { continue }; throw PhotomemoError(.io, "poll: \(String(cString: strerror(errno)))") }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = read(fd, &chunk, chunk.count)
             if n <= 0 { throw PhotomemoError(.io, "the daemon closed the connection") }

@@ -114,11 +114,8 @@ public final class OpenFolder: @unchecked Sendable {  // immutable; the descript
     /// The names in this folder ("." and ".." left out).
     public func names() throws -> [String] {
         let copy = try syscall("dup \(path)", blocking: { fcntl(fd, F_DUPFD_CLOEXEC, 0) })
-        guard let dir = fdopendir(copy) else {
-            let e = errno
-            close(copy)
-            throw SystemError("list \(path)", errno: e)
-        }
+        let dir: OpaquePointer
+        do { dir = try syscall("list \(path)", pointer: { fdopendir(copy) }) } catch { close(copy); throw error }
         defer { closedir(dir) }
         rewinddir(dir)
         var out: [String] = []

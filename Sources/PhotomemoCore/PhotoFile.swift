@@ -40,7 +40,7 @@ public final class PhotoFile: @unchecked Sendable {  // immutable; the descripto
             switch e.errno {
             case ENOENT, ENOTDIR: throw PhotomemoError(.notFound, "photo file is gone: \(path)")
             case ELOOP, EXDEV: throw PhotomemoError(.badImage, "photo \(path) is reached through a symlink, which is not followed")
-            default: throw PhotomemoError(.io, "cannot open \(path): \(String(cString: strerror(e.errno)))")
+            default: throw PhotomemoError(.io, "cannot open \(path): \(e.reason)")
             }
         }
         var st = Glibc.stat()

@@ -68,7 +68,7 @@ public struct SHA256: ~Copyable {
             switch e.errno {
             case ENOENT, ENOTDIR: throw PhotomemoError(.notFound, "photo file is gone: \(path)")
             case ELOOP: throw PhotomemoError(.badImage, "photo is a symlink: \(path)")
-            default: throw PhotomemoError(.io, "cannot open \(path): \(String(cString: strerror(e.errno)))")
+            default: throw PhotomemoError(.io, "cannot open \(path): \(e.reason)")
             }
         }
         defer { close(fd) }

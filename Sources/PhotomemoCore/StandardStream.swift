@@ -11,9 +11,8 @@ public enum StandardStream {
         var bytes = Array(text.utf8)
         var off = 0
         while off < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
+            let n = try? syscall("write", blocking: { bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) } })
+            guard let n, n > 0 else { return }
             off += n
         }
     }

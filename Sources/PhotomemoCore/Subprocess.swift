@@ -49,7 +49,9 @@ public struct Subprocess {
 
         func drain(_ k: Int) {
             while fds[k].fd >= 0 {
-                let n = read(fds[k].fd, &buf, buf.count)
+                let got: Int?
+                do { got = try syscall("read", nonblocking: { read(fds[k].fd, &buf, buf.count) }) } catch { got = 0 }  // a read error ends it like EOF
+                guard let n = got else { return }  // nothing more now
                 if n > 0 {
                     if k == 1 {
                         if result.stdout.count < maxStdout { result.stdout += buf[0..<min(n, maxStdout - result.stdout.count)] }
@@ -59,7 +61,6 @@ public struct Subprocess {
                     }
                     continue
                 }
-                if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
                 close(fds[k].fd); fds[k].fd = -1  // end of file, or a read error
             }
         }
@@ -80,11 +81,16 @@ public struct Subprocess {
             let next = termSentAt.map { $0 + UInt64(killGraceMs) * 1_000_000 } ?? deadline
             var waitMs = Int32(min(killSent ? 100 : 250, (next > now ? next - now : 0) / 1_000_000 + 1))
             if fds[3].fd < 0 { waitMs = min(waitMs, 20) }  // no pidfd: poll for the exit
-            if poll(&fds, nfds_t(fds.count), waitMs) < 0 && errno != EINTR { break }
+            do { _ = try syscall("poll", interruptible: { poll(&fds, nfds_t(fds.count), waitMs) }) } catch { break }
             if fds[0].fd >= 0, fds[0].revents != 0 {
-                let n = input.withUnsafeBytes { send(fds[0].fd, $0.baseAddress! + inOff, $0.count - inOff, Int32(MSG_NOSIGNAL)) }
-                if n > 0 { inOff += n }
-                if n < 0 && errno != EAGAIN || inOff >= input.count {
+                let sent: Int?
+                do {
+                    sent = try syscall("send", nonblocking: {
+                        input.withUnsafeBytes { send(fds[0].fd, $0.baseAddress! + inOff, $0.count - inOff, Int32(MSG_NOSIGNAL)) }
+                    }) ?? 0
+                } catch { sent = nil }
+                if let sent { inOff += sent }
+                if sent == nil || inOff >= input.count {
                     close(fds[0].fd); fds[0].fd = -1  // done, or the child stopped reading
                 }
             }
@@ -95,7 +101,7 @@ public struct Subprocess {
         drain(1); drain(2)
         kill(-child.pid, SIGKILL)
         var status: Int32 = 0
-        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+        _ = try? syscall("waitpid", blocking: { waitpid(child.pid, &status, 0) })
         reapGroup(child.pid)
         if status & 0x7F == 0 { result.status = (status >> 8) & 0xFF } else { result.signal = status & 0x7F }
         if termSentAt == nil && result.signal != nil && groups.isStopping { result.stopped = true }  // TERM came from terminate()
@@ -107,7 +113,7 @@ public struct Subprocess {
     /// our children, since this process is a child subreaper.
     static func reapGroup(_ pgid: pid_t) {
         var status: Int32 = 0
-        while waitpid(-pgid, &status, 0) > 0 || errno == EINTR {}
+        while (try? syscall("waitpid", blocking: { waitpid(-pgid, &status, 0) })) != nil {}  // until ECHILD
     }
 
     private static let adoptOrphans: Bool = pm_become_child_subreaper() == 0

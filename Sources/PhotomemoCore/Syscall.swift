@@ -10,7 +10,14 @@ public struct SystemError: Error, CustomStringConvertible, Sendable {
         self.errno = errno
     }
 
-    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
+    /// What the errno means, as strerror(3) says it.
+    public var reason: String { Self.reason(errno) }
+
+    /// The one place errno text is made (for a code that came another way, e.g. a Foundation
+    /// `POSIXError`).
+    public static func reason(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+    public var description: String { "\(call): \(reason)" }
 }
 
 /// The one place errno is read: runs `body` (retrying on EINTR) and throws a
@@ -26,3 +33,34 @@ public func syscall<T: BinaryInteger>(_ call: @autoclosure () -> String, blockin
     }
 }
 
+/// `syscall` for a call that fails with NULL (`fdopendir`, `opendir`): its pointer, or a
+/// `SystemError`; EINTR retried.
+public func syscall<T>(_ call: @autoclosure () -> String, pointer body: () -> T?) throws -> T {
+    while true {
+        if let r = body() { return r }
+        let e = Glibc.errno
+        if e == EINTR { continue }
+        throw SystemError(call(), errno: e)
+    }
+}
+
+/// `syscall` on a non-blocking descriptor: nil when nothing can be done now (EAGAIN);
+/// EINTR retried.
+public func syscall<T: BinaryInteger>(_ call: @autoclosure () -> String, nonblocking body: () -> T) throws -> T? {
+    do {
+        return try syscall(call(), blocking: body)
+    } catch let e as SystemError where e.errno == EAGAIN || e.errno == EWOULDBLOCK {
+        return nil
+    }
+}
+
+/// `syscall` for a wait whose caller recomputes its timeout when a signal interrupts it
+/// (`poll`): nil on EINTR, so the caller's loop goes round, instead of waiting the old
+/// timeout again.
+public func syscall<T: BinaryInteger>(_ call: @autoclosure () -> String, interruptible body: () -> T) throws -> T? {
+    let r = body()
+    if r >= 0 { return r }
+    let e = Glibc.errno
+    if e == EINTR { return nil }
+    throw SystemError(call(), errno: e)
+}

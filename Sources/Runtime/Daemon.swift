@@ -7,6 +7,8 @@ import PhotomemoCore
 import Stores
 
 /// `photomemo serve`: the daemon's services, started in order and stopped in reverse.
+/// Here: what runs before them (home, lock, definition, database and store, resuming
+/// interrupted jobs); their wiring is `DaemonBuilder`, their stop `ShutdownController`.
 ///
 ///     start: home layout + lock ─▶ job definition ─▶ database + store (ResourcePool)
 ///            ─▶ journal (resume interrupted) ─▶ services, in order: scheduler, deliverer,
@@ -90,7 +92,7 @@ public final class Daemon {
         let environment = StageEnvironment(home: URL(fileURLWithPath: home.root), database: definition.database,
                                            store: definition.store, resources: resources)
         let backend = try Backend(environment: environment, hostID: hostID, leaseSeconds: options.leaseSeconds)
-        let (journal, records) = (backend.journal, backend.records)
+        let journal = backend.journal
         let assets = try environment.assetStore()
 
         // A fatal signal left its line in the crash log: the jobs it names have a crash
@@ -109,154 +111,22 @@ public final class Daemon {
         try DiskSpace.waitingForSpace("the heartbeat") { try journal.heartbeat(started: unixNow(), pid: getpid(), now: unixNow()) }
         try FatalSignalLog.install(crashFile: home.crashLog, json: Log.format == .json)
 
-        let loop = try EventLoop()
-        let photos = PhotoPolicy(inbox: home.inbox, allowedRoots: options.allowRoots)
-        let quarantine = Quarantine(folder: home.quarantine, inbox: home.inbox, originals: LockedValue(definition.inbox.originalsMode))
-        let lane = SerialLane(loop: loop)
-        let events = EventBus()
-        let wakeup = try LoopWakeup(loop: loop)
-        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, photos: photos, definition: definition, events: events,
-                                      wakeup: wakeup.sender)
-        // Stopped after the scheduler: leases are renewed while running stages finish.
-        let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler)
-        let quota = QuotaMeter(limits: definition.quota, records: records, journal: journal)
-        let intake = MemoIntake(photos: photos, joinTimeoutSeconds: definition.joinTimeoutSeconds,
-                                maxPhotoBytes: definition.maxPhotoBytes, inbox: definition.inbox, quota: quota)
-        let makeReader = { (path: String, name: String) in
-            QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
-        }
-        // queue.jsonl in the home, and one file per other user in queue.d/.
-        let tailers = try [
-            QueueFolder(path: home.root, prefix: "", isQueueFile: { $0 == "queue.jsonl" }, makeReader: makeReader),
-            QueueFolder(path: home.queueFolder, prefix: "queue.d/",
-                        isQueueFile: { $0.hasSuffix(".jsonl") && !PhotoPolicy.isIgnoredInboxName($0) }, makeReader: makeReader),
-        ].map { folder in
-            try QueueTailer(loop: loop, lane: lane, folder: folder, events: events, pollSeconds: options.queuePollSeconds) { scheduler.pump() }
-        }
-        let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
-                                   settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes,
-                                   joinTimeoutSeconds: intake.joinTimeoutSeconds,
-                                   options: intake.inbox)
-        scanner.quota = quota
-        let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
-            scheduler.pump()
-        }
-        scheduler.onUntaken = { [weak inbox] names in inbox?.retake(names) }
-
-        let notify = SystemdNotify()
-        // The file is read and its stages built on the work pool; checked and swapped in here.
         let (jobFile, registry, home, database, store) = (options.jobFile, registry, home, options.database, options.store)
-        let reloader = DefinitionReloader(loop: loop, load: {
+        let daemon = try DaemonBuilder(.init(options: options, home: home, definition: definition, load: {
             try Self.loadDefinition(file: jobFile, registry: registry, home: home, database: database, store: store, resources: resources)
-        }) { loaded in
-            do {
-                let next = try loaded.get()
-                guard next.database == definition.database, next.store == definition.store else {
-                    throw PhotomemoError(.badDefinition, "\(next.source): the database and the store are opened once, at start; restart photomemo to change them")
-                }
-                intake.joinTimeoutSeconds.value = next.joinTimeoutSeconds
-                intake.maxPhotoBytes.value = next.maxPhotoBytes
-                quarantine.originals.value = next.inbox.originalsMode
-                intake.inbox.value = next.inbox
-                quota.limits.value = next.quota
-                decodeMemory.limitBytes = next.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
-                scheduler.replace(definition: next)
-                Log.notice("reloaded job definition \(next.name) from \(next.source)")
-                return .success(next)
-            } catch {
-                let e = error as? PhotomemoError ?? PhotomemoError(.badDefinition, "\(error)")
-                Log.error("reload failed, keeping \(scheduler.definition.name): \(e.message)")
-                return .failure(e)
-            }
-        }
-        let deliverer = try NotificationDeliverer(loop: loop, events: events, store: records,
-                                                  retry: { scheduler.definition.retry },
-                                                  execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host,
-                                                  allowPrivateWebhooks: options.allowPrivateWebhooks)
-        let collector = try AssetCollector(loop: loop, records: records, assets: assets)
-        let followers = try Followers(loop: loop, records: records)
-        // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.
-        events.subscribe(followers, viewer: nil) { e in
-            guard let type = e["event"]?.stringValue, type == "stage_done" || type.hasPrefix("record_") else { return }
-            followers.poll()
-            deliverer.kick()
-        }
-        // Another daemon on the same database made work or changes: look now, not at a timer.
-        let listener = try backend.sharedURL.map { url in
-            try ClusterListener(loop: loop, url: url, host: journal.host, onWork: { scheduler.pump() },
-                                onChanges: { followers.poll(); deliverer.kick() })
-        }
-        // The control plane: handlers per concern with their dependencies, behind the router.
-        let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
-                               records: records, reload: { reloader.reload($0) })
-        var clients: () -> Int = { 0 }  // the server is made after the router it serves
-        let router = ControlRouter([
-            jobs,
-            StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
-                backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
-                queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
-                host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
-                quota: quota)),
-            RecordHandlers(loop: loop, records: records, assets: assets, journal: journal, events: events, wakeup: wakeup.sender,
-                           collectAssets: { collector.collect() }),
-            SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
-        ])
-        let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
-        clients = { [weak control] in control?.clientCount ?? 0 }  // weak: the server holds the router
-
-        // Started in this order, stopped in reverse: the socket and intake first, the
-        // scheduler (which lets running stages finish) last.
-        let services = ServiceGroup(services: (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers]
-                                              + (listener.map { [$0] } ?? []) + tailers + [inbox, control])
-        var signals: [SignalWatcher] = []
-        let graceTimer = try LoopTimer(loop: loop)
-        let exitTimer = try LoopTimer(loop: loop)
-        let subprocesses = SubprocessGroups.shared
-        // TERM to every subprocess group now (each run sends KILL after 2 s); exit in any case 3 s later.
-        func endSubprocesses() {
-            subprocesses.terminate()
-            if !exitTimer.isClosed {
-                exitTimer.start(afterMs: 3000) {
-                    Log.warning("\(subprocesses.liveCount) subprocesses did not end; exiting")
-                    subprocesses.killAll()
-                    exit(0)
-                }
-            }
-        }
-        var stopping = false
-        let shutdown = { (signum: Int32) in
-            if stopping {
-                Log.warning("second signal: exiting now; running stages resume at the next start")
-                subprocesses.killAll()
-                exit(0)
-            }
-            stopping = true
-            notify.send("STOPPING=1")
-            Log.notice("signal \(signum): stopping intake, letting \(scheduler.runningCount) running stages finish")
-            graceTimer.start(afterMs: UInt64(self.options.graceSeconds * 1000)) {
-                Log.warning("grace period over with \(scheduler.runningCount) stages running; they resume at the next start")
-                endSubprocesses()
-            }
-            services.stop {
-                lane.whenIdle {
-                    graceTimer.close()
-                    scheduler.close()
-                    wakeup.close()
-                    for s in signals { s.close() }
-                    // No stage runs now; exec sinks still delivering are ended (and retried at the next start).
-                    endSubprocesses()
-                    deliverer.whenIdle { exitTimer.close() }
-                }
-            }
-        }
-        signals.append(try SignalWatcher(loop: loop, signal: SIGTERM, shutdown))
-        signals.append(try SignalWatcher(loop: loop, signal: SIGINT, shutdown))
-        signals.append(try SignalWatcher(loop: loop, signal: SIGHUP) { _ in reloader.reload() })
+        }, backend: backend, assets: assets, decodeMemory: decodeMemory))
+        let (loop, services) = (daemon.loop, daemon.services)
+        let notify = SystemdNotify()
+        let shutdown = try ShutdownController(loop: loop, services: services, lane: daemon.lane, scheduler: daemon.scheduler,
+                                              deliverer: daemon.deliverer, wakeup: daemon.wakeup, notify: notify,
+                                              graceSeconds: options.graceSeconds)
+        try shutdown.watchSignals(on: loop) { daemon.reloader.reload() }
 
         services.start()
         Log.notice("photomemo serving \(home.root) with job \(definition.name) (\(definition.stages.map(\.name).joined(separator: " → ")))")
         notify.send("READY=1\nSTATUS=serving \(home.root) with job \(definition.name)\nMAINPID=\(getpid())")
-        loop.run()
+        // The controller's signal watchers hold it unowned: it lives as long as the loop runs.
+        withExtendedLifetime((daemon, shutdown)) { loop.run() }
         let rc = loop.close()
         if rc != 0 { Log.error("event loop closed with \(loop.handleCount) handles still open") }
         Log.notice("stopped")

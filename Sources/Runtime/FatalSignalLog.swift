@@ -22,11 +22,13 @@ enum FatalSignalLog {
     /// Installs the handler for this process, writing to stderr and to `crashFile`
     /// (created empty; the previous crash must have been read with `takeLastCrash`).
     static func install(crashFile: String, json: Bool) throws {
-        let fd = open(crashFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw PhotomemoError(.io, "cannot open \(crashFile): \(String(cString: strerror(errno)))") }
+        let fd: Int32
+        do { fd = try syscall("open", blocking: { open(crashFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640) }) } catch let e as SystemError {
+            throw PhotomemoError(.io, "cannot open \(crashFile): \(e.reason)")
+        }
         pm_fatal_set_running("")
-        guard pm_fatal_install(2, fd, json ? 1 : 0) == 0 else {
-            throw PhotomemoError(.io, "cannot install the fatal-signal handler: \(String(cString: strerror(errno)))")
+        do { try syscall("sigaction", blocking: { pm_fatal_install(2, fd, json ? 1 : 0) }) } catch let e as SystemError {
+            throw PhotomemoError(.io, "cannot install the fatal-signal handler: \(e.reason)")
         }
     }
 

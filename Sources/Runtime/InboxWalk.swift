@@ -159,11 +159,12 @@ extension InboxScanner {
         }
         if !next.relative.isEmpty { watchFolder?(folder.fd, next.relative) }
         guard let copy = try? syscall("dup", blocking: { fcntl(folder.fd, F_DUPFD_CLOEXEC, 0) }) else { return }
-        guard let dir = fdopendir(copy) else {
+        let dir: OpaquePointer
+        do { dir = try syscall("fdopendir", pointer: { fdopendir(copy) }) } catch let e as SystemError {
             close(copy)
-            report.errors.append("cannot read \(folder.path): \(String(cString: strerror(errno)))")
+            report.errors.append("cannot read \(folder.path): \(e.reason)")
             return
-        }
+        } catch { close(copy); return }
         walk.current = (folder, dir, next.relative, next.depth)
     }
 }

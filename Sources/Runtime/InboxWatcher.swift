@@ -21,8 +21,8 @@ final class InboxWatcher {
     private let loop: EventLoop
     private let lane: SerialLane
     private let scanner: InboxScanner
-    private let onJobs: () -> Void
-    private let events: EventBus
+    let onJobs: () -> Void
+    let events: EventBus
     private var watcher: FolderWatcher?
     private let rescanTimer: LoopTimer
     private let rearmTimer: LoopTimer
@@ -115,9 +115,9 @@ final class InboxWatcher {
     /// last rescan found them.
     private(set) var stale: [String: InboxScanner.StaleEntry] = [:]
     /// Users whose inbox files wait because they are at their cap of unfinished jobs.
-    private var atCap: Set<String> = []
+    var atCap: Set<String> = []
     /// Users over their quota, said once (`QuotaMeter`).
-    private var overQuota: Set<String> = []
+    var overQuota: Set<String> = []
 
     private func handle(_ events: [FolderWatcher.Event]) {
         var removedFolders: [String] = []
@@ -323,29 +323,5 @@ final class InboxWatcher {
         guard !closed else { return }
         untakenRetryMs = min(max(untakenRetryMs * 2, 500), 30_000)
         retryTimer.start(afterMs: untakenRetryMs) { [unowned self] in self.rescan() }
-    }
-
-    private func log(_ report: InboxScanner.Report) {
-        for (name, outcome, owner) in report.outcomes {
-            switch outcome {
-            case .created(let job, _): Log.info("took \(name)", job: job)
-            case .joined(let job): Log.info("took \(name): joined its memo", job: job)
-            case .duplicate(let job, let of): Log.info("took \(name): same bytes as job \(of)", job: job)
-            case .failed(let job, let reason): Log.warning("\(name): \(reason)", job: job)
-            case .alreadyTaken: break
-            }
-            events.publish(outcome, source: "inbox/\(name)", owner: owner)
-        }
-        for r in report.rejected { Log.warning("quarantined inbox entry \(r)") }
-        for n in report.removedDuplicates { Log.info("removed \(n) from the inbox: a copy of a finished job's photo") }
-        for e in report.errors { Log.error("inbox: \(e)") }
-        // Said once as a user reaches the cap, not at every look while they stay there.
-        for owner in report.atCap.subtracting(atCap).sorted() {
-            Log.notice("inbox: \(owner) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; their inbox files are taken as those finish")
-        }
-        atCap.formUnion(report.atCap)
-        for (owner, why) in report.overQuota where !overQuota.contains(owner) { Log.notice("inbox: \(why); their inbox files wait") }
-        overQuota.formUnion(report.overQuota.keys)
-        if report.outcomes.contains(where: { $0.outcome != .alreadyTaken }) { onJobs() }
     }
 }

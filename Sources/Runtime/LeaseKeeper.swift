@@ -12,17 +12,19 @@ final class LeaseKeeper: ClosingService {
     private let loop: EventLoop
     private let queue: any JobQueue & JobControl
     private let scheduler: Scheduler
+    private let definition: LiveDefinition
     private let leaseSeconds: Double
     private let timer: LoopTimer
     private var busy = false
 
     private let started = unixNow()
 
-    init?(loop: EventLoop, queue: any JobQueue & JobControl, scheduler: Scheduler) throws {
+    init?(loop: EventLoop, queue: any JobQueue & JobControl, scheduler: Scheduler, definition: LiveDefinition) throws {
         guard let leaseSeconds = queue.leaseSeconds else { return nil }
         self.loop = loop
         self.queue = queue
         self.scheduler = scheduler
+        self.definition = definition
         self.leaseSeconds = leaseSeconds
         timer = try LoopTimer(loop: loop)
     }
@@ -38,7 +40,7 @@ final class LeaseKeeper: ClosingService {
         guard !busy else { return }
         busy = true
         let queue = self.queue, running = Array(scheduler.runningJobs.keys), started = self.started
-        let maxAttempts = scheduler.definition.retry.maxAttempts
+        let maxAttempts = definition.current.retry.maxAttempts
         loop.submit({ () -> Result<ResumeCounts, Error> in
             Result {
                 try queue.renewLeases(running, now: unixNow())

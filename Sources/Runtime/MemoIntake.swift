@@ -7,7 +7,7 @@ import PhotomemoCore
 /// may come from and how long a memo waits for its photo.
 struct MemoIntake: Sendable {
     let photos: PhotoPolicy
-    /// Set from the loop thread on reload, read on the lane.
+    /// Set from the loop thread on reload (`LiveDefinition`), read on the lane.
     let joinTimeoutSeconds: LockedValue<Int>
     /// The definition's `max_bytes` (shared with the inbox scanner; set on reload): a
     /// bigger photo is refused unread, not hashed in full to be refused by validate.
@@ -43,6 +43,15 @@ struct MemoIntake: Sendable {
         self.quota = quota
         self.joinTimeoutSeconds = LockedValue(joinTimeoutSeconds)
         self.maxPhotoBytes = LockedValue(maxPhotoBytes)
+    }
+
+    /// The daemon's: every setting read from the definition in force.
+    init(photos: PhotoPolicy, live: LiveDefinition, quota: QuotaMeter?) {
+        self.photos = photos
+        self.inbox = live.inbox
+        self.quota = quota
+        self.joinTimeoutSeconds = live.joinTimeoutSeconds
+        self.maxPhotoBytes = live.maxPhotoBytes
     }
 
     /// Why a file of `size` bytes can never get through, if it cannot (the words validate uses).

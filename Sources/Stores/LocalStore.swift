@@ -37,7 +37,10 @@ public struct LocalStore: AssetStore {
                     fresh: Bool, releasing mayLink: Bool, seal: String?) throws -> Bool {
         let final = path(key)
         var st = stat()
-        fstat(source, &st)
+        // Checked: a zeroed stat would read as root's empty file, one only admins can write.
+        do { try syscall("fstat", blocking: { fstat(source, &st) }) } catch let e as SystemError {
+            throw StoreFailure(.permanent, "cannot read \(file): \(e.reason)")
+        }
         if let existing = try head(key: key), existing == Int64(st.st_size) { return false }
         do {
             try FileManager.default.createDirectory(atPath: (final as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
@@ -137,8 +140,8 @@ public struct LocalStore: AssetStore {
     }
 
     public func delete(key: String) throws {
-        if unlink(path(key)) != 0 && errno != ENOENT {
-            throw StoreFailure(.transient, "cannot delete \(key): \(String(cString: strerror(errno)))")
+        do { try syscall("unlink", blocking: { unlink(path(key)) }) } catch let e as SystemError where e.errno != ENOENT {
+            throw StoreFailure(.transient, "cannot delete \(key): \(e.reason)")
         }
     }
 

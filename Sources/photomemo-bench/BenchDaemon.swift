@@ -45,7 +45,7 @@ final class BenchDaemon {
         guard pid > 0 else { return }
         kill(pid, SIGTERM)
         var st: Int32 = 0
-        while waitpid(pid, &st, 0) < 0 && errno == EINTR {}
+        _ = try? syscall("waitpid", blocking: { waitpid(pid, &st, 0) })
         pid = 0
     }
 
@@ -114,8 +114,8 @@ final class BenchDaemon {
     }
 
     func drop(_ name: String) throws {
-        guard rename(home + "/staging/" + name, home + "/inbox/" + name) == 0 else {
-            throw Failure("cannot drop \(name): \(String(cString: strerror(errno)))")
+        do { try syscall("rename", blocking: { rename(home + "/staging/" + name, home + "/inbox/" + name) }) } catch let e as SystemError {
+            throw Failure("cannot drop \(name): \(e.reason)")
         }
     }
 

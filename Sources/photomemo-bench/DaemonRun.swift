@@ -129,6 +129,6 @@ struct DaemonRun {
         guard pid > 0 else { return }
         kill(pid, SIGTERM)
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = try? syscall("waitpid", blocking: { waitpid(pid, &status, 0) })
     }
 }

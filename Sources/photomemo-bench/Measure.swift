@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import PhotomemoCore
 
 /// One measured run: wall time, CPU time (user + system) and peak RSS of the child
 /// processes it spawned, read from wait4's rusage.
@@ -66,7 +67,7 @@ func spawn(_ argv: [String], into m: inout Measurement, quiet: Bool = true) -> r
     var usage = rusage()
     guard posix_spawnp(&pid, argv[0], &actions, nil, args, environ) == 0 else { m.failures += 1; return usage }
     var status: Int32 = 0
-    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+    _ = try? syscall("wait4", blocking: { wait4(pid, &status, 0, &usage) })
     if status != 0 { m.failures += 1 }
     return usage
 }

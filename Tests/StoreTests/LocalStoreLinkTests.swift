@@ -94,3 +94,20 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/.tmp").isEmpty)
     }
 }
+
+/// A descriptor fstat cannot read is refused at once, as what it is: no zeroed stat read as
+/// root's empty file (one only admins can write, so linked).
+@Suite struct LocalStoreUnreadableSourceTests {
+    @Test func aSourceFstatCannotReadIsRefusedNamingTheFile() throws {
+        let root = try tempDir("store")
+        let store = try LocalStore(root: root)
+        let sha = String(repeating: "0", count: 64)
+        do {
+            try store.put(-1, name: "gone.jpg", key: LocalStore.key(sha256: sha), sha256: sha, contentType: "image/jpeg", metadata: [:],
+                          fresh: false, releasing: true, seal: nil)
+            Issue.record("stored from a closed descriptor")
+        } catch let e as StoreFailure {
+            #expect("\(e)".contains("cannot read gone.jpg: Bad file descriptor"))
+        }
+    }
+}

@@ -44,12 +44,12 @@ extension EventLoop {
 extension PhotomemoError {
     /// An error no handler named, as a client is told it: `internal`, in words. Foundation's
     /// own text (`Error Domain=NSCocoaErrorDomain Code=4 "..." UserInfo={...}`) is not for
-    /// users: a file error says which file and what went wrong, as strerror would.
+    /// users: a file error says which file and what went wrong, as strerror would (`SystemError.reason`).
     static func forClient(_ error: any Error) -> PhotomemoError {
         guard let e = error as? CocoaError else { return PhotomemoError(.internalError, "\(error)") }
         let what: String
         if let posix = e.userInfo[NSUnderlyingErrorKey] as? POSIXError {
-            what = String(cString: strerror(posix.code.rawValue))
+            what = SystemError.reason(posix.code.rawValue)
         } else if [.fileNoSuchFile, .fileReadNoSuchFile].contains(e.code) {
             what = "No such file or directory"
         } else if [.fileReadNoPermission, .fileWriteNoPermission].contains(e.code) {

@@ -1,0 +1,129 @@
+import EventLoop
+import Foundation
+import Index
+import Journal
+import PhotomemoCore
+import Stores
+
+/// The daemon's objects made and wired to one another, nothing started yet: the
+/// scheduler, intake (queue tailers, inbox watcher), deliveries, followers, the cluster
+/// listener and the control plane, in the order they start (`services`).
+struct DaemonBuilder {
+    let loop: EventLoop
+    let lane: SerialLane
+    let wakeup: LoopWakeup
+    let live: LiveDefinition
+    let scheduler: Scheduler
+    let deliverer: NotificationDeliverer
+    let reloader: DefinitionReloader
+    /// Started in this order, stopped in reverse: the socket and intake first, the
+    /// scheduler (which lets running stages finish) last.
+    let services: ServiceGroup
+
+    /// The parts the daemon opened before wiring (home, definition, database, store).
+    struct Opened {
+        let options: Daemon.Options
+        let home: Home
+        let definition: JobDefinition
+        let load: @Sendable () throws -> JobDefinition
+        let backend: Backend
+        let assets: any AssetStore
+        let decodeMemory: DecodeMemory
+    }
+
+    init(_ opened: Opened) throws {
+        let (options, home, definition, backend) = (opened.options, opened.home, opened.definition, opened.backend)
+        let (journal, records) = (backend.journal, backend.records)
+        let loop = try EventLoop()
+        let live = LiveDefinition(definition)
+        let photos = PhotoPolicy(inbox: home.inbox, allowedRoots: options.allowRoots)
+        let quarantine = Quarantine(folder: home.quarantine, inbox: home.inbox, originals: live.originals)
+        let lane = SerialLane(loop: loop)
+        let events = EventBus()
+        let wakeup = try LoopWakeup(loop: loop)
+        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, photos: photos, definition: definition, events: events,
+                                      wakeup: wakeup.sender)
+        // Stopped after the scheduler: leases are renewed while running stages finish.
+        let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler, definition: live)
+        let quota = QuotaMeter(limits: definition.quota, records: records, journal: journal)
+        let intake = MemoIntake(photos: photos, live: live, quota: quota)
+        let makeReader = { (path: String, name: String) in
+            QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
+        }
+        // queue.jsonl in the home, and one file per other user in queue.d/.
+        let tailers = try [
+            QueueFolder(path: home.root, prefix: "", isQueueFile: { $0 == "queue.jsonl" }, makeReader: makeReader),
+            QueueFolder(path: home.queueFolder, prefix: "queue.d/",
+                        isQueueFile: { $0.hasSuffix(".jsonl") && !PhotoPolicy.isIgnoredInboxName($0) }, makeReader: makeReader),
+        ].map { folder in
+            try QueueTailer(loop: loop, lane: lane, folder: folder, events: events, pollSeconds: options.queuePollSeconds) { scheduler.pump() }
+        }
+        let scanner = InboxScanner(inbox: home.inbox, journal: journal, quarantine: quarantine,
+                                   settleSeconds: options.settleSeconds, maxPhotoBytes: intake.maxPhotoBytes,
+                                   joinTimeoutSeconds: intake.joinTimeoutSeconds,
+                                   options: intake.inbox)
+        scanner.quota = quota
+        let inbox = try InboxWatcher(loop: loop, lane: lane, scanner: scanner, rescanSeconds: options.rescanSeconds, events: events) {
+            scheduler.pump()
+        }
+        scheduler.onUntaken = { [weak inbox] names in inbox?.retake(names) }
+
+        // The file is read and its stages built on the work pool; checked and swapped in here.
+        let decodeMemory = opened.decodeMemory
+        let reloader = DefinitionReloader(loop: loop, load: opened.load) { loaded in
+            do {
+                let next = try loaded.get()
+                try live.replace(with: next)
+                // Those that keep a copy of their own yet (see `LiveDefinition`).
+                quota.limits.value = next.quota
+                decodeMemory.limitBytes = next.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
+                scheduler.replace(definition: next)
+                Log.notice("reloaded job definition \(next.name) from \(next.source)")
+                return .success(next)
+            } catch {
+                let e = error as? PhotomemoError ?? PhotomemoError(.badDefinition, "\(error)")
+                Log.error("reload failed, keeping \(live.current.name): \(e.message)")
+                return .failure(e)
+            }
+        }
+        let deliverer = try NotificationDeliverer(loop: loop, events: events, store: records,
+                                                  retry: { live.current.retry },
+                                                  execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host,
+                                                  allowPrivateWebhooks: options.allowPrivateWebhooks)
+        let collector = try AssetCollector(loop: loop, records: records, assets: opened.assets)
+        let followers = try Followers(loop: loop, records: records)
+        // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.
+        events.subscribe(followers, viewer: nil) { e in
+            guard let type = e["event"]?.stringValue, type == "stage_done" || type.hasPrefix("record_") else { return }
+            followers.poll()
+            deliverer.kick()
+        }
+        // Another daemon on the same database made work or changes: look now, not at a timer.
+        let listener = try backend.sharedURL.map { url in
+            try ClusterListener(loop: loop, url: url, host: journal.host, onWork: { scheduler.pump() },
+                                onChanges: { followers.poll(); deliverer.kick() })
+        }
+        // The control plane: handlers per concern with their dependencies, behind the router.
+        let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
+                               records: records, reload: { reloader.reload($0) })
+        var clients: () -> Int = { 0 }  // the server is made after the router it serves
+        let router = ControlRouter([
+            jobs,
+            StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
+                backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
+                queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
+                host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
+                quota: quota)),
+            RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events, wakeup: wakeup.sender,
+                           collectAssets: { collector.collect() }),
+            SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
+        ])
+        let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
+        clients = { [weak control] in control?.clientCount ?? 0 }  // weak: the server holds the router
+
+        (self.loop, self.lane, self.wakeup, self.live, self.scheduler) = (loop, lane, wakeup, live, scheduler)
+        (self.deliverer, self.reloader) = (deliverer, reloader)
+        services = ServiceGroup(services: (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers]
+                                          + (listener.map { [$0] } ?? []) + tailers + [inbox, control])
+    }
+}

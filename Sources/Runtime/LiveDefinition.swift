@@ -1,0 +1,47 @@
+import PhotomemoCore
+
+/// The job definition in force: one value for the whole daemon, swapped on reload in one
+/// place (`replace`). What intake reads on the lane off the loop (join timeout, max bytes,
+/// the inbox section, originals) are cells of this value, set only here, so no reader
+/// keeps a copy of its own that a reload could miss.
+///
+/// Adoption: intake, quarantine, the lease keeper and the deliverer's retry policy read it.
+/// The scheduler still keeps its own copy (`Scheduler.replace(definition:)`, which also
+/// migrates parked and running work), as do the quota meter and decode memory; the daemon
+/// builder hands them the new value right after `replace`. A scheduler that reads
+/// `current` here can drop its copy.
+final class LiveDefinition: Sendable {
+    private let cell: LockedValue<JobDefinition>
+    /// `join_timeout_seconds`: how long a memo waits for its photo.
+    let joinTimeoutSeconds: LockedValue<Int>
+    /// The stages' `max_bytes`: a bigger photo is refused unread.
+    let maxPhotoBytes: LockedValue<Int64?>
+    /// The `inbox` section (ignore globs, stale temp files, quiet time).
+    let inbox: LockedValue<InboxOptions>
+    /// `inbox.originals`: whether inbox files stay where they are.
+    let originals: LockedValue<InboxOptions.Originals>
+
+    init(_ definition: JobDefinition) {
+        cell = LockedValue(definition)
+        joinTimeoutSeconds = LockedValue(definition.joinTimeoutSeconds)
+        maxPhotoBytes = LockedValue(definition.maxPhotoBytes)
+        inbox = LockedValue(definition.inbox)
+        originals = LockedValue(definition.inbox.originalsMode)
+    }
+
+    var current: JobDefinition { cell.value }
+
+    /// Swaps in `next` if it may be swapped in: the database and the store are opened once,
+    /// at start, so a definition naming others is refused and the current one stays.
+    func replace(with next: JobDefinition) throws {
+        let now = current
+        guard next.database == now.database, next.store == now.store else {
+            throw PhotomemoError(.badDefinition, "\(next.source): the database and the store are opened once, at start; restart photomemo to change them")
+        }
+        joinTimeoutSeconds.value = next.joinTimeoutSeconds
+        maxPhotoBytes.value = next.maxPhotoBytes
+        originals.value = next.inbox.originalsMode
+        inbox.value = next.inbox
+        cell.value = next
+    }
+}

@@ -1,0 +1,83 @@
+import Glibc
+import Journal
+import PhotomemoCore
+
+/// Whole lines read from the committed position into jobs (`QueueLineFramer` cuts them,
+/// `QueueLineParser` reads each), committed with their position a batch at a time.
+extension QueueReader {
+    /// Reads complete lines from `pos` into jobs, at most `maxLines` of them.
+    func drain(_ fd: Int32, _ pos: inout QueuePosition, _ report: inout Report, maxLines: Int) throws {
+        var buf = [UInt8](repeating: 0, count: Self.chunkBytes)
+        var linesRead = 0
+        while true {
+            let chunkAt = pos.offset
+            let n = try buf.withUnsafeMutableBytes { raw in
+                try syscall("pread \(path)", blocking: { pread(fd, raw.baseAddress, raw.count, off_t(chunkAt)) })
+            }
+            if n == 0 { return }
+            // Made unsafe (a chmod) since the turn began: these bytes may be anyone's.
+            let now = try QueueFileFollower.status(fd, path: path)
+            if let refused = QueueFileFollower.refusal(now, path: path) {
+                report.refused = refused
+                unsafeInode = UInt64(now.st_ino)
+                return
+            }
+            var memos: [QueuedMemo] = []
+            var next = pos
+            var framer = QueueLineFramer(buf[0..<n])
+            while let line = framer.next() {
+                next.line += 1
+                try handle(line, at: next, into: &memos, &report)
+                next.offset += Int64(line.length)
+                linesRead += 1
+                if next.line - pos.line >= Self.linesPerCommit || linesRead >= maxLines {
+                    try commit(&memos, at: next, fd, &pos, &report)
+                    if linesRead >= maxLines { report.more = true; return }
+                }
+            }
+            if framer.startsOverlongLine(cap: MemoJob.maxLineBytes) {
+                // One line longer than the limit: find its end, quarantine all of it, skip it.
+                guard let end = try findNewline(fd, lineAt: pos, from: pos.offset + Int64(n), &report) else { return }
+                next.line += 1
+                let length = end - pos.offset
+                let kept = length > Quarantine.maxKeptLineBytes ? " (its first \(Quarantine.maxKeptLineBytes >> 20) MiB are kept)" : ""
+                try quarantineLongLine(fd, at: next, length: length,
+                                       reason: "line is \(length) bytes, longer than the 1 MiB limit\(kept)", &report)
+                next.offset = end + 1
+                linesRead += 1
+            }
+            if next.offset != pos.offset { try commit(&memos, at: next, fd, &pos, &report) }
+            if pos.offset == chunkAt { return }  // no whole line in this chunk yet
+            if linesRead >= maxLines { report.more = true; return }
+            if n < buf.count { return }
+        }
+    }
+
+    /// Commits the jobs of the lines up to `next` with that position, in one transaction.
+    func commit(_ memos: inout [QueuedMemo], at next: QueuePosition, _ fd: Int32, _ pos: inout QueuePosition,
+                        _ report: inout Report) throws {
+        var next = next
+        next.tail = try fingerprint(fd, before: next.offset)
+        Failpoint.hit("queue.before_commit")
+        let outcomes = try journal.commitMemos(memos, position: next, file: name, joinTimeoutSeconds: intake.joinTimeoutSeconds.value, now: unixNow())
+        report.outcomes += zip(outcomes, memos).map { ($0, $1.memo.owner) }
+        report.lines += Int(next.line - pos.line)
+        pos = next
+        memos.removeAll(keepingCapacity: true)
+    }
+
+    func handle(_ line: QueueLineFramer.Line, at pos: QueuePosition, into memos: inout [QueuedMemo], _ report: inout Report) throws {
+        if line.isBlank { return }
+        if let u = untrusted, u.inode == pos.inode, u.generation == pos.generation, pos.offset < u.until {
+            try quarantineLine(line.bytes, at: pos, reason: "appended while \(name) was writable by others than its owner, so it could be "
+                               + "anyone's; not read as theirs: append it again if it is yours", &report)
+            return
+        }
+        switch parser.parse(line.bytes, at: pos, owner: owner, allowance: &allowance) {
+        case .success(let memo): memos.append(memo)
+        case .failure(let refused):
+            // If even quarantine fails, this throws: the position is not committed past the line.
+            try quarantineLine(line.bytes, at: pos, reason: refused.reason, &report)
+        }
+    }
+}
