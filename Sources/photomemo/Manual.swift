@@ -5,7 +5,7 @@ import PhotomemoCore
 /// and ManualText; the Debian package installs it as photomemo(1).
 let manualCommand = Command(
     name: "manual", synopsis: "",
-    summary: "Prints this manual page in roff (read it with: photomemo manual | man -l -). The Debian package installs it as photomemo(1).",
+    summary: "Prints the manual page, photomemo(1), in roff: read it with photomemo manual | man -l -. The Debian package installs it.",
     options: [],
     run: { args in
         guard args.positionals.isEmpty else { throw UsageError("manual takes no arguments") }
