@@ -66,7 +66,7 @@ public struct CompressStage: Stage {
         do {
             // Decoded from the bytes intake hashed, read once: never reopened by name.
             let photo = try PhotoBytes.read(PhotoFile(job, maxBytes: maxBytes), sha256: job.photoSHA256, seal: job.photoSeal)
-            made = try make(photo)
+            made = try make(photo, key: job.key)
             job.progress(0.9, "encoded")
         } catch let wait as DecodeMemoryWait {
             // Not the photo's fault, nor a thread held: it waits (no attempt spent) and runs
@@ -106,7 +106,7 @@ public struct CompressStage: Stage {
     }
 
     /// Decodes once and produces every rendition in memory.
-    func make(_ photo: PhotoBytes) throws -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
+    func make(_ photo: PhotoBytes, key: String = "") throws -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
         guard let loader = Vips.loader(for: photo) else { throw Vips.Failure(description: "not an image libvips can read") }
         guard let format = Self.loaders[loader] else {
             throw Vips.Failure(description: "format \(loader.replacingOccurrences(of: "load_buffer", with: "")) is not accepted")
@@ -130,7 +130,7 @@ public struct CompressStage: Stage {
         // Reserved before any pixel is decoded, given back when the renditions are made.
         let need = DecodeEstimate.bytes(width: header.width, height: header.height, bands: header.bands, wide: !header.isUchar,
                                         format: format, progressive: (header.int("jpeg-multiscan") ?? 0) != 0, shrink: shrink, base: (bw, bh))
-        switch decodeMemory.reserve(need) {
+        switch decodeMemory.reserve(need, for: key) {
         case .reserved: break
         case .wait(let why): throw DecodeMemoryWait(reason: why)
         case .never(let why): throw PhotomemoError(.badImage, "image is \(header.width)x\(header.height): \(why)")

@@ -45,7 +45,8 @@ public struct IndexStage: BatchStage {
             } catch RecordWriteError.badReference(let field, let record) {
                 return .fail(reason: RecordWriteError.badReferenceMessage(field: field, record: record))
             } catch RecordWriteError.forbidden {
-                return .fail(reason: "record \(job.memo.record ?? "?") named by the job may not be changed by \(job.memo.owner ?? "its owner")")
+                let acl = job.memo.acl == nil ? "" : " (an \"acl\" only by its owner)"
+                return .fail(reason: "record \(job.memo.record ?? "?") named by the job may not be changed by \(job.memo.owner ?? "its owner")\(acl)")
             } catch {
                 return .retry(reason: "index: \(error)")
             }

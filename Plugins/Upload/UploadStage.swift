@@ -130,11 +130,12 @@ public struct UploadStage: Stage {
         }
     }
 
-    /// The photo leaves the inbox with its memo sidecar (never a sidecar on its own). The
-    /// sidecar goes first: its memo is in the job already, and a crash between the two
-    /// leaves the photo, released again when the job runs again, not an orphaned sidecar.
+    /// The photo leaves the inbox; its memo sidecar is left to intake, which releases it
+    /// once the photo has gone and only if what it holds now is what a job read
+    /// (`InboxScanner.lookAtSidecar`): a sidecar edited since its photo was taken is an
+    /// update of the record first, never lost with the photo.
     ///
-    /// Both are reached in the photo's folder, held open beneath the inbox with no link
+    /// The photo is reached in its folder, held open beneath the inbox with no link
     /// followed on the way (a nested photo's folder may have been swapped for a link to
     /// anywhere); a folder is never removed, whatever stands at the photo's name now.
     func releaseOriginal(_ photo: String) throws {
@@ -144,19 +145,6 @@ public struct UploadStage: Stage {
         do { held = try OpenFolder(inbox, followLink: true).parentBeneath(relative) } catch let e as SystemError
             where [ENOENT, ENOTDIR, ELOOP, EXDEV].contains(e.errno) { return }  // nothing of this job's is there
         guard let st = held.folder.entry(held.name), st.st_mode & S_IFMT != S_IFDIR else { return }
-        let under = MemoSidecar.split(relative).0
-        if let sidecar = MemoSidecar.releasedWith(photo: held.name, uid: st.st_uid, in: held.folder) {
-            try release(sidecar, in: held.folder, as: under + sidecar)
-        }
-        try release(held.name, in: held.folder, as: relative)
-    }
-
-    /// Removes or moves the file `name` of `folder` (`relative` in the inbox). Moved, it is
-    /// `done/` + its flat name (`DCIM%2FIMG_1.jpg`): two folders' `IMG_1.jpg` never meet.
-    private func release(_ name: String, in folder: OpenFolder, as relative: String) throws {
-        if keepOriginals == .delete { return try folder.remove(name) }
-        try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
-        let target = done + "/" + PhotoPolicy.flatName(relative)
-        try syscall("rename \(inbox)/\(relative) to \(target)", blocking: { renameat(folder.fd, name, AT_FDCWD, target) })
+        try keepOriginals.release(held.name, in: held.folder, as: relative, done: done)
     }
 }

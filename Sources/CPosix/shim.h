@@ -31,6 +31,14 @@ static inline int pm_limit_malloc_arenas(int n) {
     return mallopt(M_ARENA_MAX, n);
 }
 
+/* Fixed thresholds (setting them turns glibc's dynamic ones off): a block of at least
+   `mmap_bytes` is mapped and unmapped on free, and a heap's free top past `trim_bytes` is
+   given back. Dynamically, one freed 12 MB decode buffer raised the mmap threshold to it,
+   so later ones came from the heap and their pages stayed resident after a storm. */
+static inline int pm_malloc_give_back(int mmap_bytes, int trim_bytes) {
+    return mallopt(M_MMAP_THRESHOLD, mmap_bytes) && mallopt(M_TRIM_THRESHOLD, trim_bytes);
+}
+
 #include <errno.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>

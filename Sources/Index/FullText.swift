@@ -13,15 +13,29 @@ enum FullText {
     /// The tokens of `text` by unicode61's rule: runs of letters and digits, lowercased,
     /// diacritics removed (`Café` and `cafe` are one token).
     static func tokens(_ text: String) -> [String] {
-        text.split(whereSeparator: { !$0.isLetter && !$0.isNumber })
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return asciiTokens(text) }
+        return text.split(whereSeparator: { !$0.isLetter && !$0.isNumber })
             .map { $0.lowercased().folding(options: .diacriticInsensitive, locale: nil) }
             .filter { !$0.isEmpty }
     }
 
-    /// The memo's lexemes, space-separated (tokens hold no spaces), for `lexemesSQL`.
-    static func lexemes(_ memo: String) -> String {
-        var seen = Set<String>()
-        return tokens(memo).filter { $0.utf8.count <= maxTokenBytes && seen.insert($0).inserted }.joined(separator: " ")
+    /// `tokens` of ASCII text, byte by byte: in ASCII the letters and digits are [A-Za-z0-9]
+    /// and folding is lowercasing. The general path costs microseconds a token (Character,
+    /// `lowercased`, `folding`): a 1 MiB memo took 0.4 s in a debug build.
+    static func asciiTokens(_ text: String) -> [String] {
+        var tokens: [String] = [], current: [UInt8] = []
+        func cut() {
+            if !current.isEmpty { tokens.append(String(decoding: current, as: UTF8.self)); current.removeAll(keepingCapacity: true) }
+        }
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): current.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): current.append(byte + 32)
+            default: cut()
+            }
+        }
+        cut()
+        return tokens
     }
 
     /// PostgreSQL: the tsvector of a `lexemes` parameter (each lexeme verbatim, no parsing).

@@ -33,29 +33,6 @@ public struct Record: Sendable, Equatable {
     }
 }
 
-/// Who may read and write a record besides its owner.
-public struct ACL: Sendable, Equatable {
-    public var readers: [String] = []
-    public var writers: [String] = []
-    public var publicRead = false
-
-    public init(readers: [String] = [], writers: [String] = [], publicRead: Bool = false) {
-        self.readers = readers
-        self.writers = writers
-        self.publicRead = publicRead
-    }
-
-    public var json: JSONValue {
-        ["read": .array(readers.map(JSONValue.string)), "write": .array(writers.map(JSONValue.string)), "public": .bool(publicRead)]
-    }
-
-    public init(json: JSONValue?) {
-        readers = json?["read"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        writers = json?["write"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        publicRead = json?["public"]?.boolValue ?? false
-    }
-}
-
 /// A field value by the typing rule of DESIGN.md: integers and doubles are numbers, a
 /// string in full ISO-8601 date-time form is a date, `{"ref": ...}` is a reference.
 enum FieldValue: Equatable {

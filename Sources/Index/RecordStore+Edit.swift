@@ -15,6 +15,7 @@ extension RecordStore {
     public func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL?, ifTag: String?, viewer: Viewer,
                        now: Double) throws -> Record {
         try matchBacklog(now: now)
+        let terms = memo.map(MemoTerms.init)  // cut before the write (MemoTerms)
         return try writing {
             guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
                 throw RecordWriteError.notFound
@@ -32,7 +33,7 @@ extension RecordStore {
             if let memo { r.memo = memo }
             for (k, v) in fields { if v == .null { r.fields.removeValue(forKey: k) } else { r.fields[k] = v } }
             if let acl { r.acl = acl }
-            let written = try write(r, jobKey: nil, op: "update", now: now)
+            let written = try write(r, jobKey: nil, op: "update", now: now, terms: terms)
             _ = try fanOutPendingInTransaction(now: now)  // the outbox commits with the change
             return written
         }

@@ -22,14 +22,15 @@ extension RecordStore {
 
     /// Rewrites a record's reader rows and (SQLite) its memo tokens (every record's: a
     /// subscription tests one record on them, `matchSQL`); in `write`'s transaction.
-    func writeReaders(_ r: Record) throws {
+    /// `tokens`: its memo's (`MemoTerms`, cut before the transaction).
+    func writeReaders(_ r: Record, tokens: [String]) throws {
         try db.run("DELETE FROM record_readers WHERE record_id = ?", [.text(r.id)])
         for key in Self.readerKeys(r).sorted() {
             try db.run("INSERT INTO record_readers(reader, record_id) VALUES (?, ?)", [.text(key), .text(r.id)])
         }
         guard dialect == .sqlite else { return }
         try db.run("DELETE FROM record_tokens WHERE record_id = ?", [.text(r.id)])
-        for token in Set(FullText.tokens(r.memo)).sorted() {
+        for token in tokens {
             try db.run("INSERT INTO record_tokens(record_id, token) VALUES (?, ?)", [.text(r.id), .text(token)])
         }
     }

@@ -13,15 +13,17 @@ extension RecordStore {
     /// Creates the job's record, or returns it when this job already did (idempotent).
     /// A memo for a photo that already has a record (from another job) updates that one.
     public func apply(_ input: RecordInput, now: Double) throws -> (record: Record, op: String) {
-        try writing { try applyInTransaction(input, now: now) }
+        let terms = MemoTerms(input.memo.memo)
+        return try writing { try applyInTransaction(input, terms, now: now) }
     }
 
     /// Many inputs in one transaction (one fsync): for bulk loads.
     public func apply(batch inputs: [RecordInput], now: Double) throws -> [(record: Record, op: String)] {
-        try writing { try inputs.map { try applyInTransaction($0, now: now) } }
+        let terms = inputs.map { MemoTerms($0.memo.memo) }
+        return try writing { try zip(inputs, terms).map { try applyInTransaction($0, $1, now: now) } }
     }
 
-    private func applyInTransaction(_ input: RecordInput, now: Double) throws -> (record: Record, op: String) {
+    private func applyInTransaction(_ input: RecordInput, _ terms: MemoTerms, now: Double) throws -> (record: Record, op: String) {
         // A job already applied (a re-run after a crash) changes nothing.
         if let done = try db.queryOne("SELECT record_id FROM applied_jobs WHERE job_key = ?", [.text(input.jobKey)])?.string(0) {
             if let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(done)]) {
@@ -66,6 +68,12 @@ extension RecordStore {
             for (k, v) in input.memo.fields { r.fields[k] = v }
             if input.assets != .emptyObject { r.assets = input.assets }
             if input.exif != .emptyObject { r.exif = input.exif }
+            // A job's ACL replaces the record's as the socket's `update --acl` does: the owner's
+            // (or an admin's) alone to change, a writer who is not the owner may not.
+            if let acl = input.memo.acl {
+                if case .user(let name) = viewer, r.owner != name { throw RecordWriteError.forbidden }
+                r.acl = acl
+            }
             if input.memo.record != nil || bySource, let sha = input.photoSHA256 {
                 try db.run("UPDATE records SET photo_sha256 = ?, source = COALESCE(?, source), width = ?, height = ? WHERE id = ?",
                            [.text(sha), SQLValue(input.source), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
@@ -77,11 +85,11 @@ extension RecordStore {
                 (r.sha256, r.source) = (sha, input.source ?? r.source)
             }
             try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
-            return (try write(r, jobKey: nil, op: "update", now: now), "update")
+            return (try write(r, jobKey: nil, op: "update", now: now, terms: terms), "update")
         }
         let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
         let r = Record(id: recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
-                       fields: input.memo.fields, owner: input.memo.owner, acl: ACL(), assets: input.assets,
+                       fields: input.memo.fields, owner: input.memo.owner, acl: input.memo.acl ?? ACL(), assets: input.assets,
                        exif: input.exif, created: now, modified: now, changeTag: "",
                        source: input.source, sha256: input.photoSHA256)
         try db.run("""
@@ -91,14 +99,16 @@ extension RecordStore {
                   SQLValue(taken), SQLValue(input.width.map(Int64.init)), SQLValue(input.height.map(Int64.init)),
                   .double(now), .double(now)])
         try db.run("INSERT INTO applied_jobs(job_key, record_id) VALUES (?, ?)", [.text(input.jobKey), .text(r.id)])
-        return (try write(r, jobKey: input.jobKey, op: "create", now: now), "create")
+        return (try write(r, jobKey: input.jobKey, op: "create", now: now, terms: terms), "create")
     }
 
     /// Rewrites a record's row, field rows, ACL rows, asset rows, full-text entry and
     /// appends its change; returns it with a fresh change tag. A new record's creation
-    /// order (`ord`) is its create change's seq.
-    func write(_ record: Record, jobKey: String?, op: String, now: Double) throws -> Record {
+    /// order (`ord`) is its create change's seq. `terms`: the memo's, cut before the
+    /// transaction (cut here if they are not the record's memo's).
+    func write(_ record: Record, jobKey: String?, op: String, now: Double, terms prepared: MemoTerms? = nil) throws -> Record {
         var r = record
+        let terms = prepared?.of(r.memo) ?? MemoTerms(r.memo)
         r.modified = now
         let seq = try appendChange(r, op: op, now: now)
         r.changeTag = String(seq)
@@ -114,7 +124,7 @@ extension RecordStore {
             WHERE id = ?
             """, [.text(r.type), .text(r.memo), .text(JSONValue.object(r.fields).jsonString), .text(r.acl.json.jsonString),
                   .int(r.acl.publicRead ? 1 : 0), .text(r.assets.jsonString), .text(r.exif.jsonString), .double(now),
-                  .text(r.changeTag), .int(seq)] + (dialect == .postgres ? [.text(FullText.lexemes(r.memo))] : []) + [.text(r.id)])
+                  .text(r.changeTag), .int(seq)] + (dialect == .postgres ? [.text(terms.lexemes)] : []) + [.text(r.id)])
         if dialect == .sqlite {
             let rowid = try db.queryOne("SELECT rowid FROM records WHERE id = ?", [.text(r.id)])!.values[0]
             try db.run("INSERT INTO records_fts(rowid, memo) VALUES (?, ?)", [rowid, .text(r.memo)])
@@ -131,7 +141,7 @@ extension RecordStore {
             try db.run("INSERT INTO record_acl(record_id, \"user\", can_write) VALUES (?,?,?)",
                        [.text(r.id), .text(u), .int(r.acl.writers.contains(u) ? 1 : 0)])
         }
-        try writeReaders(r)
+        try writeReaders(r, tokens: terms.tokens)
         let before = try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(r.id)]).compactMap { $0.string(0) }
         try db.run("DELETE FROM record_assets WHERE record_id = ?", [.text(r.id)])
         for key in Set((r.assets.objectValue ?? [:]).values.compactMap { $0["key"]?.stringValue }) {

@@ -125,5 +125,26 @@ extension IndexSchema {
         ALTER TABLE records ADD COLUMN source TEXT COLLATE "C";
         CREATE INDEX records_source ON records(source, owner) WHERE source IS NOT NULL;
         """,
+        // 5 (SQLite's 10): each owner's records and asset bytes, kept by a trigger in every
+        // write's own transaction: a quota check reads one row.
+        """
+        CREATE TABLE owner_usage(owner TEXT COLLATE "C" PRIMARY KEY, records BIGINT NOT NULL, bytes BIGINT NOT NULL);
+        CREATE FUNCTION photomemo_asset_bytes(assets TEXT) RETURNS BIGINT LANGUAGE sql IMMUTABLE
+            AS $$ SELECT coalesce(sum((a.value->>'bytes')::bigint), 0)::bigint FROM jsonb_each(assets::jsonb) a $$;
+        INSERT INTO owner_usage SELECT owner, count(*), coalesce(sum(photomemo_asset_bytes(assets)), 0) FROM records WHERE owner IS NOT NULL GROUP BY owner;
+        CREATE FUNCTION photomemo_owner_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.owner IS NOT NULL THEN
+                UPDATE owner_usage SET records = records - 1, bytes = bytes - photomemo_asset_bytes(OLD.assets) WHERE owner = OLD.owner;
+            END IF;
+            IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.owner IS NOT NULL THEN
+                INSERT INTO owner_usage VALUES (NEW.owner, 1, photomemo_asset_bytes(NEW.assets))
+                    ON CONFLICT(owner) DO UPDATE SET records = owner_usage.records + 1, bytes = owner_usage.bytes + excluded.bytes;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER owner_usage AFTER INSERT OR DELETE OR UPDATE OF assets, owner ON records
+            FOR EACH ROW EXECUTE FUNCTION photomemo_owner_usage();
+        """,
     ]
 }

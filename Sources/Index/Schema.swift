@@ -153,5 +153,28 @@ enum IndexSchema {
         ALTER TABLE records ADD COLUMN source TEXT;
         CREATE INDEX records_source ON records(source, owner) WHERE source IS NOT NULL;
         """,
+        // 10: each owner's records and asset bytes, kept by triggers in every write's own
+        // transaction: a quota check reads one row, not every record of the user (issue 25).
+        """
+        CREATE TABLE owner_usage(owner TEXT PRIMARY KEY, records INTEGER NOT NULL, bytes INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT INTO owner_usage SELECT owner, count(*), sum((SELECT coalesce(sum(json_extract(a.value, '$.bytes')), 0) FROM json_each(r.assets) a))
+            FROM records r WHERE owner IS NOT NULL GROUP BY owner;
+        CREATE TRIGGER owner_usage_insert AFTER INSERT ON records BEGIN
+            INSERT INTO owner_usage SELECT NEW.owner, 1, (SELECT coalesce(sum(json_extract(value, '$.bytes')), 0) FROM json_each(NEW.assets))
+                WHERE NEW.owner IS NOT NULL
+                ON CONFLICT(owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;
+        END;
+        CREATE TRIGGER owner_usage_delete AFTER DELETE ON records BEGIN
+            UPDATE owner_usage SET records = records - 1, bytes = bytes - (SELECT coalesce(sum(json_extract(value, '$.bytes')), 0) FROM json_each(OLD.assets))
+                WHERE owner = OLD.owner;
+        END;
+        CREATE TRIGGER owner_usage_update AFTER UPDATE OF assets, owner ON records BEGIN
+            UPDATE owner_usage SET records = records - 1, bytes = bytes - (SELECT coalesce(sum(json_extract(value, '$.bytes')), 0) FROM json_each(OLD.assets))
+                WHERE owner = OLD.owner;
+            INSERT INTO owner_usage SELECT NEW.owner, 1, (SELECT coalesce(sum(json_extract(value, '$.bytes')), 0) FROM json_each(NEW.assets))
+                WHERE NEW.owner IS NOT NULL
+                ON CONFLICT(owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;
+        END;
+        """,
     ]
 }

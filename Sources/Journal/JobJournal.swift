@@ -21,10 +21,14 @@ public protocol JobIntake: AnyObject, Sendable {
     func unfinishedJobs(owner: String, limit: Int) throws -> Int
     /// Whether an inbox file with this name and identity is already a job.
     func isTaken(name: String, identity: String) throws -> Bool
+    /// Whether it is a photo its own job stored and finished (its release missed it).
+    func isStoredAndDone(name: String, identity: String) throws -> Bool
     /// nil when not taken, else why its job failed ("" when it did not).
     func takenFailure(name: String, identity: String) throws -> String?
     /// A memo sidecar of an inbox photo, found on its own: joins or updates the photo's job.
     func commitSidecar(_ sidecar: SidecarMemo, photo: String, owner: String?, now: Double) throws -> SidecarOutcome
+    /// Of a sidecar's possible photos, the one last taken for `owner` and not failed.
+    func takenPhoto(among names: [String], owner: String?) throws -> String?
     /// An inbox entry that can never be a photo: a failed job, already quarantined.
     func recordRejectedEntry(name: String, identity: String, owner: String?, reason: String, quarantinePath: String,
                              now: Double) throws -> Int64

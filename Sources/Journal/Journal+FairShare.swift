@@ -23,7 +23,10 @@ extension Journal {
     static func turnQueries(dialect: SQLDialect, owner: String?) -> (last: String, front: String) {
         let sqlite = dialect == .sqlite
         let own = owner == nil ? "owner IS NULL" : "owner = ?"
-        return ("SELECT max(turn) FROM jobs\(sqlite ? " INDEXED BY jobs_owner_turn" : "") WHERE \(own) AND \(unfinished)",
+        // Ordered as (owner, turn) is, not max(turn): PostgreSQL answered max(turn) for the
+        // daemon's own user (owner IS NULL, common once it has a backlog) by walking
+        // jobs_front down from the top, past every other owner's later turns.
+        return ("SELECT turn FROM jobs\(sqlite ? " INDEXED BY jobs_owner_turn" : "") WHERE \(own) AND \(unfinished) AND turn IS NOT NULL ORDER BY owner DESC, turn DESC LIMIT 1",
                 "SELECT min(turn) FROM jobs\(sqlite ? " INDEXED BY jobs_front" : "") WHERE \(unfinished)")
     }
 

@@ -14,6 +14,18 @@ extension Journal {
         }
     }
 
+    /// Whether the inbox file with this name and identity is a photo its own job stored and
+    /// finished (`done`, not a duplicate): still in a consuming inbox, its release missed
+    /// it (it was renamed away, its folder with it, as upload removed it) and it may go now.
+    public func isStoredAndDone(name: String, identity: String) throws -> Bool {
+        try read { db in
+            try db.queryOne("""
+                SELECT 1 FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
+                WHERE t.host = ? AND t.name = ? AND t.identity = ? AND j.photo = t.name AND j.state = 'done' AND j.duplicate_of IS NULL
+                """, [.text(host), .text(name), .text(identity)]) != nil
+        }
+    }
+
     /// Whether an inbox file with this name and identity is already a job.
     public func isTaken(name: String, identity: String) throws -> Bool {
         try read { db in

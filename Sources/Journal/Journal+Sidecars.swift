@@ -35,8 +35,9 @@ public enum SidecarOutcome: Sendable, Equatable {
 
 extension IntakeOutcome {
     var isDuplicate: Bool { if case .duplicate = self { true } else { false } }
+    public var isFailure: Bool { if case .failed = self { true } else { false } }
 
-    var job: Int64? {
+    public var job: Int64? {
         switch self {
         case .created(let job, _), .joined(let job), .duplicate(let job, _), .failed(let job, _): job
         case .alreadyTaken: nil
@@ -82,6 +83,23 @@ extension Journal {
             }
             if let job = outcome.job { try markTaken(db, s, job: job) }
             return .applied(outcome)
+        }
+    }
+
+    /// Of `names` (the photos a sidecar may belong to, one folder's), the one last taken
+    /// for `owner` whose job has not failed: its original is stored or being stored, so a
+    /// sidecar of it found after it left the inbox still updates its record (nil: none).
+    /// Another user's photo of that name is as good as absent.
+    public func takenPhoto(among names: [String], owner: String?) throws -> String? {
+        guard !names.isEmpty else { return nil }
+        let marks = Array(repeating: "?", count: names.count).joined(separator: ", ")
+        return try read { db in
+            try db.queryOne("""
+                SELECT t.name FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
+                WHERE t.host = ? AND t.name IN (\(marks)) AND j.photo = t.name AND j.owner IS NOT DISTINCT FROM ?
+                    AND j.state NOT IN ('failed', 'cancelled')
+                ORDER BY t.job_id DESC LIMIT 1
+                """, [.text(host)] + names.map { .text($0) } + [SQLValue(owner)])?.string(0)
         }
     }
 

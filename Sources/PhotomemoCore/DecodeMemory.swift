@@ -5,10 +5,23 @@ import Glibc
 /// it starts and gives it back when done. One per daemon, in its `ResourcePool`
 /// (`shared(in:)`), so tests each have their own.
 public final class DecodeMemory: Sendable {
-    private let state: LockedValue<(limit: Int64, reserved: Int64)>
+    private let state: LockedValue<(limit: Int64, reserved: Int64, first: Waiter?)>
+
+    /// The oldest decode refused for want of room, still asking: room is kept for it, so a
+    /// steady stream of smaller photos cannot starve a large one (each of them fitting
+    /// beside the others while it never does).
+    struct Waiter {
+        let key: String
+        let bytes: Int64
+        var asked: Double
+    }
+
+    /// A waiter that has not asked again for this long (its job cancelled, failed, or
+    /// another host took it) keeps no room.
+    public static let waiterGoneSeconds = 120.0
 
     public init(limitBytes: Int64 = DecodeMemory.defaultLimitBytes) {
-        state = LockedValue((limitBytes, 0))
+        state = LockedValue((limitBytes, 0, nil))
     }
 
     public static func shared(in resources: ResourcePool) throws -> DecodeMemory {
@@ -36,16 +49,24 @@ public final class DecodeMemory: Sendable {
         case never(String)
     }
 
-    /// Reserves `bytes` for a decode (release them with `release`), or says why not.
-    public func reserve(_ bytes: Int64) -> Answer {
+    /// Reserves `bytes` for the decode of `key` (a job's; release them with `release`), or
+    /// says why not. The first refused keeps its place: later ones are reserved only
+    /// beside the room it needs, until it gets it.
+    public func reserve(_ bytes: Int64, for key: String = "", now: Double = unixNow()) -> Answer {
         state.withLock { s in
             let mb = { (b: Int64) in "\((b + (1 << 20) - 1) >> 20) MB" }
             if bytes > s.limit {
                 return .never("decoding it needs about \(mb(bytes)), more than the whole decode memory budget (memory_mb: \(s.limit >> 20))")
             }
-            if s.reserved + bytes > s.limit {
-                return .wait("decoding it needs about \(mb(bytes)); other decodes hold \(mb(s.reserved)) of the \(s.limit >> 20) MB budget (memory_mb)")
+            if let first = s.first, now - first.asked > Self.waiterGoneSeconds { s.first = nil }
+            let mine = !key.isEmpty && s.first?.key == key
+            let kept = mine ? 0 : s.first?.bytes ?? 0
+            if s.reserved + bytes + kept > s.limit {
+                if mine { s.first?.asked = now } else if s.first == nil && !key.isEmpty { s.first = Waiter(key: key, bytes: bytes, asked: now) }
+                let held = kept > 0 && s.reserved + bytes <= s.limit ? "; \(mb(kept)) are kept for a photo waiting longer" : ""
+                return .wait("decoding it needs about \(mb(bytes)); other decodes hold \(mb(s.reserved)) of the \(s.limit >> 20) MB budget (memory_mb)\(held)")
             }
+            if mine { s.first = nil }
             s.reserved += bytes
             return .reserved
         }

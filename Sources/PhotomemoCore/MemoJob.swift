@@ -10,11 +10,14 @@ public struct MemoJob: Sendable, Equatable {
     public var key: String?
     /// An existing record this job updates (its photo, if any, replaces the record's images).
     public var record: String?
+    /// Whom the record is shared with (`ACL`): set on the record this job creates, or
+    /// replacing the ACL of the one it updates — which only the record's owner may do.
+    public var acl: ACL?
 
     public static let defaultMemoType = "Memo"
     public static let defaultPhotoType = "Photo"
     public static let maxLineBytes = 1 << 20
-    public static let keys: Set<String> = ["photo", "memo", "type", "fields", "owner", "key", "record"]
+    public static let keys: Set<String> = ["photo", "memo", "type", "fields", "owner", "key", "record", "acl"]
     /// A record's receipt keys, refused as field names in new lines (`init(line:)`).
     public static let receiptFieldNames: Set<String> = ["source", "sha256"]
     /// Field names that would shadow a record's built-in keys in queries.
@@ -100,6 +103,7 @@ public struct MemoJob: Sendable, Equatable {
         owner = try string("owner")
         key = try string("key")
         record = try string("record")
+        acl = try o["acl"].map { try ACL(parsing: $0, code: .badJob) }
         if let p = photo, p.isEmpty { throw PhotomemoError(.badJob, "\"photo\" is empty") }
         guard Self.isIdentifier(type) else {
             throw PhotomemoError(.badJob, "\"type\" must be a name of letters, digits and _ (got \"\(type)\")")
@@ -165,6 +169,7 @@ public struct MemoJob: Sendable, Equatable {
         if let owner { o["owner"] = .string(owner) }
         if let key { o["key"] = .string(key) }
         if let record { o["record"] = .string(record) }
+        if let acl { o["acl"] = acl.json }
         return .object(o)
     }
 }

@@ -1,7 +1,7 @@
 import Glibc
 
 /// A memo that travels with a photo as a file beside it, in the same folder:
-/// `NAME.EXT.json` or `NAME.json` (a memo line's fields but `photo`), `NAME.EXT.xmp` or
+/// `NAME.EXT.json` or `NAME.json` (a memo line's keys but `photo`, `owner`, `record`), `NAME.EXT.xmp` or
 /// `NAME.xmp` (see `XMPMemo`). Names here are inbox-relative and may have a folder part
 /// (`DCIM/IMG_1.jpg`): a sidecar is always looked for in its photo's folder.
 public enum MemoSidecar {
@@ -29,14 +29,24 @@ public enum MemoSidecar {
     }
 
     /// The photos a file named like a sidecar may belong to (nil: not a sidecar's name):
-    /// `IMG.jpg.json` → `IMG.jpg`; `IMG.json` → `IMG.jpg`, `IMG.JPG`, `IMG.heic`...
+    /// `IMG.jpg.json` → `IMG.jpg` (the photo's name exactly, case and all: it is not
+    /// `IMG.JPG`'s); `IMG.json` → `IMG.<photo extension>` in any case (`IMG.jpg`, `IMG.JPG`,
+    /// `IMG.Jpg`, `IMG.heic`...), as a photo finds `IMG.json` whatever its extension's case.
     public static func photoNames(forSidecar name: String) -> [String]? {
         let (folder, base) = split(name)
         guard let ext = PhotoPolicy.fileExtension(base), endings.contains(ext) else { return nil }
         let rest = String(base.dropLast(ext.utf8.count + 1))
         guard !rest.isEmpty else { return nil }
         if let photoExt = PhotoPolicy.fileExtension(rest), PhotoPolicy.photoExtensions.contains(photoExt) { return [folder + rest] }
-        return PhotoPolicy.photoExtensions.sorted().flatMap { [folder + rest + "." + $0, folder + rest + "." + $0.uppercased()] }
+        return PhotoPolicy.photoExtensions.sorted().flatMap { caseVariants($0).map { folder + rest + "." + $0 } }
+    }
+
+    /// `ext` in every mix of cases, lower first, then upper (`jpg`, `JPG`, `Jpg`...).
+    static func caseVariants(_ ext: String) -> [String] {
+        var out = [""]
+        for c in ext { out = out.flatMap { [$0 + c.lowercased(), $0 + c.uppercased()] } }
+        let (lower, upper) = (ext.lowercased(), ext.uppercased())
+        return [lower, upper] + out.filter { $0 != lower && $0 != upper }
     }
 
     /// The sidecar that counts for the photo `photo` (inbox-relative) in `folder`, the
@@ -101,7 +111,7 @@ public enum MemoSidecar {
         } else {
             job = try MemoJob.parse(line: bytes)
             for (key, value) in [("photo", job.photo), ("owner", job.owner), ("record", job.record)] where value != nil {
-                throw PhotomemoError(.badJob, "\"\(key)\" is not a sidecar's key (valid: fields, key, memo, type): a sidecar's photo is the file beside it, its owner the files' owner")
+                throw PhotomemoError(.badJob, "\"\(key)\" is not a sidecar's key (valid: acl, fields, key, memo, type): a sidecar's photo is the file beside it, its owner the files' owner")
             }
         }
         job.photo = photo

@@ -74,6 +74,7 @@ public final class Daemon {
         let hostID = try options.hostID.map(Backend.checked)  // before anything opens
         umask(0o027)  // journal, quarantine and store files: owner rw, group r, others nothing
         limitMallocArenas(2)  // before any worker thread starts (PLATFORM.md: flat RSS)
+        giveBackFreedMemory()  // RSS returns to its baseline after a storm
         try home.prepare()
         let lockFD = try home.lock()
         defer { close(lockFD) }

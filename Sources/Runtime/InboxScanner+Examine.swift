@@ -14,8 +14,13 @@ extension InboxScanner {
         // A walk's names are made of what readdir gave and checked there already.
         guard held != nil || (!isIgnored(name) && (try? PhotoPolicy.checkInboxName(name)) != nil) else { return nil }
         // Gone again, or its folder is: or a folder on the way is a link now, not followed.
-        guard let (folder, base) = held ?? (try? root.parentBeneath(name)), let st = folder.entry(base) else {
+        guard let (folder, base) = held ?? (try? root.parentBeneath(name)) else {
             report.notSkipped.append(name)
+            return nil
+        }
+        guard let st = folder.entry(base) else {
+            report.notSkipped.append(name)
+            lookAtSidecars(ofGone: name, in: folder, &report, root: root)
             return nil
         }
         let path = inbox + "/" + name
@@ -26,7 +31,9 @@ extension InboxScanner {
         }
         if let why = Self.leftAlone(base, in: folder, st) {
             let reason = lookAtSidecar(name, st, in: folder, requireSettled: requireSettled, &report) ?? why
-            report.skipped[name] = SkippedEntry(reason: reason, owner: UnixUser.nameOrNumber(st.st_uid))
+            if reason == Self.released { report.notSkipped.append(name) } else {
+                report.skipped[name] = SkippedEntry(reason: reason, owner: UnixUser.nameOrNumber(st.st_uid))
+            }
             return nil
         }
         report.notSkipped.append(name)
@@ -45,7 +52,15 @@ extension InboxScanner {
                     }
                     return nil
                 }
-            } else if try journal.isTaken(name: name, identity: identity) { return nil }
+            } else if try journal.isTaken(name: name, identity: identity) {
+                // A stored original still here (a folder renamed A→B→A while upload released
+                // it found nothing): released now, as upload would have.
+                if try journal.isStoredAndDone(name: name, identity: identity) {
+                    try quarantine.originals.value.release(base, in: folder, as: name, done: done)
+                    report.releasedLate.append(name)
+                }
+                return nil
+            }
             if requireSettled {
                 let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
                 if unixNow() - mtime < settleSeconds { report.unsettled += 1; return nil }
@@ -88,6 +103,9 @@ extension InboxScanner {
                 if let refused {
                     report.overQuota[owner] = refused.message
                     report.untaken += 1
+                    // Listed by `photomemo inbox` with why it waits, until it is taken.
+                    if report.notSkipped.last == name { report.notSkipped.removeLast() }  // this name's, appended above
+                    report.skipped[name] = SkippedEntry(reason: "waits, not taken: \(refused.message)", owner: owner)
                     return nil
                 }
             }

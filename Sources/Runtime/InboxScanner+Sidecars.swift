@@ -8,6 +8,9 @@ import PhotomemoCore
 /// waits where it is, as a file: nothing is recorded for it, so it is never lost to a
 /// timeout, and the photo's intake finds it whenever the photo comes.
 extension InboxScanner {
+    /// What `lookAtSidecar` says of a sidecar it released: it is no longer in the inbox.
+    static let released = "released with its photo"
+
     /// The sidecar of the photo `name` owned by `st.st_uid`, read, if it has one, from
     /// `folder`: the photo's folder, held open (a sidecar is always beside its photo).
     func sidecar(forPhoto name: String, owner: String, _ st: stat, in folder: OpenFolder) -> SidecarMemo? {
@@ -24,8 +27,14 @@ extension InboxScanner {
     }
 
     /// Looks at an entry that is no photo: if it is named like a memo sidecar, applies it
-    /// to its photo when it can, and says what it is for `photomemo inbox`; nil otherwise.
-    /// Its photos are looked up in `folder`, the sidecar's own, held open.
+    /// to its photo when it can, and says what it is for `photomemo inbox` (`released`:
+    /// it has left the inbox); nil otherwise. Its photos are looked up in `folder`, the
+    /// sidecar's own, held open.
+    ///
+    /// Its photo may have left the inbox already (`delete`, `move`; or removed from a
+    /// `keep` one): the ledger's last photo of a name it matches, of its owner, is its
+    /// photo then, and the sidecar updates that photo's record. Once what it holds is read
+    /// into a job, it leaves as its photo did (removed, moved, or kept).
     func lookAtSidecar(_ name: String, _ st: stat, in folder: OpenFolder, requireSettled: Bool, _ report: inout Report) -> String? {
         guard st.st_mode & S_IFMT == S_IFREG, let photos = MemoSidecar.photoNames(forSidecar: name) else { return nil }
         let owner = UnixUser.nameOrNumber(st.st_uid)
@@ -44,6 +53,17 @@ extension InboxScanner {
             }
         }
         let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+        var photoLeft = false
+        if mine.isEmpty, notUsed == nil {
+            do {
+                if let left = try journal.takenPhoto(among: photos, owner: owner),
+                   MemoSidecar.locate(in: folder, photo: left, uid: st.st_uid)?.name == name {
+                    (mine, photoLeft) = ([left], true)
+                }
+            } catch {
+                report.errors.append("\(name): \(error)")
+            }
+        }
         guard !mine.isEmpty else {
             if let notUsed { return notUsed }
             let shown = photos.count == 1 ? photos[0] : String(photos[0].dropLast(PhotoPolicy.fileExtension(photos[0])!.utf8.count)) + "*"
@@ -56,7 +76,9 @@ extension InboxScanner {
         let identity = PhotoSeal.identity(st)
         let of = "memo sidecar of \(mine.joined(separator: ", "))"
         do {
-            if try journal.isTaken(name: name, identity: identity) { return of }
+            if try journal.isTaken(name: name, identity: identity) {
+                return photoLeft && release(name, identity, in: folder, photo: mine[0], uid: st.st_uid, &report) ? Self.released : of
+            }
             if requireSettled && unixNow() - mtime < settleSeconds {
                 report.unsettled += 1
                 return of + " (settling)"
@@ -75,7 +97,10 @@ extension InboxScanner {
                 guard let s = sidecar(forPhoto: photo, owner: owner, st, in: folder), s.name == name else { continue }
                 switch try journal.commitSidecar(s, photo: photo, owner: owner, now: unixNow()) {
                 case .waiting: break  // its photo is there, not taken yet: the photo's intake reads it
-                case .applied(let outcome): report.outcomes.append((name, outcome, owner))
+                case .applied(let outcome):
+                    report.outcomes.append((name, outcome, owner))
+                    if photoLeft, outcome.job != nil, !outcome.isFailure,
+                       release(name, s.identity, in: folder, photo: photo, uid: st.st_uid, &report) { return Self.released }
                 case .photoReleased: report.retake.append(photo)
                 }
             }
@@ -84,5 +109,37 @@ extension InboxScanner {
             report.untaken += 1
         }
         return of
+    }
+
+    /// `HOME/done/`, where `move` puts what leaves the inbox (the inbox is `HOME/inbox`).
+    var done: String { String(inbox[..<(inbox.lastIndex(of: "/") ?? inbox.startIndex)]) + "/done" }
+
+    /// The photo `name` is gone (released, moved away, removed): its sidecars beside it
+    /// are looked at now, to be released after it, or to update its record.
+    func lookAtSidecars(ofGone name: String, in folder: OpenFolder, _ report: inout Report, root: OpenFolder) {
+        guard let ext = PhotoPolicy.fileExtension(name), PhotoPolicy.photoExtensions.contains(ext) else { return }
+        for sidecar in MemoSidecar.candidates(forPhoto: name) {
+            let base = MemoSidecar.split(sidecar).1
+            guard let st = folder.entry(base), st.st_mode & S_IFMT == S_IFREG else { continue }
+            _ = examine(sidecar, requireSettled: false, &report, root: root, held: (folder, base))
+        }
+    }
+
+    /// Releases the sidecar `name` of `folder` whose photo has left the inbox, as the photo
+    /// was released (`inbox.originals`), if it still is what was read (`identity`) and no
+    /// other photo beside it uses it: an edit since stays, to be read as an update.
+    /// Whether it left.
+    func release(_ name: String, _ identity: String, in folder: OpenFolder, photo: String, uid: uid_t, _ report: inout Report) -> Bool {
+        let originals = quarantine.originals.value
+        let base = MemoSidecar.split(name).1
+        guard originals != .keep, MemoSidecar.releasedWith(photo: MemoSidecar.split(photo).1, uid: uid, in: folder) == base,
+              let now = folder.entry(base), PhotoSeal.identity(now) == identity else { return false }
+        do {
+            try originals.release(base, in: folder, as: name, done: done)
+            return true
+        } catch {
+            report.errors.append("\(name): \(error)")
+            return false
+        }
     }
 }

@@ -60,6 +60,8 @@ final class InboxScanner: @unchecked Sendable {
         var overQuota: [String: String] = [:]
         var allowance: [UInt32: QuotaMeter.Allowance] = [:]
         var errors: [String] = []
+        /// Stored originals found still in a consuming inbox, and released.
+        var releasedLate: [String] = []
     }
 
     init(inbox: String, journal: any JobIntake, quarantine: Quarantine, settleSeconds: Double,
@@ -142,6 +144,7 @@ final class InboxScanner: @unchecked Sendable {
             report.outcomes += r.outcomes
             report.rejected += r.rejected
             report.removedDuplicates += r.removedDuplicates
+            report.releasedLate += r.releasedLate
             report.errors += r.errors
         }
         report.skipped = walk.found.skipped

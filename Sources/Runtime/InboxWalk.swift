@@ -22,6 +22,11 @@ final class InboxWalk: @unchecked Sendable {  // used by one lane turn at a time
     /// The folder being read: held open, its listing read where the last turn stopped.
     fileprivate var current: (folder: OpenFolder, dir: OpaquePointer, relative: String, depth: Int)?
     fileprivate var root: OpenFolder?
+    /// The folders this walk opened, by device and inode: one met again under another name
+    /// (a bind mount of the inbox, or of a folder of it, inside it) is not walked twice —
+    /// a loop would list the tree again at every level down to `inbox.depth`, and each
+    /// photo in it would be taken again under each name.
+    fileprivate var opened: Set<[UInt64]> = []
     private(set) var finished = false
     /// Set on the loop when its first turn is queued: a walk under way may have passed a
     /// place already, so only one not started yet stands for a new request.
@@ -133,6 +138,13 @@ extension InboxScanner {
         return report
     }
 
+    /// A held folder's device and inode (nil if it cannot be asked).
+    static func folderID(_ fd: Int32) -> [UInt64]? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        return [UInt64(st.st_dev), UInt64(st.st_ino)]
+    }
+
     /// Why the folder `base` at `depth` is not walked into, listed as left alone; nil to walk it.
     static func notWalked(_ base: String, depth: Int, _ options: InboxOptions) -> String? {
         if PhotoPolicy.isToolStateFolder(base) { return "a tool's state folder (not looked into)" }
@@ -155,6 +167,22 @@ extension InboxScanner {
             return
         } catch {
             report.errors.append("cannot open \(inbox)/\(next.relative): \(error)")
+            return
+        }
+        if walk.opened.isEmpty {
+            // A subtree's walk: the folders above it are its ancestors, met again only in a loop.
+            var above = ""
+            for part in next.relative.split(separator: "/").dropLast() {
+                above += (above.isEmpty ? "" : "/") + part
+                if let f = try? root.folderBeneath(above), let id = Self.folderID(f.fd) { walk.opened.insert(id) }
+            }
+            if let id = Self.folderID(root.fd) { walk.opened.insert(id) }
+        }
+        guard let id = Self.folderID(folder.fd), walk.opened.insert(id).inserted || next.relative.isEmpty else {
+            var st = stat()
+            fstat(folder.fd, &st)
+            report.skipped[next.relative] = SkippedEntry(reason: "a folder already walked under another name (a bind mount or a loop): not looked into",
+                                                         owner: UnixUser.nameOrNumber(st.st_uid))
             return
         }
         if !next.relative.isEmpty { watchFolder?(folder.fd, next.relative) }

@@ -18,6 +18,7 @@ extension InboxWatcher {
         }
         for r in report.rejected { Log.warning("quarantined inbox entry \(r)") }
         for n in report.removedDuplicates { Log.info("removed \(n) from the inbox: a copy of a finished job's photo") }
+        for n in report.releasedLate { Log.info("released \(n) from the inbox: its job stored it, and it was away when released") }
         for e in report.errors { Log.error("inbox: \(e)") }
         // Said once as a user reaches the cap, not at every look while they stay there.
         for owner in report.atCap.subtracting(atCap).sorted() {

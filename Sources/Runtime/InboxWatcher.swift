@@ -169,6 +169,8 @@ final class InboxWatcher {
 
     /// Waits `inbox.quiet_after_close` from now before taking `name` (0: takes it now).
     private func closedInPlace(_ name: String) {
+        // An ignored name (a tool's `.part`) is never taken: not held, nor counted as backlog.
+        guard !scanner.isIgnored(name) else { return }
         let quiet = scanner.options.value.quietAfterCloseSeconds
         guard quiet > 0 else { return enqueue(name, complete: true) }
         closing[name] = loop.nowMs + UInt64(quiet * 1000)

@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 import PhotomemoCore
 
-/// `--fairness`: issue 25's table, the rows that hold now, on a real daemon with a real
+/// `--fairness`: issue 25's table on a real daemon with a real
 /// attacker uid ("nobody") and a real victim uid ("daemon"), as root. Each row runs its
 /// attack for `seconds` while the victim drops a photo a second (with a memo line that
 /// names it first, so the record is found by its field) and measures drop → record.
@@ -111,7 +111,7 @@ enum FairnessBench {
                 try? p.run()
                 return { p.terminate(); p.waitUntilExit() }
             }),
-        ]
+        ] + memoryAndDiskAttacks(seconds: seconds)
     }
 
     /// The victim's memo line naming photo `i`, then the photo (both the victim's): seconds

@@ -63,3 +63,33 @@ import Testing
         #expect(p - b >= 34 && p - b <= 37, "baseline \(b) MB, progressive \(p) MB")
     }
 }
+
+/// The budget's order: a large photo refused for want of room keeps its place, so a
+/// steady stream of small ones (each fitting beside the others) cannot starve it.
+@Suite struct DecodeMemoryOrderTests {
+    @Test func aLargePhotoIsNotStarvedByAStreamOfSmallOnes() {
+        let m = DecodeMemory(limitBytes: 100)
+        #expect(m.reserve(40, for: "small0", now: 0) == .reserved && m.reserve(40, for: "small1", now: 0) == .reserved)
+        var got: Int?
+        // Two small decodes always running: each that ends is followed by a new one, and
+        // the large photo (80) asks again between them.
+        for i in 2..<20 {
+            m.release(40)
+            if got == nil, m.reserve(80, for: "large", now: Double(i)) == .reserved { got = i; continue }
+            if got != nil { break }
+            let small = m.reserve(40, for: "small\(i)", now: Double(i))
+            if case .wait(let why) = small { #expect(why.contains("40 MB are kept for a photo waiting longer") || why.contains("hold")) }
+            else { #expect(small == .reserved) }
+        }
+        #expect(got != nil && got! <= 4, "the large photo got its reservation at turn \(String(describing: got))")
+    }
+
+    @Test func aWaiterThatStopsAskingKeepsNoRoom() {
+        let m = DecodeMemory(limitBytes: 100)
+        #expect(m.reserve(60, for: "a", now: 0) == .reserved)
+        guard case .wait = m.reserve(80, for: "large", now: 1) else { Issue.record("the large one was reserved"); return }
+        m.release(60)
+        guard case .wait = m.reserve(40, for: "b", now: 2) else { Issue.record("b was reserved beside the large one's room"); return }
+        #expect(m.reserve(40, for: "b", now: 2 + DecodeMemory.waiterGoneSeconds) == .reserved)
+    }
+}

@@ -16,7 +16,9 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let db = try Database(path: dir + "/fts.sqlite")
         try db.exec("CREATE VIRTUAL TABLE t USING fts5(m); CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance');")
-        for (i, s) in Self.samples.enumerated() {
+        // Every ASCII byte between letters, too: ASCII text is cut by a path of its own.
+        let ascii = (1..<128).map { "aB" + String(UnicodeScalar(UInt8($0))) }.joined() + "Z9"
+        for (i, s) in (Self.samples + [ascii]).enumerated() {
             try db.run("INSERT INTO t(rowid, m) VALUES (?, ?)", [.int(Int64(i + 1)), .text(s)])
             let fts5 = try db.query("SELECT term FROM v WHERE doc = ? ORDER BY offset", [.int(Int64(i + 1))]).compactMap { $0.string(0) }
             #expect(FullText.tokens(s) == fts5, "\(s)")

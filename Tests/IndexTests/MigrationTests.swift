@@ -97,7 +97,7 @@ import Testing
             try old.run("INSERT INTO records(id, type, memo, owner, public_read, created, modified, change_tag, ord) VALUES (?, 'Memo', ?, ?, ?, 1, 1, '1', ?)",
                         [.text(r.id), .text(r.memo), .text(r.owner), .int(r.isPublic ? 1 : 0), .int(Int64(i + 1))])
             if engine == .postgres {
-                try old.run("UPDATE records SET memo_tsv = \(FullText.lexemesSQL) WHERE id = ?", [.text(FullText.lexemes(r.memo)), .text(r.id)])
+                try old.run("UPDATE records SET memo_tsv = \(FullText.lexemesSQL) WHERE id = ?", [.text(MemoTerms(r.memo).lexemes), .text(r.id)])
             } else {
                 try old.run("INSERT INTO records_fts(rowid, memo) SELECT rowid, memo FROM records WHERE id = ?", [.text(r.id)])
             }

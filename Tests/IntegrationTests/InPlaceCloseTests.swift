@@ -30,4 +30,19 @@ import Testing
         #expect(try d.jobs().allSatisfy { $0.state == "done" })
         #expect(d.stop().status == 0)
     }
+
+    /// A tool's temporary name (`.part`) closed after writing is never taken, so it is not
+    /// held for the quiet time either: it counted in `backlog.inbox_files` for that long, and
+    /// a tool rewriting it kept the daemon from ever being idle.
+    @Test func aTemporaryNameClosedAfterWritingIsNotBacklog() throws {
+        let d = try DaemonHarness(stages: try KeepOriginalsTests.definition(inbox: #""inbox": {"quiet_after_close": "5s"},"#))
+        try d.start()
+        try d.writeInPlace(Data(contentsOf: testPhotos.appendingPathComponent("Canon_40D.jpg")), as: "IMG_1.jpg.part", chunks: 2, pause: 0.05)
+        // Renamed in after the .part's events: once it is looked at, those were handled.
+        try Data("x".utf8).write(to: URL(fileURLWithPath: d.home + "/inbox/.notes.tmp"))
+        #expect(rename(d.home + "/inbox/.notes.tmp", d.home + "/inbox/notes.txt") == 0)
+        try d.waitUntil("notes.txt is listed as left alone", timeout: 5) { try json(d, ["status"])["backlog"]?["inbox_skipped"]?.intValue == 1 }
+        #expect(try json(d, ["status"])["backlog"]?["inbox_files"]?.intValue == 0)
+        #expect(d.stop().status == 0)
+    }
 }

@@ -20,8 +20,9 @@ extension WhoMayDoWhatTests {
         let source = d.root + "/sidecar-\(UInt32.random(in: 0...UInt32.max))"
         try text.write(toFile: source, atomically: false, encoding: .utf8)
         chmod(source, 0o644)
-        #expect(try DaemonHarness.run(as: user, ["/bin/cp", source, "\(d.home)/inbox/.\(name).part"]).0 == 0)
-        #expect(try DaemonHarness.run(as: user, ["/bin/mv", "\(d.home)/inbox/.\(name).part", "\(d.home)/inbox/\(name)"]).0 == 0)
+        let (folder, base) = MemoSidecar.split(name)
+        #expect(try DaemonHarness.run(as: user, ["/bin/cp", source, "\(d.home)/inbox/\(folder).\(base).part"]).0 == 0)
+        #expect(try DaemonHarness.run(as: user, ["/bin/mv", "\(d.home)/inbox/\(folder).\(base).part", "\(d.home)/inbox/\(name)"]).0 == 0)
     }
 
     func inboxReasons(_ user: String, _ d: DaemonHarness) throws -> [String: String] {

@@ -54,6 +54,10 @@ extension WhoMayDoWhatTests {
         try d.waitIdle(jobs: 1, timeout: 90)
         Thread.sleep(forTimeInterval: 3)  // a rescan or two: bob's photo is still not taken
         #expect(try d.jobs().count == 1 && FileManager.default.fileExists(atPath: d.home + "/inbox/bob.jpg"))
+        // `photomemo inbox` lists it, with why it waits.
+        let waiting = try cliJSON(bob, d, ["inbox"])["skipped"]?.arrayValue?.first { $0["name"] == "bob.jpg" }
+        #expect(waiting?["reason"]?.stringValue?.contains("waits, not taken: a photo of 14034 bytes would take \(bob) past their quota of 100000 bytes") == true,
+                "\(String(describing: waiting))")
         #expect(d.log.contains("quota of 100000 bytes") && d.log.contains("their inbox files wait"), "\(d.log.suffix(2000))")
     }
 }

@@ -56,8 +56,11 @@ final class ToolDelivery {
     /// Runs the tool: it must exit 0 and say nothing on stderr. A rename or a check of its
     /// own that found its file taken away fails it, or makes it report the error and send
     /// the file again (rclone retries, and exits 0 if a retry got through).
-    func run(_ argv: [String], environment: [String: String]? = nil) throws {
-        let (status, out, err) = try runTool(argv, environment: environment)
+    /// `progress`: a line the tool writes to stderr on success (smbclient's `putting file ...`).
+    func run(_ argv: [String], environment: [String: String]? = nil, progress: String? = nil) throws {
+        let (status, out, all) = try runTool(argv, environment: environment)
+        let err = all.split(separator: "\n").filter { line in progress.map { !line.hasPrefix($0) } ?? true }
+            .filter { !$0.allSatisfy(\.isWhitespace) }.joined(separator: "\n")
         #expect(status == 0 && err.isEmpty, "\(argv.joined(separator: " ")) exited \(status): \(err) \(out)\ndaemon log:\n\(d.log.suffix(2000))")
     }
 

@@ -85,8 +85,9 @@ struct WhoMayDoWhatTests {
     }
 
     func drop(_ user: String, _ d: DaemonHarness, _ photo: String, as name: String) throws {
-        #expect(try DaemonHarness.run(as: user, ["/bin/cp", testPhotos.appendingPathComponent(photo).path, "\(d.home)/inbox/.\(name).part"]).0 == 0)
-        #expect(try DaemonHarness.run(as: user, ["/bin/mv", "\(d.home)/inbox/.\(name).part", "\(d.home)/inbox/\(name)"]).0 == 0)
+        let (folder, base) = MemoSidecar.split(name)  // the temporary name beside the final one, as tools do
+        #expect(try DaemonHarness.run(as: user, ["/bin/cp", testPhotos.appendingPathComponent(photo).path, "\(d.home)/inbox/\(folder).\(base).part"]).0 == 0)
+        #expect(try DaemonHarness.run(as: user, ["/bin/mv", "\(d.home)/inbox/\(folder).\(base).part", "\(d.home)/inbox/\(name)"]).0 == 0)
     }
 
     func appendLine(_ user: String, _ line: String, to file: String, umask: String = "022") throws {

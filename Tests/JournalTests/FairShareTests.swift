@@ -93,6 +93,29 @@ import SQL
         }
     }
 
+    /// The daemon's own user (no owner: its queue file, root's drops) with a large open
+    /// backlog — 20,000 of 25,000 jobs — and another user's 5,000 at later turns: its turn
+    /// lookup reads one end of the (owner, turn) index. PostgreSQL, with statistics, walked
+    /// jobs_front down past the other user's 5,000 for max(turn) of `owner IS NULL`.
+    @Test(arguments: Engine.allCases) func theDaemonUsersTurnLookupReadsOneEndOfAnIndexWhateverItsBacklog(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        try backlog(f)
+        try f.journal.write { db in
+            try db.run("UPDATE jobs SET owner = NULL WHERE id % 5 <> 0")
+            try db.run("UPDATE jobs SET turn = turn + 100000 WHERE id % 5 = 0")
+            if engine == .postgres { try db.run("ANALYZE jobs") }
+        }
+        let (last, _) = Journal.turnQueries(dialect: engine == .sqlite ? .sqlite : .postgres, owner: nil)
+        let plan = try f.journal.read { db in
+            try db.query((engine == .sqlite ? "EXPLAIN QUERY PLAN " : "EXPLAIN ") + last, []).compactMap { $0.string(engine == .sqlite ? 3 : 0) }
+        }.joined(separator: "\n")
+        #expect(plan.contains("jobs_owner_turn") && !plan.contains("Seq Scan") && !plan.contains("SCAN jobs\n") && !plan.contains("Sort"), "\(plan)")
+        let (got, want) = try f.journal.read { db in
+            (try db.queryOne(last, [])?.int(0), try db.queryOne("SELECT max(turn) FROM jobs WHERE owner IS NULL AND \(Journal.unfinished)")?.int(0))
+        }
+        #expect(got != nil && got == want, "the last turn: \(String(describing: got)), not \(String(describing: want))")
+    }
+
     /// With a big backlog — 20,000 queued and 5,000 waiting out a back-off at the stage —
     /// a claim reads its two indexes up to its limit: no scan of the jobs, no sort of them.
     @Test(arguments: Engine.allCases) func aClaimReadsItsIndexesUpToItsLimit(_ engine: Engine) throws {

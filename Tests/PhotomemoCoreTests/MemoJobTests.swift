@@ -16,6 +16,14 @@ import Testing
         #expect(m.key == "k1")
     }
 
+    /// `acl` (issue 26): whom the record is shared with, by the socket's `update --acl` rules.
+    @Test func anACLIsReadAndKept() throws {
+        let m = try parse(#"{"memo":"m","acl":{"read":["bob"],"write":["carol"],"public":true}}"#)
+        #expect(m.acl == ACL(readers: ["bob"], writers: ["carol"], publicRead: true))
+        #expect(try MemoJob(json: m.json) == m)
+        #expect(try parse(#"{"memo":"m"}"#).acl == nil)
+    }
+
     @Test func defaultsToAMemoRecordWithoutPhoto() throws {
         let m = try parse(#"{"memo":"call back"}"#)
         #expect(m.type == "Memo")
@@ -43,6 +51,11 @@ import Testing
         (#"{"photo":"a\u0000.jpg"}"#, #""photo" contains a NUL character"#),
         (#"{"fields":{"source":"x"}}"#, #"field name "source" is a built-in record key"#),
         (#"{"fields":{"sha256":"x"}}"#, #"field name "sha256" is a built-in record key"#),
+        (#"{"acl":["bob"]}"#, #""acl" must be {"read": [users], "write": [users], "public": bool}, got array"#),
+        (#"{"acl":{"read":"bob"}}"#, #""acl".read must be a list of user names"#),
+        (#"{"acl":{"write":["bob",1]}}"#, #""acl".write must be a list of user names"#),
+        (#"{"acl":{"public":"yes"}}"#, #""acl".public must be true or false"#),
+        (#"{"acl":{"owner":"bob"}}"#, #""acl" has an unknown key "owner""#),
     ])
     func rejectsBadLinesWithAClearReason(_ line: String, _ reason: String) {
         do {

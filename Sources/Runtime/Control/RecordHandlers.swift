@@ -119,12 +119,9 @@ final class RecordHandlers: ControlHandler {
     /// of 1 MiB memos would otherwise be built whole in memory, per request.
     static let pageBytes = 4 << 20
 
-    /// `acl` of an update, if given: it must be an object.
+    /// `acl` of an update, if given, by the rules of a memo line's (`ACL(parsing:)`).
     static func acl(_ req: ControlRequest) throws -> ACL? {
-        try req.values["acl"].map { v -> ACL in
-            guard case .object = v else { throw PhotomemoError(.badRequest, "\"acl\" must be {\"read\": [...], \"write\": [...], \"public\": bool}") }
-            return ACL(json: v)
-        }
+        try req.values["acl"].map { try ACL(parsing: $0, code: .badRequest) }
     }
 
     /// `memo` and `fields` of an update: the same rules as a job line (field names and
