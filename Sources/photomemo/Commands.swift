@@ -19,6 +19,8 @@ struct Command: Sendable {
     let summary: String
     let options: [OptionSpec]
     let run: @Sendable (ParsedArguments) throws -> Int32
+    /// The words its positional arguments may be, for shell completion (`completion`: bash, zsh).
+    var words: [String] = []
 
     var help: String {
         var s = "usage: photomemo \(name) \(synopsis)\n\n\(summary)\n"
@@ -37,7 +39,7 @@ let commands: [Command] = [
     serveCommand, checkCommand, stagesCommand, statusCommand, jobsCommand, jobCommand, watchCommand, enqueueCommand,
     retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand, hostsCommand, inboxCommand,
     queryCommand, getCommand, updateCommand, deleteCommand, assetCommand, changesCommand,
-    subscribeCommand, unsubscribeCommand, subscriptionsCommand, galleryCommand,
+    subscribeCommand, unsubscribeCommand, subscriptionsCommand, galleryCommand, completionCommand, manualCommand,
 ]
 
 let serveCommand = Command(
