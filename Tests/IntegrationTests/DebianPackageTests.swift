@@ -39,6 +39,28 @@ struct DebianPackageTests {
         return packageRoot.appendingPathComponent(try #require(out.split(separator: "\n").last).description).path
     }
 
+    /// postinst chowns and chmods the home: a link planted at its path would hand the
+    /// link's target to the photomemo user. The install refuses it and changes nothing there.
+    @Test func aLinkAtTheHomesPathIsRefusedAndItsTargetLeftAlone() throws {
+        try #require(try !installed() && !FileManager.default.fileExists(atPath: home),
+                     "photomemo is installed here, or \(home) exists: this test would purge it (dpkg --purge photomemo first)")
+        let deb = try package()
+        let target = FileManager.default.temporaryDirectory.appendingPathComponent("pm-deb-target-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createSymbolicLink(atPath: home, withDestinationPath: target)
+        defer {
+            try? FileManager.default.removeItem(atPath: home)
+            try? FileManager.default.removeItem(atPath: target)
+            _ = try? sh(["/usr/bin/dpkg", "--purge", "photomemo"])
+        }
+        let (status, _, err) = try sh(["/usr/bin/dpkg", "-i", deb])
+        #expect(status != 0 && err.contains("/var/lib/photomemo is a symbolic link"), "dpkg -i: \(status) \(err)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: target)
+        #expect((attributes[.ownerAccountName] as? String) == "root" && (attributes[.posixPermissions] as? Int) == 0o755,
+                "the link's target kept its owner and mode: \(attributes)")
+    }
+
     @Test func installsServesAsItsUserAndRemoveKeepsWhatPurgeDeletes() throws {
         try #require(try !installed() && !FileManager.default.fileExists(atPath: home),
                      "photomemo is installed here, or \(home) exists: this test would purge it (dpkg --purge photomemo first)")
