@@ -8,7 +8,7 @@ import PhotomemoCore
 /// has no room left — waits for the `disk` dependency, shown down in `status`, and goes
 /// on when space returns.
 enum DiskSpace {
-    static let dependency = "disk"
+    static let dependency = StageOutcome.diskDependency
     /// Below this many free bytes, the filesystem counts as full.
     static let reserveBytes: UInt64 = 1 << 20
 
@@ -31,7 +31,7 @@ enum DiskSpace {
         default: return outcome
         }
         guard isFullDisk(reason) || isFull(home) else { return outcome }
-        return .unavailable(dependency: dependency, reason: "no space left to write (\(reason))")
+        return .noSpace(reason)
     }
 
     /// Runs a start-up write (resuming interrupted jobs, the heartbeat) until it is not
