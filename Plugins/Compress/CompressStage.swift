@@ -98,7 +98,7 @@ public struct CompressStage: Stage {
                                              width: w, height: h, format: r.format.rawValue))
             }
         } catch {
-            return .retry(reason: "cannot write renditions to \(folder): \(error)")
+            return StageOutcome(catching: error, otherwise: { .retry(reason: "cannot write renditions to \(folder): \($0)") })
         }
         let exif = meta.json(keepGPS: !stripGPS)
         job.update { set in

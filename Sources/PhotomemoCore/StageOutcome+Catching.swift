@@ -1,5 +1,10 @@
 import Foundation
 
+/// An error of a module PhotomemoCore does not see (PostgreSQL's) that knows its code.
+public protocol CodedError: Error {
+    var errorCode: PhotomemoError.Code? { get }
+}
+
 extension PhotomemoError.Code {
     /// The stable code an error carries, when it carries one: set where the errno or status
     /// was known (`SystemError`, `PhotomemoError`, `StoreFailure`, Foundation's POSIX errors).
@@ -8,6 +13,7 @@ extension PhotomemoError.Code {
         case let e as SystemError: return e.code
         case let e as PhotomemoError: return e.code
         case let e as StoreFailure: return e.code
+        case let e as any CodedError: return e.errorCode
         case let e as POSIXError: return SystemError.code(e.code.rawValue)
         default:
             // Foundation's file calls wrap the errno in a CocoaError's underlying error.
