@@ -137,9 +137,10 @@ extension RecordStore {
             }
         }
         try db.run("DELETE FROM record_acl WHERE record_id = ?", [.text(r.id)])
-        for u in Set(r.acl.readers + r.acl.writers) {
+        let writers = Set(r.acl.writers)  // looked up per name: a list made a long ACL quadratic
+        for u in Set(r.acl.readers).union(writers) {
             try db.run("INSERT INTO record_acl(record_id, \"user\", can_write) VALUES (?,?,?)",
-                       [.text(r.id), .text(u), .int(r.acl.writers.contains(u) ? 1 : 0)])
+                       [.text(r.id), .text(u), .int(writers.contains(u) ? 1 : 0)])
         }
         try writeReaders(r, tokens: terms.tokens)
         let before = try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(r.id)]).compactMap { $0.string(0) }

@@ -87,7 +87,8 @@ extension Journal {
     }
 
     /// Of `names` (the photos a sidecar may belong to, one folder's), the one last taken
-    /// for `owner` whose job has not failed: its original is stored or being stored, so a
+    /// for `owner` whose job has not failed and whose record its owner has not deleted (a
+    /// late sidecar of a deleted record makes no record of its own): its original is stored or being stored, so a
     /// sidecar of it found after it left the inbox still updates its record (nil: none).
     /// Another user's photo of that name is as good as absent.
     public func takenPhoto(among names: [String], owner: String?) throws -> String? {
@@ -97,7 +98,7 @@ extension Journal {
             try db.queryOne("""
                 SELECT t.name FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
                 WHERE t.host = ? AND t.name IN (\(marks)) AND j.photo = t.name AND j.owner IS NOT DISTINCT FROM ?
-                    AND j.state NOT IN ('failed', 'cancelled')
+                    AND j.state NOT IN ('failed', 'cancelled') AND j.record_deleted IS NULL
                 ORDER BY t.job_id DESC LIMIT 1
                 """, [.text(host)] + names.map { .text($0) } + [SQLValue(owner)])?.string(0)
         }

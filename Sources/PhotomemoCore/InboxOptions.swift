@@ -45,7 +45,7 @@ public struct InboxOptions: Sendable, Equatable {
 
     static let keys = ["originals", "stale_temp", "quiet_after_close", "depth", "entries_per_turn", "ignore"]
 
-    /// What each key means, for error messages and the README.
+    /// What each key means, for error messages and docs/job-definitions.md.
     public static let descriptions: [(key: String, meaning: String)] = [
         ("originals", "what becomes of a photo once its original is stored: delete (the default), move (to HOME/done/) or keep (nothing in the inbox is ever written)"),
         ("stale_temp", "a file under an ignored name untouched this long is reported (a duration, default 24h)"),

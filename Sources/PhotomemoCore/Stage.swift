@@ -10,7 +10,7 @@ import Foundation
 public protocol Stage: Sendable {
     /// The name a job definition's `"use"` refers to. Registered once.
     static var name: String { get }
-    /// One line for `photomemo check` and the README.
+    /// One line for `photomemo check` and the stage's README.
     static var summary: String { get }
     static var options: [StageOption] { get }
     /// CPU-bound stages default to one concurrent job per core, I/O stages to more.

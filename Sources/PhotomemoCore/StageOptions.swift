@@ -1,5 +1,5 @@
 /// One row of a stage's declared options table (fluent-bit's `config_map`): what
-/// `photomemo check` validates against and what the README lists.
+/// `photomemo check` validates against and the plugin READMEs and docs/job-definitions.md list.
 public struct StageOption: Sendable {
     public enum Kind: String, Sendable {
         case string, integer, number, bool, stringList = "list of strings", object, any

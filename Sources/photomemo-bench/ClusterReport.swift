@@ -1,7 +1,7 @@
 import Foundation
 import PhotomemoCore
 
-/// `--cluster`'s README table, JSON and an SVG of the add → claim latency distribution.
+/// `--cluster`'s table (docs/benchmarks.md), JSON and an SVG of the add → claim latency distribution.
 struct ClusterReport {
     let r: ClusterBench.Report
 

@@ -5,7 +5,7 @@ import PhotomemoCore
 /// `--e2e N`: N photos dropped into a real daemon running the default job, beside
 /// `djpeg -scale 1/4` (the decode floor) and bench/pillow_ingest.py (Pillow doing the same
 /// job, one process per core) on the same files in the same run; then drop → create-event
-/// latency, and RSS over a long run (`--soak M`). Prints a README-ready table with ratios.
+/// latency, and RSS over a long run (`--soak M`). Prints a table for docs/benchmarks.md with ratios.
 enum E2E {
     struct Tool {
         var photosPerSecond = 0.0, cpuMsPerPhoto = 0.0, failures = 0

@@ -1,7 +1,7 @@
 import Foundation
 
 extension E2E {
-    /// The run's table, ratios and the targets (#16), as text for the README or JSON.
+    /// The run's table, ratios and the targets (#16), as text for docs/benchmarks.md or JSON.
     struct Report {
         let count: Int, rounds: Int, load: String
         let tools: [String: Tool]

@@ -73,4 +73,24 @@ extension WhoMayDoWhatTests {
         try d.waitUntil("the sidecar left after its photo", timeout: 10) { try FileManager.default.contentsOfDirectory(atPath: inbox).isEmpty }
         #expect(try records(alice, d).count == 1)
     }
+
+    /// A late sidecar names its photo's record; once its owner deleted that record it has
+    /// none: it waits for a photo as any sidecar without one does, and makes no record of
+    /// the deleted photo's name and bytes (found on the release build: it made one).
+    @Test func aLateSidecarDoesNotBringBackARecordItsOwnerDeleted() throws {
+        let d = try start()
+        let inbox = d.home + "/inbox"
+        try drop(alice, d, "Canon_40D.jpg", as: "IMG_D.jpg")
+        try d.waitIdle(jobs: 1, timeout: 60)
+        let id = try #require(try records(alice, d).first?["id"]?.stringValue)
+        try d.waitUntil("the photo left the inbox", timeout: 10) { try FileManager.default.contentsOfDirectory(atPath: inbox).isEmpty }
+        #expect(try cli(alice, d, ["delete", id]).0 == 0)
+        try put(alice, d, #"{"memo": "after the delete"}"#, as: "IMG_D.json")
+        try d.waitUntil("the sidecar is listed as waiting", timeout: 10) {
+            try inboxReasons(alice, d)["IMG_D.json"]?.hasPrefix("memo sidecar waiting for its photo IMG_D") == true
+        }
+        Thread.sleep(forTimeInterval: 3)  // a rescan or two: nothing is made of it
+        #expect(try records(alice, d).isEmpty)
+        #expect(try d.jobs().count == 1)
+    }
 }

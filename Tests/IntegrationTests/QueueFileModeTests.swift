@@ -8,7 +8,7 @@ import Testing
 struct QueueFileModeTests {
     let stranger = "nobody", victim = "daemon"
 
-    /// A home other users can reach, as the README's multi-user setup.
+    /// A home other users can reach, as docs/who-may-do-what.md's multi-user setup.
     func start() throws -> DaemonHarness {
         let d = try DaemonHarness()
         try FileManager.default.createDirectory(atPath: d.home, withIntermediateDirectories: true)

@@ -34,7 +34,7 @@ struct RcloneTests {
         try t.expectEachPhotoStoredOnce()
     }
 
-    /// `rclone copy` into a `keep` inbox (the README's recipe for copy): the photos stay, so
+    /// `rclone copy` into a `keep` inbox (docs/inbox.md's recipe for copy): the photos stay, so
     /// the next run finds them there, sends nothing and the inbox takes nothing again — where
     /// a consuming inbox gets everything again (above).
     @Test func rcloneCopyIntoAKeepInboxTwice() throws {
@@ -53,7 +53,7 @@ struct RcloneTests {
     /// Over SFTP rclone checks what it sent after the upload: it sets the file's time and
     /// runs `md5sum` on it through ssh. A photo the inbox has already stored is gone by then,
     /// so each check failed ("corrupted on transfer") and rclone sent every photo again. The
-    /// README's recipe turns both off (`--sftp-set-modtime=false`: rclone then accepts a file
+    /// docs/inbox.md's recipe turns both off (`--sftp-set-modtime=false`: rclone then accepts a file
     /// that is gone after upload; SSH already guards the bytes in transit).
     @Test(arguments: ["copy", "move"])
     func rcloneOverSFTP(_ verb: String) throws {

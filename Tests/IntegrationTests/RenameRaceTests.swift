@@ -139,7 +139,7 @@ import Testing
             usleep(2000)
         }
         // Done when every photo is a record or in quarantine, and a file still in the inbox
-        // has its record (one renamed away while upload released it stays: see the README).
+        // has its record (one renamed away while upload released it stays: see docs/inbox.md).
         let deadline = Date().addingTimeInterval(30)
         var missing: Set<String> = [], strays: [String] = []
         repeat {

@@ -27,7 +27,7 @@ struct RsyncTests {
     }
 
     /// A transfer cut off halfway and sent again, with the partial file kept in a `.`
-    /// folder (`--partial-dir`, made in the photo's own folder) as the README's recipe says: the inbox never sees the cut
+    /// folder (`--partial-dir`, made in the photo's own folder) as docs/inbox.md's recipe says: the inbox never sees the cut
     /// file under the photo's name, and the resumed transfer renames the whole photo in.
     @Test func anInterruptedRsyncResumedFromItsPartialDir() throws {
         let rsync = try realTool("rsync", package: "rsync")

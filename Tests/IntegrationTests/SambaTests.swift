@@ -13,7 +13,7 @@ struct SambaTests {
 
     /// The photos at the top of the tree one `put` each, then the camera folder with `mput`.
     func upload(_ t: ToolDelivery) throws {
-        // The daemon's home is 0750; alice reaches the inbox through it, as the README's per-user setup does.
+        // The daemon's home is 0750; alice reaches the inbox through it, as docs/who-may-do-what.md's per-user setup does.
         chmod(t.d.home, 0o751)
         chmod(t.inbox, 0o1777)
         let smb = try SambaServer(sharing: t.inbox, user: "daemon")

@@ -39,7 +39,7 @@ struct SyncthingTests {
         #expect(ToolDelivery.snapshot(t.source) == t.hashes, "the phone's folder changed")
     }
 
-    /// The README's recipe (issue #26's scenario): the phone's camera roll — photos in two
+    /// The recipe in docs/inbox.md (issue #26's scenario): the phone's camera roll — photos in two
     /// folders, a Live Photo's `.MOV`, a JSON and an XMP memo sidecar — into a `keep` inbox.
     /// Both folders stay as the phone has them; each photo is one record with its sidecar's
     /// memo; then an edit on the phone (new bytes for a photo, a sidecar rewritten) updates

@@ -11,7 +11,7 @@ import Testing
 struct WhoMayDoWhatTests {
     let bob = "nobody", alice = "daemon"
 
-    /// The per-user setup of the README: home traversable, inbox and queue.d drop boxes;
+    /// The per-user setup of docs/who-may-do-what.md: home traversable, inbox and queue.d drop boxes;
     /// on `database` (a `postgres://` URL) when given.
     /// `stages`: a job definition's text instead of Jobs/photo-memo.json's; `definition`:
     /// top-level keys added to it.

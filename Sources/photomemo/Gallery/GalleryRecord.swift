@@ -1,7 +1,7 @@
 import Foundation
 import PhotomemoCore
 
-/// A record as the gallery shows it, read from the daemon's record JSON (README,
+/// A record as the gallery shows it, read from the daemon's record JSON (docs/records-and-queries.md,
 /// "Records and queries"), with the renditions it picks for the card and the page.
 struct GalleryRecord {
     struct Asset {
