@@ -47,7 +47,7 @@ public struct CommentStage: Stage {
                 return .fail(reason: "\(rendition) \(file.path) is gone")
             }
         } catch {
-            return .retry(reason: "cannot write \(output): \(error)")
+            return StageOutcome(catching: error, otherwise: { .retry(reason: "cannot write \(output): \($0)") })
         }
         let sha = SHA256.hex(bytes)
         job.update { set in

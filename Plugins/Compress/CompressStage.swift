@@ -76,12 +76,8 @@ public struct CompressStage: Stage {
             return .unavailable(dependency: "decode memory", reason: wait.reason)
         } catch let f as Vips.Failure {
             return .fail(reason: "cannot decode the photo: \(f.description)")
-        } catch let e as PhotomemoError where e.code == .io {
-            return .retry(reason: e.message)
-        } catch let e as PhotomemoError {
-            return .fail(reason: e.message)
         } catch {
-            return .fail(reason: "\(error)")
+            return StageOutcome(catching: error)
         }
         let (meta, outputs) = made
         let keyHash = SHA256.hex(Data(job.key.utf8))
@@ -102,7 +98,7 @@ public struct CompressStage: Stage {
                                              width: w, height: h, format: r.format.rawValue))
             }
         } catch {
-            return .retry(reason: "cannot write renditions to \(folder): \(error)")
+            return StageOutcome(catching: error, otherwise: { .retry(reason: "cannot write renditions to \(folder): \($0)") })
         }
         let exif = meta.json(keepGPS: !stripGPS)
         job.update { set in

@@ -49,7 +49,7 @@ public struct IndexStage: BatchStage {
                 let acl = job.memo.acl == nil ? "" : " (an \"acl\" only by its owner)"
                 return .fail(reason: "record \(job.memo.record ?? "?") named by the job may not be changed by \(job.memo.owner ?? "its owner")\(acl)")
             } catch {
-                return .retry(reason: "index: \(error)")
+                return StageOutcome(catching: error, otherwise: { .retry(reason: "index: \($0)") })
             }
         }
     }

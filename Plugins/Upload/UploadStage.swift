@@ -84,14 +84,9 @@ public struct UploadStage: Stage {
                 if (folder as NSString).deletingLastPathComponent != renditionsRoot { rmdir(folder) }
             }
             return .continue(result: ["store": .string(store.name), "assets": .object(assets)])
-        } catch let f as StoreFailure {
-            switch f.kind {
-            case .unavailable: return .unavailable(dependency: store.name, reason: f.message)
-            case .transient: return .retry(reason: f.message)
-            case .permanent: return .fail(reason: f.message)
-            }
         } catch {
-            return .retry(reason: "\(error)")
+            // Its own other errors (releasing the original) are transient: the photo is stored.
+            return StageOutcome(catching: error, dependency: store.name, otherwise: { .retry(reason: "\($0)") })
         }
     }
 

@@ -71,12 +71,8 @@ public struct ValidateStage: Stage {
         let photo: PhotoBytes, headers: ImageProbe?
         do {
             (photo, headers) = try read(job)
-        } catch let e as PhotomemoError where e.code == .io {
-            return .retry(reason: e.message)
-        } catch let e as PhotomemoError {
-            return .fail(reason: e.message)
         } catch {
-            return .fail(reason: "\(error)")
+            return StageOutcome(catching: error)
         }
         let probe: ImageProbe
         do {

@@ -57,10 +57,14 @@ public struct StoreFailure: Error, CustomStringConvertible, Sendable {
     public enum Kind: Sendable { case unavailable, transient, permanent }
     public let kind: Kind
     public let message: String
+    /// Set where the cause is known (an errno, an HTTP status), e.g. `.noSpace` for a
+    /// write the store's filesystem refused for room.
+    public let code: PhotomemoError.Code?
 
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, code: PhotomemoError.Code? = nil) {
         self.kind = kind
         self.message = message
+        self.code = code
     }
 
     public var description: String { message }

@@ -12,6 +12,9 @@ public struct PhotomemoError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let badPath = Code(rawValue: "bad_path")
         public static let badUsage = Code(rawValue: "bad_usage")
         public static let io = Code(rawValue: "io")
+        /// The filesystem refused a write for room (ENOSPC, EDQUOT, SQLITE_FULL): an outage
+        /// of the `disk` dependency, not the job's fault.
+        public static let noSpace = Code(rawValue: "no_space")
         public static let database = Code(rawValue: "database")
         public static let notFound = Code(rawValue: "not_found")
         public static let locked = Code(rawValue: "locked")

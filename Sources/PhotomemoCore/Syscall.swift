@@ -18,6 +18,14 @@ public struct SystemError: Error, CustomStringConvertible, Sendable {
     public static func reason(_ code: Int32) -> String { String(cString: strerror(code)) }
 
     public var description: String { "\(call): \(reason)" }
+
+    /// The errno as a stable code: decided here, where the errno is known, so no one
+    /// parses the reason text for it.
+    public var code: PhotomemoError.Code { Self.code(errno) }
+
+    public static func code(_ errno: Int32) -> PhotomemoError.Code {
+        errno == ENOSPC || errno == EDQUOT ? .noSpace : .io
+    }
 }
 
 /// The one place errno is read: runs `body` (retrying on EINTR) and throws a

@@ -4,7 +4,7 @@ import PhotomemoCore
 /// (no server, connection lost, server shutting down) waits and reconnects; `rejected` (the
 /// server answered but refused us: credentials, unknown database) is configuration;
 /// `query` is the statement's own error, with its SQLSTATE.
-public struct PostgresError: Error, Sendable, CustomStringConvertible {
+public struct PostgresError: CodedError, Sendable, CustomStringConvertible {
     public enum Kind: String, Sendable {
         case unavailable, rejected, query
     }
@@ -36,7 +36,11 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The project-wide error, for callers that report through `PhotomemoError`.
-    public var photomemoError: PhotomemoError { PhotomemoError(.database, description) }
+    public var photomemoError: PhotomemoError { PhotomemoError(errorCode ?? .database, description) }
+
+    /// SQLSTATE 53100 (disk_full) is the server's disk: no space, as ENOSPC is here.
+    public var errorCode: PhotomemoError.Code? { sqlState == Self.diskFull ? .noSpace : nil }
+    public static let diskFull = "53100"
 
     /// SQLSTATEs that mean "the server is going away or cannot take us now", not "your query".
     static func isOutage(sqlState s: String) -> Bool {

@@ -4,11 +4,11 @@ import PhotomemoCore
 
 /// A full disk (ENOSPC, or EDQUOT for a quota) is an outage, not the job's fault
 /// (DESIGN.md: outages wait without spending attempts). A stage run that failed or asked
-/// for a retry because it could not write — its reason says so, or the home's filesystem
-/// has no room left — waits for the `disk` dependency, shown down in `status`, and goes
+/// for a retry because it could not write — its error's code or reason says so, or it
+/// asked for a retry while the home's filesystem has no room left — waits for the `disk` dependency, shown down in `status`, and goes
 /// on when space returns.
 enum DiskSpace {
-    static let dependency = "disk"
+    static let dependency = StageOutcome.diskDependency
     /// Below this many free bytes, the filesystem counts as full.
     static let reserveBytes: UInt64 = 1 << 20
 
@@ -24,14 +24,17 @@ enum DiskSpace {
     static func isFullDisk(_ reason: String) -> Bool { fullDiskReasons.contains { reason.contains($0) } }
 
     /// The outcome as the scheduler treats it: a failure of the disk's becomes an outage.
+    /// A stage that knew the errno already said so (`StageOutcome(catching:)`: the
+    /// `no_space` code); what is left is text from outside the process (an exec child's
+    /// reason) and a retry while the home is full (a write that failed without an errno).
+    /// A `.fail` is the input's fault by the stage's own word: never an outage only
+    /// because the disk happens to be nearly full.
     static func classify(_ outcome: StageOutcome, home: String) -> StageOutcome {
-        let reason: String
         switch outcome {
-        case .retry(let r, _), .fail(let r): reason = r
-        default: return outcome
+        case .retry(let r, _) where isFullDisk(r) || isFull(home): .noSpace(r)
+        case .fail(let r) where isFullDisk(r): .noSpace(r)
+        default: outcome
         }
-        guard isFullDisk(reason) || isFull(home) else { return outcome }
-        return .unavailable(dependency: dependency, reason: "no space left to write (\(reason))")
     }
 
     /// Runs a start-up write (resuming interrupted jobs, the heartbeat) until it is not
@@ -40,7 +43,7 @@ enum DiskSpace {
     static func waitingForSpace<T>(_ what: String, _ body: () throws -> T) throws -> T {
         var delay = 0.25, logged = false
         while true {
-            do { return try body() } catch where isFullDisk("\(error)") {
+            do { return try body() } catch where PhotomemoError.Code.of(error) == .noSpace || isFullDisk("\(error)") {
                 if !logged { Log.error("\(what): \(error); waiting for space before starting") }
                 logged = true
                 Thread.sleep(forTimeInterval: delay)

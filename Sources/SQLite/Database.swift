@@ -30,6 +30,8 @@ public final class Database: SQLConnection {
     }
 
     var lastError: String { String(cString: sqlite3_errmsg(db)) }
+    /// The last failure's code: SQLITE_FULL (the disk or a quota) is no space, not a bad query.
+    var lastCode: PhotomemoError.Code { sqlite3_errcode(db) & 0xff == SQLITE_FULL ? .noSpace : .database }
 
     /// Runs SQL without results (several statements allowed).
     public func exec(_ sql: String) throws {
@@ -37,7 +39,7 @@ public final class Database: SQLConnection {
         if sqlite3_exec(db, sql, nil, nil, &err) != SQLITE_OK {
             let msg = err.map { String(cString: $0) } ?? lastError
             sqlite3_free(err)
-            throw PhotomemoError(.database, "\(msg) in: \(sql.prefix(120))")
+            throw PhotomemoError(lastCode, "\(msg) in: \(sql.prefix(120))")
         }
     }
 
@@ -50,7 +52,7 @@ public final class Database: SQLConnection {
         } else {
             var raw: OpaquePointer?
             guard sqlite3_prepare_v2(db, sql, -1, &raw, nil) == SQLITE_OK, let raw else {
-                throw PhotomemoError(.database, "\(lastError) in: \(sql.prefix(120))")
+                throw PhotomemoError(lastCode, "\(lastError) in: \(sql.prefix(120))")
             }
             st = Statement(raw, database: self)
             cache[sql] = st
@@ -148,9 +150,9 @@ public final class Statement {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
         default:
-            let msg = database.lastError
+            let (msg, code) = (database.lastError, database.lastCode)
             sqlite3_reset(raw)
-            throw PhotomemoError(.database, msg)
+            throw PhotomemoError(code, msg)
         }
     }
 

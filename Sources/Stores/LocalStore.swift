@@ -74,7 +74,7 @@ public struct LocalStore: AssetStore {
             throw e
         } catch {
             // Disk full, permissions: the job's own trouble, worth retrying.
-            throw StoreFailure(.transient, "local store \(root): \(error)")
+            throw StoreFailure(.transient, "local store \(root): \(error)", code: PhotomemoError.Code.of(error))
         }
     }
 

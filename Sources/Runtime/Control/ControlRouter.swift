@@ -60,9 +60,9 @@ final class ControlRouter: ControlDispatch {
     static func screened(_ reply: @escaping ControlHandler.Reply, for caller: Caller, _ cmd: String) -> ControlHandler.Reply {
         guard !caller.isAdmin else { return reply }
         return { result in
-            guard case .failure(let e) = result, e.code == .database || e.code == .internalError else { return reply(result) }
+            guard case .failure(let e) = result, e.code == .database || e.code == .noSpace || e.code == .internalError else { return reply(result) }
             Log.error("control: \(Log.oneLine(String(cmd.prefix(40)))) from uid \(caller.uid) failed: \(e)")
-            let what = e.code == .database ? "a database error" : "an internal error"
+            let what = e.code == .internalError ? "an internal error" : "a database error"
             reply(.failure(PhotomemoError(e.code, "\(what) ended this request; the daemon's log has the detail (an admin's to read)")))
         }
     }
