@@ -6,6 +6,9 @@ public struct ACL: Sendable, Equatable {
     public var publicRead = false
 
     public static let keys: Set<String> = ["read", "write", "public"]
+    /// Names a list may hold: every name is a row written and matched for each change of
+    /// the record (110,000 readers held index 3.3 s and notify 2.9 s a record).
+    public static let maxNames = 256
     static let shape = #"{"read": [users], "write": [users], "public": bool}"#
 
     public init(readers: [String] = [], writers: [String] = [], publicRead: Bool = false) {
@@ -39,6 +42,9 @@ public struct ACL: Sendable, Equatable {
             guard case .array(let items) = v, let names = Optional(items.compactMap(\.stringValue)), names.count == items.count,
                   names.allSatisfy({ !$0.isEmpty }) else {
                 throw PhotomemoError(code, "\"acl\".\(key) must be a list of user names, got \(v.jsonString.prefix(80))")
+            }
+            guard names.count <= Self.maxNames else {
+                throw PhotomemoError(code, "\"acl\".\(key) names \(names.count) users; at most \(Self.maxNames)")
             }
             return names
         }

@@ -69,6 +69,19 @@ import Testing
         }
     }
 
+    /// An acl list names at most `ACL.maxNames` users: each name is written and matched for
+    /// every change of the record, so a line's cost must not grow with a list of 100,000.
+    @Test func anACLListNamesAtMost256Users() throws {
+        func line(_ n: Int) -> String {
+            #"{"memo":"m","acl":{"read":["# + (0..<n).map { "\"u\($0)\"" }.joined(separator: ",") + "]}}"
+        }
+        #expect(try parse(line(256)).acl?.readers.count == 256)
+        #expect(throws: PhotomemoError.self) { try parse(line(257)) }
+        do { _ = try parse(line(257)) } catch let e as PhotomemoError {
+            #expect(e.code == .badJob && e.message.contains(#""acl".read names 257 users; at most 256"#), "\(e.message)")
+        }
+    }
+
     /// `source` and `sha256` are record keys only since the receipts: a job stored with
     /// such a field before still reads.
     @Test func aStoredJobWithAFieldNowBuiltInStillReads() throws {
