@@ -12,13 +12,7 @@ import Testing
 extension WhoMayDoWhatTests {
     @Test func oneUsersQueryFloodLeavesEveryoneElseFast() throws {
         let d = try start()
-        d.stop()
-        let index = try RecordStore(path: d.home + "/photomemo.sqlite")
-        _ = try index.apply(batch: (0..<3000).map {
-            RecordInput(jobKey: "b\($0)", photoSHA256: nil, memo: MemoJob(memo: "note \($0)", type: "Note", fields: ["n": .int(Int64($0)), "t": .string("t\($0)")], owner: bob),
-                        assets: .emptyObject, exif: .emptyObject, width: nil, height: nil)
-        }, now: unixNow())
-        try d.start(args: ["--socket-group", "nogroup"])
+        try restartWithBobsNotes(d)
 
         // Alice's photo, drop to record, on this machine now: the yardstick (the suite runs
         // beside other tests; the 1 s median and 3 s max hold on an idle machine).

@@ -13,13 +13,7 @@ import Testing
 extension WhoMayDoWhatTests {
     @Test func rssReturnsToItsBaselineAfterAQueryAndDecodeStorm() throws {
         let d = try start(definition: ["memory_mb": 400])
-        d.stop()
-        let index = try RecordStore(path: d.home + "/photomemo.sqlite")
-        _ = try index.apply(batch: (0..<3000).map {
-            RecordInput(jobKey: "b\($0)", photoSHA256: nil, memo: MemoJob(memo: "note \($0)", type: "Note", fields: ["n": .int(Int64($0)), "t": .string("t\($0)")], owner: bob),
-                        assets: .emptyObject, exif: .emptyObject, width: nil, height: nil)
-        }, now: unixNow())
-        try d.start(args: ["--socket-group", "nogroup"])
+        try restartWithBobsNotes(d)
         let pid = try #require(d.process?.processIdentifier)
         // Warm: one query and one photo of each kind the storm brings, so what is measured
         // after is what the storm kept, not what any first use allocates.

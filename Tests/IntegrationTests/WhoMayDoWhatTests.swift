@@ -1,5 +1,6 @@
 import Foundation
 import Journal
+import Index
 import PhotomemoCore
 import TestSupport
 import Testing
@@ -31,6 +32,18 @@ struct WhoMayDoWhatTests {
         }
         try d.start(args: ["--socket-group", "nogroup"] + extra)
         return d
+    }
+
+    /// Bob's 3,000 notes, written straight into the index while `d` is stopped (through the
+    /// pipeline they take a minute; the records are the same), then `d` started again.
+    func restartWithBobsNotes(_ d: DaemonHarness) throws {
+        d.stop()
+        let index = try RecordStore(path: d.home + "/photomemo.sqlite")
+        _ = try index.apply(batch: (0..<3000).map {
+            RecordInput(jobKey: "b\($0)", photoSHA256: nil, memo: MemoJob(memo: "note \($0)", type: "Note", fields: ["n": .int(Int64($0)), "t": .string("t\($0)")], owner: bob),
+                        assets: .emptyObject, exif: .emptyObject, width: nil, height: nil)
+        }, now: unixNow())
+        try d.start(args: ["--socket-group", "nogroup"])
     }
 
     /// `photomemo ARGS --home HOME` as `user` (group nogroup, the socket's): (status, stdout, stderr).
