@@ -64,8 +64,8 @@ func jobControlCommand(_ command: ControlCommand, states: [String], done: String
             request = [ControlArgument.state: .string(state)]
             for f in filters { request[f] = .string(args.value(f)!) }
         } else {
-            guard args.positionals.count == 1 else { throw UsageError("\(name) needs a job ID or --state") }
             guard filters.isEmpty else { throw UsageError("--\(filters[0]) narrows --state; give --state too") }
+            guard args.positionals.count == 1 else { throw UsageError("\(name) needs a job ID or --state") }
             request = [ControlArgument.job: try jobID(args.positionals[0])]
         }
         let r: JSONValue
