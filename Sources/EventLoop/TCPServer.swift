@@ -1,6 +1,6 @@
 import CUV
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// A TCP socket listening on the loop (`uv_tcp_t`), for the HTTP health endpoint. Each
 /// accepted client is a `PipeConnection` (a stream like the control socket's) handed to

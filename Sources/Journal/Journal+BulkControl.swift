@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 import SQLite
 
 /// Which jobs `retry --state` / `cancel --state` act on.

@@ -3,7 +3,7 @@ import EventLoop
 import Foundation
 import Index
 import Journal
-import PhotomemoCore
+import StageKit
 
 /// `retry --state failed|cancelled` and `cancel --state queued|waiting` (with `stage`,
 /// `since`): every matching job the caller may act on (`Caller.ownScope`: a user's own,

@@ -1,6 +1,6 @@
 import EventLoop
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// `serve --http ADDR`: a few fixed GET routes (`/metrics`, `/health`) for monitors, on
 /// the loop, with every cost bounded so a client cannot hurt the daemon:

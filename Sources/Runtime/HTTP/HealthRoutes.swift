@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// What `serve --http` answers, from the same sources as `status` and `metrics`.
 extension StatusHandlers {
