@@ -23,12 +23,14 @@ struct HTTPRequestHead: Equatable {
     }
 
     /// What `bytes` (all received so far) hold: nil while the head is incomplete and
-    /// under `maxBytes`; the head; or a refusal (431 past `maxBytes`, else 400).
-    static func parse(_ bytes: [UInt8], maxBytes: Int) -> Result<HTTPRequestHead, Refusal>? {
-        guard let end = headEnd(bytes) else {
+    /// under `maxBytes`; the head; or a refusal (431 past `maxBytes`, else 400). `newFrom`:
+    /// where the bytes not yet looked at begin, so a head sent a byte at a time is scanned
+    /// once, not once per byte.
+    static func parse(_ bytes: [UInt8], maxBytes: Int, newFrom: Int = 0) -> Result<HTTPRequestHead, Refusal>? {
+        guard let end = headEnd(bytes, from: newFrom) else {
             if bytes.count > maxBytes { return .failure(Refusal(status: 431, reason: "the request head is over \(maxBytes) bytes")) }
             // A stray LF, or a NUL, is refused at once rather than waited on.
-            if let bad = firstBadByte(bytes[...]) { return .failure(bad) }
+            if let bad = firstBadByte(bytes[...], from: max(0, newFrom - 1)) { return .failure(bad) }
             return nil
         }
         guard end <= maxBytes else { return .failure(Refusal(status: 431, reason: "the request head is over \(maxBytes) bytes")) }
@@ -36,17 +38,17 @@ struct HTTPRequestHead: Equatable {
     }
 
     /// The index just past the blank line that ends the head.
-    private static func headEnd(_ b: [UInt8]) -> Int? {
+    private static func headEnd(_ b: [UInt8], from: Int) -> Int? {
         guard b.count >= 4 else { return nil }
-        for i in 3..<b.count where b[i] == 0x0A && b[i - 1] == 0x0D && b[i - 2] == 0x0A && b[i - 3] == 0x0D { return i + 1 }
+        for i in max(3, from)..<b.count where b[i] == 0x0A && b[i - 1] == 0x0D && b[i - 2] == 0x0A && b[i - 3] == 0x0D { return i + 1 }
         return nil
     }
 
     private static func bad(_ reason: String) -> Refusal { Refusal(status: 400, reason: reason) }
 
     /// Lines end in CRLF; no control bytes but HTAB inside a line.
-    private static func firstBadByte(_ b: ArraySlice<UInt8>) -> Refusal? {
-        var i = b.startIndex
+    private static func firstBadByte(_ b: ArraySlice<UInt8>, from: Int = 0) -> Refusal? {
+        var i = b.startIndex + from
         while i < b.endIndex {
             let c = b[i]
             if c == 0x0A, i == b.startIndex || b[i - 1] != 0x0D { return bad("a line ends in a bare LF, not CRLF") }

@@ -86,8 +86,9 @@ final class HealthHTTPServer {
 
     private func received(_ bytes: [UInt8], from client: Client) {
         guard !client.answering else { return }
+        let seen = client.head.count
         client.head += bytes
-        switch HTTPRequestHead.parse(client.head, maxBytes: Self.maxHeadBytes) {
+        switch HTTPRequestHead.parse(client.head, maxBytes: Self.maxHeadBytes, newFrom: seen) {
         case nil: return
         case .failure(let refusal)?: answer(client, Answer(status: refusal.status, body: refusal.reason + "\n"))
         case .success(let head)?:
