@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Journal
 @testable import PhotomemoCore
+@testable import StageKit
 import Testing
 @testable import Runtime
 
