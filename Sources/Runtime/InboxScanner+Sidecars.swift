@@ -81,7 +81,7 @@ extension InboxScanner {
                 return photoLeft && release(name, identity, in: folder, photo: mine[0], uid: st.st_uid, &report) ? Self.released : of
             }
             if requireSettled && unixNow() - mtime < settleSeconds {
-                report.unsettled += 1
+                report.unsettled.append(name)
                 return of + " (settling)"
             }
             // Each edit may be a job: a user's sidecars count toward their unfinished jobs

@@ -40,8 +40,8 @@ final class InboxScanner: @unchecked Sendable {
     struct Report: Sendable {
         var outcomes: [(name: String, outcome: IntakeOutcome, owner: String?)] = []
         var rejected: [String] = []
-        /// Files seen but not yet settled: scan again after the settle time.
-        var unsettled = 0
+        /// Files seen but not yet settled (by name): scan again after the settle time.
+        var unsettled: [String] = []
         /// Files the journal could not take now (a full disk): still the backlog, and
         /// looked at again soon rather than at the next periodic rescan.
         var untaken = 0
@@ -154,7 +154,7 @@ final class InboxScanner: @unchecked Sendable {
         }
         report.skipped = walk.found.skipped
         report.stale = walk.found.stale
-        report.unsettled = walk.found.unsettled
+        report.unsettled = walk.found.unsettled.values.flatMap { $0 }
         report.untaken = walk.found.untaken
         report.atCap = walk.found.atCap
         return report

@@ -37,9 +37,9 @@ final class InboxWalk: @unchecked Sendable {  // used by one lane turn at a time
     struct Found {
         var skipped: [String: InboxScanner.SkippedEntry] = [:]
         var stale: [String: InboxScanner.StaleEntry] = [:]
-        var unsettled = 0
-        /// The folders holding them, to look at again (not deep) once they may have settled.
-        var unsettledIn: Set<String> = []
+        /// Files not settled yet, by the folder holding them: looked at again (that folder,
+        /// not deep) once they may have settled.
+        var unsettled: [String: Set<String>] = [:]
         var untaken = 0
         var atCap: Set<String> = []
         var overQuota: Set<String> = []
@@ -53,6 +53,11 @@ final class InboxWalk: @unchecked Sendable {  // used by one lane turn at a time
     }
 
     deinit { if let current { closedir(current.dir) } }
+
+    /// The folder holding an inbox name ("" for the top).
+    static func folder(of name: String) -> String {
+        name.lastIndex(of: "/").map { String(name[..<$0]) } ?? ""
+    }
 
     fileprivate func finish() {
         if let current { closedir(current.dir) }
@@ -118,9 +123,7 @@ extension InboxScanner {
                 noteIfStale(name, base: base, in: current.folder, &report)
                 continue
             }
-            let unsettled = report.unsettled
             if let p = examine(name, requireSettled: true, &report, root: root, held: (current.folder, base)) { batch.append(p) }
-            if report.unsettled > unsettled { walk.found.unsettledIn.insert(current.relative) }
             if batch.count >= Self.batchSize {
                 commit(batch, &report)
                 batch.removeAll(keepingCapacity: true)
@@ -131,7 +134,7 @@ extension InboxScanner {
         if walk.finished && walk.isWhole && !quarantine.keepsInbox { removeFinishedDuplicates(&report) }
         walk.found.skipped.merge(report.skipped) { $1 }
         walk.found.stale.merge(report.stale) { $1 }
-        walk.found.unsettled += report.unsettled
+        for name in report.unsettled { walk.found.unsettled[InboxWalk.folder(of: name), default: []].insert(name) }
         walk.found.untaken += report.untaken
         walk.found.atCap.formUnion(report.atCap)
         walk.found.overQuota.formUnion(report.overQuota.keys)

@@ -97,15 +97,20 @@ final class InboxWatcher {
     }
 
     private var inFlight = 0
-    /// Files a walk found not settled yet, by the folder walked (the last walk of each).
-    private var unsettled: [String: Int] = [:]
+    /// Files seen not settled yet, by folder: a later look at a name (an event's, a walk's
+    /// of its folder) replaces an earlier one's, so a file taken is no longer counted.
+    private var unsettled: [String: Set<String>] = [:]
+    /// Files a walk found the journal could not take now, by the walk (the last of each).
+    private var untakenByWalk: [String: Int] = [:]
     /// Files looked at by name that the journal could not take now (reset by a whole walk).
     private var untaken = 0
     /// Back-off of the rescans that retry files the journal could not take (0: none failed).
     private var untakenRetryMs: UInt64 = 0
 
     /// Files seen but not yet jobs (waiting to settle or to be taken): `status`'s backlog.
-    var backlog: Int { pending.count + closing.count + inFlight + unsettled.values.reduce(0, +) + untaken }
+    var backlog: Int {
+        pending.count + closing.count + inFlight + unsettled.values.reduce(0) { $0 + $1.count } + untakenByWalk.values.reduce(0, +) + untaken
+    }
 
     /// Entries left alone (files that are not photos, folders not walked), as the last look at each
     /// found them: `status` counts them (`backlog.inbox_skipped`, not part of the backlog:
@@ -226,6 +231,11 @@ final class InboxWatcher {
         lane.enqueue({ scanner.take(names) }) { [unowned self] report in
             self.flushQueued = false
             self.inFlight = 0
+            for (name, _) in names {
+                let folder = InboxWalk.folder(of: name)
+                if self.unsettled[folder]?.remove(name) != nil, self.unsettled[folder]!.isEmpty { self.unsettled[folder] = nil }
+            }
+            for name in report.unsettled { self.unsettled[InboxWalk.folder(of: name), default: []].insert(name) }
             self.skipped.merge(report.skipped) { $1 }
             for name in report.notSkipped { self.skipped[name] = nil }
             self.log(report)
@@ -294,21 +304,27 @@ final class InboxWatcher {
             stale = found.stale
             atCap = found.atCap  // a whole walk: who is still at the cap
             overQuota = found.overQuota
-            unsettled = [:]
+            unsettled = found.unsettled
+            untakenByWalk = [:]
             untaken = 0
+        } else if walk.deep {
+            unsettled = unsettled.filter { $0.key != walk.under && !$0.key.hasPrefix(walk.under + "/") }
+            unsettled.merge(found.unsettled) { $1 }
+        } else {
+            unsettled[walk.under] = found.unsettled[walk.under]
         }
-        unsettled[(walk.deep ? "" : "=") + walk.under] = found.unsettled + found.untaken
+        untakenByWalk[(walk.deep ? "" : "=") + walk.under] = found.untaken
         if found.untaken > 0 {
             retryUntaken()
             return
         }
         if walk.isWhole { untakenRetryMs = 0 }
-        if found.unsettled > 0 && !closed {
+        if !found.unsettled.isEmpty && !closed {
             // Look again once the unsettled files have had time to settle: at the folders
             // holding them, each alone (one file found fresh must not cost a walk of the
             // whole tree), and the timer is not pushed back by every new folder.
             let first = settling.isEmpty
-            settling.formUnion(found.unsettledIn)
+            settling.formUnion(found.unsettled.keys)
             guard first else { return }
             settleTimer.start(afterMs: UInt64(scanner.settleSeconds * 1000) + 100) { [unowned self] in
                 let due = self.settling

@@ -40,6 +40,32 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// Files the start-up walk found still settling are counted once while they settle and
+    /// leave the backlog once taken. The walk's count was kept per walk: the start-up walk's
+    /// and each settle re-walk's added up (4 for 2 files), and one taken on its event stayed
+    /// counted until the next whole rescan (`statusNumbersMatchWhatWasDropped` saw
+    /// `inbox_files: 3` with every job done).
+    @Test func filesFoundSettlingAreCountedOnceAndLeaveTheBacklogOnceTaken() throws {
+        let d = try DaemonHarness()
+        // Stamped 3 s ahead: unsettled for that long, through several settle re-walks.
+        let soon = timespec(tv_sec: time(nil) + 3, tv_nsec: 0)
+        try FileManager.default.createDirectory(atPath: d.home + "/inbox", withIntermediateDirectories: true)
+        for p in ["Nikon_D70.jpg", "Canon_40D.jpg"] {
+            try d.drop(p)
+            #expect(utimensat(AT_FDCWD, d.home + "/inbox/" + p, [soon, soon], 0) == 0)
+        }
+        try d.start()
+        var most: Int64 = 0
+        try d.waitUntil("2 jobs done", timeout: 60) {
+            most = max(most, try json(d, ["status"])["backlog"]?["inbox_files"]?.intValue ?? 0)
+            return try d.stateCounts()["done"] == 2
+        }
+        #expect(most == 2)
+        let s = try json(d, ["status"])
+        #expect(s["backlog"]?["inbox_files"] == 0)
+        #expect(d.stop().status == 0)
+    }
+
     @Test func watchShowsEveryTransitionOfAJobInOrder() throws {
         let d = try DaemonHarness()
         try d.start()
