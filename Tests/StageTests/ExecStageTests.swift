@@ -41,6 +41,26 @@ import Testing
         guard case .retry = try stage("echo not-json").run(job) else { Issue.record("garbage accepted"); return }
     }
 
+    /// The answer's `"code"` is the error's; without one it is `stage_error` (an outage's
+    /// `dependency`), and a code that is not one is a broken answer, retried.
+    @Test func stdoutCarriesTheErrorsCode() throws {
+        #expect(try stage(#"echo '{"outcome":"retry","code":"no_space","reason":"scratch is full"}'"#).run(job)
+            == .retry(.noSpace, "scratch is full"))
+        #expect(try stage(#"echo '{"outcome":"fail","code":"bad_input","reason":"No space left on device"}'"#).run(job)
+            == .fail(.badInput, "No space left on device"))
+        #expect(try stage(#"echo '{"outcome":"fail","reason":"no"}'"#).run(job) == .fail(.stageError, "no"))
+        #expect(try stage(#"echo '{"outcome":"unavailable","dependency":"ocr","reason":"down"}'"#).run(job)
+            == .unavailable(dependency: "ocr", .dependency, "down"))
+        guard case .retry(let e, _) = try stage(#"echo '{"outcome":"fail","code":"No Space!","reason":"x"}'"#).run(job) else {
+            Issue.record("a malformed code accepted"); return
+        }
+        #expect(e.code == .badJSON && e.message.contains("is not a code"), "\(e)")
+        // Exit statuses have their codes too.
+        #expect(try stage("exit 65").run(job).error?.code == .badInput)
+        #expect(try stage("exit 69").run(job).error?.code == .dependency)
+        #expect(try stage("echo 'No space left on device' >&2; exit 1").run(job).error?.code == .stageError)
+    }
+
     @Test func timeoutKillsTheWholeProcessGroup() throws {
         let marker = NSTemporaryDirectory() + "pm-exec-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let start = Date()
