@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// `exec`: runs an external program per job, so a stage can be written in any language.
 /// The job is JSON on stdin (id, key, attempt, photo_path, memo, results, working_set); the program

@@ -1,6 +1,6 @@
 import Foundation
 import Index
-import PhotomemoCore
+import StageKit
 
 /// `index`: turns a finished job into its record — type, memo and typed fields from the
 /// memo, the stored files, EXIF and size from the job's working set — or updates the record of

@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 import Stores
 
 /// `upload`: puts the original and every rendition into the asset store under content

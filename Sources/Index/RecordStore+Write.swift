@@ -1,6 +1,7 @@
 import Foundation
 import SQL
 import PhotomemoCore
+import StageKit
 
 /// Creating, updating and deleting records; each in one transaction with its change.
 extension RecordStore {

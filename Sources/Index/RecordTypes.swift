@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 // The values the record index takes and gives, whatever engine holds it.
 

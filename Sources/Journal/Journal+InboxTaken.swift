@@ -1,4 +1,5 @@
 import PhotomemoCore
+import StageKit
 import SQLite
 
 /// Inbox photos at intake: which files are taken already (by name and identity), and a

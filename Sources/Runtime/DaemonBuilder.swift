@@ -3,6 +3,7 @@ import Foundation
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 import Stores
 
 /// The daemon's objects made and wired to one another, nothing started yet: the

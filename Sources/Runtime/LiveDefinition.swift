@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// The job definition in force: one value for the whole daemon, swapped on reload in one
 /// place (`replace`). What intake reads on the lane off the loop (join timeout, max bytes,

@@ -1,6 +1,7 @@
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// Per-user quotas (the definition's `"quota"`), measured when something asks to come in:
 /// a user's records and unfinished jobs against `records`; their records' asset bytes

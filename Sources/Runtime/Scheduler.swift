@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// Runs each job's stages in order, owning everything stages must not: concurrency
 /// limits, retries with back-off, dependency outages, the journal and quarantine.

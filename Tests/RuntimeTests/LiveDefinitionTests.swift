@@ -1,4 +1,5 @@
 @testable import PhotomemoCore
+@testable import StageKit
 import Testing
 @testable import Runtime
 

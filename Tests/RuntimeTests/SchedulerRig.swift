@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Journal
 @testable import PhotomemoCore
+@testable import StageKit
 @testable import Runtime
 
 /// A stage written by the test: `body` decides each run's outcome. It counts the runs

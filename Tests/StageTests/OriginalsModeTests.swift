@@ -1,7 +1,7 @@
 import Foundation
 import Index
 import IndexStage
-import PhotomemoCore
+import StageKit
 import Testing
 import UploadStage
 
