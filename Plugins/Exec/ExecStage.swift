@@ -19,6 +19,8 @@ import StageKit
 /// retry or failure the disk's outage). Without it, an exit status, a signal or an answer
 /// is `stage_error` (a timeout `timeout`, exit 65 `bad_input`, exit 69 `dependency`):
 /// the engine never reads the program's text for a cause.
+/// `"annotations": {NAME: value}` in the answer (either form) adds facts to the job's
+/// working set when it continues: the record gets them as fields (`WorkingSet.annotate`).
 /// Like every stage it must be idempotent on the job's `key`.
 ///
 /// The program sees a clean environment (`SubprocessEnvironment`): `PATH`, `HOME`, `LANG`,
@@ -88,21 +90,37 @@ public struct ExecStage: Stage {
         if r.stopped { return .retry(.stageError, "\(command[0]) was stopped: the daemon is shutting down") }
         if let sig = r.signal { return .retry(.stageError, "\(command[0]) was killed by signal \(sig)\(why)") }
         switch r.status! {
-        case 0: return Self.parseAnswer(r.stdout)
+        case 0: return Self.parseAnswer(r.stdout, job: job)
         case 65: return .fail(.badInput, "\(command[0]) rejected the job (exit 65)\(why)")
         case 69: return .unavailable(dependency: dependency, .dependency, "\(command[0]) exit 69\(why)")
         default: return .retry(.stageError, "\(command[0]) exited with status \(r.status!)\(why)")
         }
     }
 
-    /// Maps exit-0 stdout to an outcome: empty → continue; `{"outcome": ...}` → as said,
-    /// with its `"code"` (else `stage_error`, an outage's `dependency`); other JSON →
-    /// continue with it as the result; not JSON, or a `"code"` that is not one → retry (a
-    /// broken program).
-    static func parseAnswer(_ stdout: [UInt8]) -> StageOutcome {
+    /// Maps exit-0 stdout to an outcome: empty → continue; `{"outcome": ...}` → as said;
+    /// other JSON → continue with it as the result; not JSON → retry (a broken program,
+    /// `bad_json`). A continuing answer's `annotations` go into `job`'s working set; one that breaks
+    /// the field rules is a retry, as a broken program's answer is.
+    static func parseAnswer(_ stdout: [UInt8], job: JobContext) -> StageOutcome {
         let text = String(decoding: stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.isEmpty { return .continue() }
         guard let v = try? JSONValue.parse(text) else { return .retry(.badJSON, "stdout is not JSON: \(text.prefix(200))") }
+        let outcome = parseOutcome(v)
+        guard case .continue = outcome, let given = v["annotations"] else { return outcome }
+        guard case .object(let annotations) = given else { return .retry(.badJSON, "stdout's \"annotations\" must be an object, got \(given.typeName)") }
+        do {
+            try job.update { set in for (name, value) in annotations.sorted(by: { $0.key < $1.key }) { try set.annotate(name, value) } }
+        } catch let e as PhotomemoError {
+            return .retry(.badJSON, "stdout's annotations: \(e.message)")
+        } catch {
+            return .retry(.badJSON, "stdout's annotations: \(error)")
+        }
+        return outcome
+    }
+
+    /// `{"outcome": ...}` as said, with its `"code"` (else `stage_error`, an outage's
+    /// `dependency`); a `"code"` that is not one is a broken answer, retried.
+    static func parseOutcome(_ v: JSONValue) -> StageOutcome {
         guard let outcome = v["outcome"]?.stringValue else { return .continue(result: v) }
         let reason = v["reason"]?.stringValue ?? "no reason given"
         var code: PhotomemoError.Code?
