@@ -38,17 +38,17 @@ public struct CommentStage: Stage {
         let bytes: Data
         do {
             if let input = FileManager.default.contents(atPath: file.path) {
-                guard input.starts(with: [0xFF, 0xD8]) else { return .fail(reason: "\(rendition) \(file.path) is not a JPEG (no SOI marker)") }
+                guard input.starts(with: [0xFF, 0xD8]) else { return .fail(.badImage, "\(rendition) \(file.path) is not a JPEG (no SOI marker)") }
                 bytes = Self.commented(input, "\(text) \(job.key)")
                 try DurableFile.write(bytes, to: output)
                 if file.path != output { unlink(file.path) }
             } else if let done = FileManager.default.contents(atPath: output) {
                 bytes = done  // a run before this one wrote it, then its journal write was lost
             } else {
-                return .fail(reason: "\(rendition) \(file.path) is gone")
+                return .fail(.notFound, "\(rendition) \(file.path) is gone")
             }
         } catch {
-            return StageOutcome(catching: error, otherwise: { .retry(reason: "cannot write \(output): \($0)") })
+            return StageOutcome(catching: error, otherwise: { .retry(.of($0, or: .io), "cannot write \(output): \($0)") })
         }
         let sha = SHA256.hex(bytes)
         job.update { set in

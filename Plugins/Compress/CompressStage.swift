@@ -74,9 +74,9 @@ public struct CompressStage: Stage {
         } catch let wait as DecodeMemoryWait {
             // Not the photo's fault, nor a thread held: it waits (no attempt spent) and runs
             // once other decodes have given their memory back.
-            return .unavailable(dependency: "decode memory", reason: wait.reason)
+            return .unavailable(dependency: "decode memory", .dependency, wait.reason)
         } catch let f as Vips.Failure {
-            return .fail(reason: "cannot decode the photo: \(f.description)")
+            return .fail(.badImage, "cannot decode the photo: \(f.description)")
         } catch {
             return StageOutcome(catching: error)
         }
@@ -99,7 +99,7 @@ public struct CompressStage: Stage {
                                              width: w, height: h, format: r.format.rawValue))
             }
         } catch {
-            return StageOutcome(catching: error, otherwise: { .retry(reason: "cannot write renditions to \(folder): \($0)") })
+            return StageOutcome(catching: error, otherwise: { .retry(.of($0, or: .io), "cannot write renditions to \(folder): \($0)") })
         }
         let exif = meta.json(keepGPS: !stripGPS)
         job.update { set in

@@ -14,7 +14,11 @@ import StageKit
 /// | 75 (EX_TEMPFAIL), other codes, signals, timeout | retry, spending an attempt |
 ///
 /// `{"outcome": "continue"|"skip"|"retry"|"fail"|"unavailable", "reason": "...",
-/// "after_ms": N, "result": {...}}` on stdout with exit 0 chooses the outcome explicitly.
+/// "code": "...", "after_ms": N, "result": {...}}` on stdout with exit 0 chooses the
+/// outcome explicitly; `code` is the error's (`PhotomemoError.Code`: `no_space` makes a
+/// retry or failure the disk's outage). Without it, an exit status, a signal or an answer
+/// is `stage_error` (a timeout `timeout`, exit 65 `bad_input`, exit 69 `dependency`):
+/// the engine never reads the program's text for a cause.
 /// `"annotations": {NAME: value}` in the answer (either form) adds facts to the job's
 /// working set when it continues: the record gets them as fields (`WorkingSet.annotate`).
 /// Like every stage it must be idempotent on the job's `key`.
@@ -79,51 +83,60 @@ public struct ExecStage: Stage {
             r = try Subprocess.run(command, stdin: Array((job.json.jsonString + "\n").utf8), environment: environment(for: job),
                                    timeoutMs: timeoutMs)
         } catch {
-            return .retry(reason: "cannot start \(command[0]): \(error)")
+            return .retry(.of(error, or: .io), "cannot start \(command[0]): \(error)")
         }
         let why = r.stderrTail.isEmpty ? "" : ": " + r.stderrTail.split(separator: "\n").suffix(3).joined(separator: " | ")
-        if r.timedOut { return .retry(reason: "\(command[0]) timed out after \(timeoutMs) ms\(why)") }
-        if r.stopped { return .retry(reason: "\(command[0]) was stopped: the daemon is shutting down") }
-        if let sig = r.signal { return .retry(reason: "\(command[0]) was killed by signal \(sig)\(why)") }
+        if r.timedOut { return .retry(.timeout, "\(command[0]) timed out after \(timeoutMs) ms\(why)") }
+        if r.stopped { return .retry(.stageError, "\(command[0]) was stopped: the daemon is shutting down") }
+        if let sig = r.signal { return .retry(.stageError, "\(command[0]) was killed by signal \(sig)\(why)") }
         switch r.status! {
         case 0: return Self.parseAnswer(r.stdout, job: job)
-        case 65: return .fail(reason: "\(command[0]) rejected the job (exit 65)\(why)")
-        case 69: return .unavailable(dependency: dependency, reason: "\(command[0]) exit 69\(why)")
-        default: return .retry(reason: "\(command[0]) exited with status \(r.status!)\(why)")
+        case 65: return .fail(.badInput, "\(command[0]) rejected the job (exit 65)\(why)")
+        case 69: return .unavailable(dependency: dependency, .dependency, "\(command[0]) exit 69\(why)")
+        default: return .retry(.stageError, "\(command[0]) exited with status \(r.status!)\(why)")
         }
     }
 
     /// Maps exit-0 stdout to an outcome: empty → continue; `{"outcome": ...}` → as said;
-    /// other JSON → continue with it as the result; not JSON → retry (a broken program).
-    /// A continuing answer's `annotations` go into `job`'s working set; one that breaks
+    /// other JSON → continue with it as the result; not JSON → retry (a broken program,
+    /// `bad_json`). A continuing answer's `annotations` go into `job`'s working set; one that breaks
     /// the field rules is a retry, as a broken program's answer is.
     static func parseAnswer(_ stdout: [UInt8], job: JobContext) -> StageOutcome {
         let text = String(decoding: stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.isEmpty { return .continue() }
-        guard let v = try? JSONValue.parse(text) else { return .retry(reason: "stdout is not JSON: \(text.prefix(200))") }
+        guard let v = try? JSONValue.parse(text) else { return .retry(.badJSON, "stdout is not JSON: \(text.prefix(200))") }
         let outcome = parseOutcome(v)
         guard case .continue = outcome, let given = v["annotations"] else { return outcome }
-        guard case .object(let annotations) = given else { return .retry(reason: "stdout's \"annotations\" must be an object, got \(given.typeName)") }
+        guard case .object(let annotations) = given else { return .retry(.badJSON, "stdout's \"annotations\" must be an object, got \(given.typeName)") }
         do {
             try job.update { set in for (name, value) in annotations.sorted(by: { $0.key < $1.key }) { try set.annotate(name, value) } }
         } catch let e as PhotomemoError {
-            return .retry(reason: "stdout's annotations: \(e.message)")
+            return .retry(.badJSON, "stdout's annotations: \(e.message)")
         } catch {
-            return .retry(reason: "stdout's annotations: \(error)")
+            return .retry(.badJSON, "stdout's annotations: \(error)")
         }
         return outcome
     }
 
+    /// `{"outcome": ...}` as said, with its `"code"` (else `stage_error`, an outage's
+    /// `dependency`); a `"code"` that is not one is a broken answer, retried.
     static func parseOutcome(_ v: JSONValue) -> StageOutcome {
         guard let outcome = v["outcome"]?.stringValue else { return .continue(result: v) }
         let reason = v["reason"]?.stringValue ?? "no reason given"
+        var code: PhotomemoError.Code?
+        if let given = v["code"], given != .null {
+            guard let name = given.stringValue, PhotomemoError.Code.isWellFormed(name) else {
+                return .retry(.badJSON, "\"code\" on stdout is not a code (1 to 40 of a-z, 0-9 and _, from a letter): \(given.jsonString.prefix(60))")
+            }
+            code = PhotomemoError.Code(rawValue: name)
+        }
         switch outcome {
         case "continue": return .continue(result: v["result"] ?? .emptyObject)
         case "skip": return .skip(reason: reason)
-        case "retry": return .retry(reason: reason, after: v["after_ms"]?.intValue.map { .milliseconds($0) })
-        case "fail": return .fail(reason: reason)
-        case "unavailable": return .unavailable(dependency: v["dependency"]?.stringValue ?? "exec", reason: reason)
-        default: return .retry(reason: "unknown outcome \"\(outcome)\" on stdout")
+        case "retry": return .retry(code ?? .stageError, reason, after: v["after_ms"]?.intValue.map { .milliseconds($0) })
+        case "fail": return .fail(code ?? .stageError, reason)
+        case "unavailable": return .unavailable(dependency: v["dependency"]?.stringValue ?? "exec", code ?? .dependency, reason)
+        default: return .retry(.badJSON, "unknown outcome \"\(outcome)\" on stdout")
         }
     }
 }

@@ -43,14 +43,14 @@ public struct IndexStage: BatchStage {
             do {
                 return Self.outcome(try store.apply(input(job)))
             } catch RecordWriteError.notFound {
-                return .fail(reason: "record \(job.memo.record ?? "?") named by the job does not exist (or is not visible to \(job.memo.owner ?? "its owner"))")
+                return .fail(.notFound, "record \(job.memo.record ?? "?") named by the job does not exist (or is not visible to \(job.memo.owner ?? "its owner"))")
             } catch RecordWriteError.badReference(let field, let record) {
-                return .fail(reason: RecordWriteError.badReferenceMessage(field: field, record: record))
+                return .fail(.badReference, RecordWriteError.badReferenceMessage(field: field, record: record))
             } catch RecordWriteError.forbidden {
                 let acl = job.memo.acl == nil ? "" : " (an \"acl\" only by its owner)"
-                return .fail(reason: "record \(job.memo.record ?? "?") named by the job may not be changed by \(job.memo.owner ?? "its owner")\(acl)")
+                return .fail(.forbidden, "record \(job.memo.record ?? "?") named by the job may not be changed by \(job.memo.owner ?? "its owner")\(acl)")
             } catch {
-                return StageOutcome(catching: error, otherwise: { .retry(reason: "index: \($0)") })
+                return StageOutcome(catching: error, otherwise: { .retry(.of($0, or: .database), "index: \($0)") })
             }
         }
     }

@@ -56,7 +56,7 @@ public struct UploadStage: Stage {
                 let format = file.format ?? "jpeg"
                 let sha: String
                 if original {
-                    guard let photoSHA = job.photoSHA256 else { throw StoreFailure(.permanent, "photo has no recorded sha256, so its bytes cannot be checked") }
+                    guard let photoSHA = job.photoSHA256 else { throw StoreFailure(.permanent, "photo has no recorded sha256, so its bytes cannot be checked", code: .badJob) }
                     sha = photoSHA
                 } else {
                     guard let renditionSHA = file.sha256 else { continue }
@@ -88,7 +88,7 @@ public struct UploadStage: Stage {
             return .continue(result: ["store": .string(store.name), "assets": .object(assets)])
         } catch {
             // Its own other errors (releasing the original) are transient: the photo is stored.
-            return StageOutcome(catching: error, dependency: store.name, otherwise: { .retry(reason: "\($0)") })
+            return StageOutcome(catching: error, dependency: store.name, otherwise: { .retry(.of($0, or: .io), "\($0)") })
         }
     }
 
@@ -115,7 +115,7 @@ public struct UploadStage: Stage {
         } else if let stored = try store.head(key: key) {
             size = stored  // a previous run stored it and cleaned up
         } else {
-            throw StoreFailure(.permanent, "\(rendition) \(path) is gone and not in \(store.name)")
+            throw StoreFailure(.permanent, "\(rendition) \(path) is gone and not in \(store.name)", code: original ? .photoGone : .notFound)
         }
         return ["key": .string(key), "bytes": .int(size), "sha256": .string(sha)]
     }
@@ -126,9 +126,9 @@ public struct UploadStage: Stage {
             return try PhotoFile(job, maxBytes: .max)
         } catch let e as PhotomemoError {
             switch e.code {
-            case .notFound: return nil
-            case .io: throw StoreFailure(.transient, e.message)
-            default: throw StoreFailure(.permanent, e.message)
+            case .photoGone: return nil
+            case .io: throw StoreFailure(.transient, e.message, code: .io)
+            default: throw StoreFailure(.permanent, e.message, code: e.code)
             }
         }
     }

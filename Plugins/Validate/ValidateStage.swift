@@ -79,18 +79,18 @@ public struct ValidateStage: Stage {
         do {
             probe = try headers ?? ImageProbe.probe(photo.bytes, scanData: scanData)
         } catch {
-            return .fail(reason: "\(error)")
+            return .fail(.badImage, "\(error)")
         }
         guard formats.contains(probe.format) else {
-            return .fail(reason: "format \(probe.format.rawValue) is not accepted (formats: \(formats.map(\.rawValue).sorted().joined(separator: ", ")))")
+            return .fail(.badImage, "format \(probe.format.rawValue) is not accepted (formats: \(formats.map(\.rawValue).sorted().joined(separator: ", ")))")
         }
         guard let pixels = probe.pixels, pixels <= maxPixels else {
             let count = probe.pixels.map { "\($0)" } ?? "more than 2^63"
-            return .fail(reason: "image claims \(probe.width)x\(probe.height) = \(count) pixels, over max_pixels (\(maxPixels)): a possible decompression bomb")
+            return .fail(.badImage, "image claims \(probe.width)x\(probe.height) = \(count) pixels, over max_pixels (\(maxPixels)): a possible decompression bomb")
         }
         // Like a zip bomb's check: memory follows the pixels claimed, not the file's bytes.
         if pixels > Self.ratioFloorPixels, pixels / max(1, photo.fileSize) >= maxPixelsPerByte {
-            return .fail(reason: "image claims \(probe.width)x\(probe.height) = \(pixels) pixels from \(photo.fileSize) bytes, \(pixels / max(1, photo.fileSize)) pixels a byte, over max_pixels_per_byte (\(maxPixelsPerByte)): a possible decompression bomb")
+            return .fail(.badImage, "image claims \(probe.width)x\(probe.height) = \(pixels) pixels from \(photo.fileSize) bytes, \(pixels / max(1, photo.fileSize)) pixels a byte, over max_pixels_per_byte (\(maxPixelsPerByte)): a possible decompression bomb")
         }
         job.update { $0.change(.original) { f in
             (f.format, f.width, f.height, f.bytes) = (probe.format.rawValue, probe.width, probe.height, photo.fileSize)

@@ -105,12 +105,12 @@ extension Journal {
         if waitsForPhoto {
             // A memo whose photo never came: wait for it again.
             try db.run("""
-                UPDATE jobs SET state = 'waiting', wait_reason = 'photo', deadline = ?, error = NULL, finished = NULL,
+                UPDATE jobs SET state = 'waiting', wait_reason = 'photo', deadline = ?, error = NULL, error_code = NULL, finished = NULL,
                        attempts = 0, outages = 0, crashes = 0, updated = ? WHERE id = ?
                 """, [.double(now + Double(joinTimeoutSeconds)), .double(now), .int(id)])
         } else {
             try db.run("""
-                UPDATE jobs SET state = 'queued', ready_at = ?, error = NULL, finished = NULL, attempts = 0, outages = 0, crashes = 0,
+                UPDATE jobs SET state = 'queued', ready_at = ?, error = NULL, error_code = NULL, finished = NULL, attempts = 0, outages = 0, crashes = 0,
                        quarantine = NULL, updated = ? WHERE id = ?
                 """, [.double(now), .double(now), .int(id)])
         }

@@ -52,22 +52,24 @@ struct OutcomeWrites {
 
     var advance = Update(set: """
         state = 'queued', stage_index = v.next, stage = NULL, attempts = 0, outages = 0, crashes = 0, ready_at = ?,
-        results = v.results, working_set = COALESCE(v.working_set, jobs.working_set), error = NULL, updated = ?
+        results = v.results, working_set = COALESCE(v.working_set, jobs.working_set), error = NULL, error_code = NULL, updated = ?
         """, nows: 2, columns: [("id", "bigint"), ("next", "int"), ("results", "text"), ("working_set", "text")])
     var finish = Update(set: """
         state = 'done', stage = NULL, stage_index = stage_index + 1, results = v.results,
-        working_set = COALESCE(v.working_set, jobs.working_set), error = NULL, updated = ?, finished = ?
+        working_set = COALESCE(v.working_set, jobs.working_set), error = NULL, error_code = NULL, updated = ?, finished = ?
         """, nows: 2, columns: [("id", "bigint"), ("results", "text"), ("working_set", "text")])
     var retry = Update(set: """
-        state = 'waiting', wait_reason = 'backoff', attempts = v.attempts, ready_at = v.ready_at, error = v.error, updated = ?
-        """, nows: 1, columns: [("id", "bigint"), ("attempts", "int"), ("ready_at", "float8"), ("error", "text")])
+        state = 'waiting', wait_reason = 'backoff', attempts = v.attempts, ready_at = v.ready_at, error = v.error,
+        error_code = v.error_code, updated = ?
+        """, nows: 1, columns: [("id", "bigint"), ("attempts", "int"), ("ready_at", "float8"), ("error", "text"), ("error_code", "text")])
     var wait = Update(set: """
-        state = 'waiting', wait_reason = 'dependency', outages = v.outages, ready_at = v.ready_at, error = v.error, updated = ?
-        """, nows: 1, columns: [("id", "bigint"), ("outages", "int"), ("ready_at", "float8"), ("error", "text")])
+        state = 'waiting', wait_reason = 'dependency', outages = v.outages, ready_at = v.ready_at, error = v.error,
+        error_code = v.error_code, updated = ?
+        """, nows: 1, columns: [("id", "bigint"), ("outages", "int"), ("ready_at", "float8"), ("error", "text"), ("error_code", "text")])
     var fail = Update(set: """
-        state = 'failed', error = v.error, quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END,
+        state = 'failed', error = v.error, error_code = v.error_code, quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END,
         attempts = v.attempts, updated = ?, finished = ?
-        """, nows: 2, columns: [("id", "bigint"), ("error", "text"), ("attempts", "int")])
+        """, nows: 2, columns: [("id", "bigint"), ("error", "text"), ("error_code", "text"), ("attempts", "int")])
     var events: [[SQLValue]] = []
 
     static let eventColumns = [("job_id", "bigint"), ("stage", "text"), ("attempt", "int"), ("event", "text"),
@@ -96,14 +98,14 @@ struct OutcomeWrites {
             event(id, stage: nil, attempt: nil, "finished")
             return Transition(kind: .finished, quarantinePhoto: nil)
         case .retry(let delay, let attempts, let error):
-            retry.rows.append([.int(id), .int(Int64(attempts)), .double(now + Double(delay) / 1000), .text(error)])
+            retry.rows.append([.int(id), .int(Int64(attempts)), .double(now + Double(delay) / 1000), .text(error.message), .text(error.code.rawValue)])
             return Transition(kind: .retrying(afterMs: delay), quarantinePhoto: nil)
         case .waitForDependency(let delay, let outages, let error):
-            wait.rows.append([.int(id), .int(Int64(outages)), .double(now + Double(delay) / 1000), .text(error)])
+            wait.rows.append([.int(id), .int(Int64(outages)), .double(now + Double(delay) / 1000), .text(error.message), .text(error.code.rawValue)])
             return Transition(kind: .waitingForDependency(afterMs: delay), quarantinePhoto: nil)
-        case .fail(let reason, let attempts):
-            fail.rows.append([.int(id), .text(reason), .int(Int64(attempts))])
-            return Transition(kind: .failed(reason: reason), quarantinePhoto: photoPath)
+        case .fail(let error, let attempts):
+            fail.rows.append([.int(id), .text(error.message), .text(error.code.rawValue), .int(Int64(attempts))])
+            return Transition(kind: .failed(error), quarantinePhoto: photoPath)
         }
     }
 

@@ -49,7 +49,7 @@ extension Journal {
             if let reason = JobStateMachine.afterInterruption(job: id, stage: stage, attempt: attempts, crashes: crashes, signal: signal,
                                                               maxAttempts: maxAttempts) {
                 try db.run("""
-                    UPDATE jobs SET state = 'failed', attempts = ?, crashes = ?, error = ?, updated = ?, finished = ?,
+                    UPDATE jobs SET state = 'failed', attempts = ?, crashes = ?, error = ?, error_code = NULL, updated = ?, finished = ?,
                            quarantine = CASE WHEN photo_path IS NULL THEN NULL ELSE 'pending' END WHERE id = ?
                     """, [.int(Int64(attempts)), .int(Int64(crashes)), .text(reason), .double(now), .double(now), .int(id)])
                 try event(db, job: id, stage: stage, attempt: attempts, "failed", message: reason, at: now)
@@ -83,7 +83,7 @@ extension Journal {
                 } else {
                     try db.run("""
                         UPDATE jobs SET state = 'done', stage_index = ?, stage = NULL, ready_at = NULL, wait_reason = NULL,
-                               deadline = NULL, error = NULL, updated = ?, finished = ? WHERE id = ? AND wait_reason IS DISTINCT FROM 'photo'
+                               deadline = NULL, error = NULL, error_code = NULL, updated = ?, finished = ? WHERE id = ? AND wait_reason IS DISTINCT FROM 'photo'
                         """, [.int(Int64(next)), .double(now), .double(now), .int(id)])
                     try event(db, job: id, stage: nil, attempt: nil, "finished", message: "the reload removed the stages it had left", at: now)
                 }
@@ -215,7 +215,7 @@ extension Journal {
             for r in rows {
                 let reason = "photo \(r.string(1) ?? "?") did not arrive within the join timeout"
                 try db.run("""
-                    UPDATE jobs SET state = 'failed', wait_reason = NULL, deadline = NULL, error = ?, updated = ?, finished = ?
+                    UPDATE jobs SET state = 'failed', wait_reason = NULL, deadline = NULL, error = ?, error_code = NULL, updated = ?, finished = ?
                     WHERE id = ?
                     """, [.text(reason), .double(now), .double(now), .int(r.int(0)!)])
                 try event(db, job: r.int(0)!, stage: nil, attempt: nil, "failed", message: reason, at: now)
@@ -239,8 +239,9 @@ extension Journal {
     /// Failed jobs whose photo has not reached quarantine yet (a crash came in between).
     public func pendingQuarantines() throws -> [PendingQuarantine] {
         try read { db in
-            try db.query("SELECT id, photo_path, stage, error FROM jobs WHERE quarantine = 'pending' AND photo_path IS NOT NULL")
-                .map { PendingQuarantine(job: $0.int(0)!, photoPath: $0.string(1)!, stage: $0.string(2), reason: $0.string(3) ?? "failed") }
+            try db.query("SELECT id, photo_path, stage, error, error_code FROM jobs WHERE quarantine = 'pending' AND photo_path IS NOT NULL")
+                .map { PendingQuarantine(job: $0.int(0)!, photoPath: $0.string(1)!, stage: $0.string(2), reason: $0.string(3) ?? "failed",
+                                         code: $0.string(4).map(PhotomemoError.Code.init(rawValue:))) }
         }
     }
 

@@ -148,14 +148,14 @@ public final class Journal: @unchecked Sendable {
 
     // MARK: reading jobs
 
-    static let summaryColumns = "id, key, state, stage, attempts, photo, duplicate_of, error, quarantine, memo, results"
+    static let summaryColumns = "id, key, state, stage, attempts, photo, duplicate_of, error, quarantine, memo, results, error_code"
     /// The same for a list, which shows no results: not read, nor parsed.
-    static let listColumns = "id, key, state, stage, attempts, photo, duplicate_of, error, quarantine, memo, '{}'"
+    static let listColumns = "id, key, state, stage, attempts, photo, duplicate_of, error, quarantine, memo, '{}', error_code"
 
     static func summary(_ r: Row) throws -> JobSummary {
         JobSummary(id: r.int(0)!, key: r.string(1), state: JobState(rawValue: r.string(2)!) ?? .failed,
                    stage: r.string(3), attempts: Int(r.int(4) ?? 0), photo: r.string(5), duplicateOf: r.int(6),
-                   error: r.string(7), quarantine: r.string(8),
+                   error: r.string(7), errorCode: r.string(11), quarantine: r.string(8),
                    memo: try MemoJob(json: JSONValue.parse(r.string(9)!)), results: try JSONValue.parse(r.string(10)!))
     }
 

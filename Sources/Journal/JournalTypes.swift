@@ -123,7 +123,8 @@ public struct Transition: Sendable, Equatable {
         case finished
         case retrying(afterMs: Int)
         case waitingForDependency(afterMs: Int)
-        case failed(reason: String)
+        /// The job failed with this error (its message is the job's `error`, its code `error_code`).
+        case failed(PhotomemoError)
         /// The job left `running` while the stage ran (cancelled): nothing recorded.
         case abandoned
     }
@@ -139,12 +140,16 @@ public struct PendingQuarantine: Sendable {
     public let photoPath: String
     public let stage: String?
     public let reason: String
+    /// The failure's code (`error_code`); nil for a job failed without one (an interrupted
+    /// run, a join timeout, a job failed before this column).
+    public let code: PhotomemoError.Code?
 
-    public init(job: Int64, photoPath: String, stage: String?, reason: String) {
+    public init(job: Int64, photoPath: String, stage: String?, reason: String, code: PhotomemoError.Code? = nil) {
         self.job = job
         self.photoPath = photoPath
         self.stage = stage
         self.reason = reason
+        self.code = code
     }
 }
 
@@ -157,6 +162,8 @@ public struct JobSummary: Sendable {
     public let photo: String?
     public let duplicateOf: Int64?
     public let error: String?
+    /// `error`'s code, when a stage's outcome set it (`PhotomemoError.Code`).
+    public let errorCode: String?
     public let quarantine: String?
     public let memo: MemoJob
     public let results: JSONValue

@@ -150,6 +150,9 @@ enum Schema {
         // 9: the job's working set (`WorkingSet`: its files and facts, JSON) as the last
         // stage that continued left it; NULL: none did yet (the job's photo alone).
         "ALTER TABLE jobs ADD COLUMN working_set TEXT;",
+        // 10: the code of the job's error (`PhotomemoError.Code`, e.g. `no_space`,
+        // `photo_gone`), set with `error` by a stage's outcome; NULL: none, or text alone.
+        "ALTER TABLE jobs ADD COLUMN error_code TEXT;",
     ]
 
     /// `turn` and its indexes (both engines): queued jobs in claiming order per stage,
@@ -264,5 +267,7 @@ enum Schema {
         fairShare(bigint: "BIGINT"),
         // 6: as SQLite's 9, the job's working set.
         "ALTER TABLE jobs ADD COLUMN working_set TEXT;",
+        // 7: as SQLite's 10, the code of the job's error.
+        "ALTER TABLE jobs ADD COLUMN error_code TEXT;",
     ]
 }

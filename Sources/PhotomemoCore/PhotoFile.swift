@@ -17,7 +17,7 @@ public final class PhotoFile: @unchecked Sendable {  // immutable; the descripto
     public let path: String
     public let stat: Glibc.stat
 
-    /// The job's photo, within `maxBytes`. `.notFound` when it is gone, `.badImage` when
+    /// The job's photo, within `maxBytes`. `.photoGone` when it is gone, `.badImage` when
     /// it cannot be the photo taken (changed, a link, not a file, too large), `.badPath`
     /// when no allowed folder holds it any more, `.io` for a failure worth a retry.
     public convenience init(_ job: JobContext, maxBytes: Int64) throws {
@@ -39,7 +39,7 @@ public final class PhotoFile: @unchecked Sendable {  // immutable; the descripto
                 .openBeneath(String(path.dropFirst(prefix.count)), O_RDONLY | O_NONBLOCK)
         } catch let e as SystemError {
             switch e.errno {
-            case ENOENT, ENOTDIR: throw PhotomemoError(.notFound, "photo file is gone: \(path)")
+            case ENOENT, ENOTDIR: throw PhotomemoError(.photoGone, "photo file is gone: \(path)")
             case ELOOP, EXDEV: throw PhotomemoError(.badImage, "photo \(path) is reached through a symlink, which is not followed")
             default: throw PhotomemoError(.io, "cannot open \(path): \(e.reason)")
             }

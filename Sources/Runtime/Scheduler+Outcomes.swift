@@ -26,9 +26,10 @@ extension Scheduler {
                 // Recorded: a photo that fails to move now is moved at the next start.
                 var errors: [String] = [], untaken: [String] = []
                 for (job, t) in zip(jobs, transitions) {
-                    guard let photo = t.quarantinePhoto, case .failed(let reason) = t.kind else { continue }
+                    guard let photo = t.quarantinePhoto, case .failed(let error) = t.kind else { continue }
                     do {
-                        untaken += try Self.quarantinePhoto(PendingQuarantine(job: job.context.id, photoPath: photo, stage: entry.name, reason: reason),
+                        untaken += try Self.quarantinePhoto(PendingQuarantine(job: job.context.id, photoPath: photo, stage: entry.name,
+                                                                              reason: error.message, code: error.code),
                                                  taken: job.context.photoSHA256, journal: journal, quarantine: quarantine)
                     } catch { errors.append("job \(job.context.id): cannot quarantine \(photo): \(error)") }
                 }
@@ -135,14 +136,17 @@ extension Scheduler {
             events.publish("job_done", job: id, to: to)
         case .retrying(let delay):
             Log.notice("retrying in \(delay) ms", job: id, stage: stage)
-            events.publish("stage_retry", job: id, base.merging(["delay_ms": .int(Int64(delay)), "reason": .string(reasonOf(outcome))]) { a, _ in a }, to: to)
+            events.publish("stage_retry", job: id, base.merging(["delay_ms": .int(Int64(delay)), "reason": .string(reasonOf(outcome)),
+                                                                 "code": codeOf(outcome)]) { a, _ in a }, to: to)
         case .waitingForDependency(let delay):
             Log.warning("dependency down; next try in \(delay) ms", job: id, stage: stage)
-            events.publish("stage_unavailable", job: id, base.merging(["delay_ms": .int(Int64(delay)), "reason": .string(reasonOf(outcome))]) { a, _ in a }, to: to)
-        case .failed(let reason):
-            Log.warning("failed: \(reason)", job: id, stage: stage)
-            events.publish("stage_failed", job: id, base.merging(["reason": .string(reason)]) { a, _ in a }, to: to)
-            events.publish("job_failed", job: id, ["stage": .string(stage), "reason": .string(reason)], to: to)
+            events.publish("stage_unavailable", job: id, base.merging(["delay_ms": .int(Int64(delay)), "reason": .string(reasonOf(outcome)),
+                                                                       "code": codeOf(outcome)]) { a, _ in a }, to: to)
+        case .failed(let error):
+            Log.warning("failed: \(error.message) (\(error.code))", job: id, stage: stage)
+            let code = JSONValue.string(error.code.rawValue)
+            events.publish("stage_failed", job: id, base.merging(["reason": .string(error.message), "code": code]) { a, _ in a }, to: to)
+            events.publish("job_failed", job: id, ["stage": .string(stage), "reason": .string(error.message), "code": code], to: to)
         case .abandoned:
             Log.info("outcome dropped: the job left running state meanwhile", job: id, stage: stage)
         }
@@ -150,9 +154,13 @@ extension Scheduler {
 
     func reasonOf(_ o: StageOutcome) -> String {
         switch o {
-        case .retry(let r, _), .fail(let r), .skip(let r): r
-        case .unavailable(let d, let r): "\(d): \(r)"
+        case .retry(let e, _), .fail(let e): e.message
+        case .skip(let r): r
+        case .unavailable(let d, let e): "\(d): \(e.message)"
         case .continue: ""
         }
     }
+
+    /// The outcome's error code for an event, null when it has none.
+    func codeOf(_ o: StageOutcome) -> JSONValue { o.error.map { .string($0.code.rawValue) } ?? .null }
 }

@@ -30,7 +30,7 @@ extension Scheduler {
         if let held, let st { now = (try? Files.hexOfRegularFile(held.name, in: held.folder, expected: (UInt64(st.st_dev), UInt64(st.st_ino)))) ?? nil }
         // Its stage found no file, and the very bytes are back: a good photo, not one to
         // quarantine under a reason no longer true.
-        let cameBack = now != nil && now == taken && failedAsGone(p.reason)
+        let cameBack = now != nil && now == taken && failedAsGone(p.code)
         // Before the move: a crash after it leaves this to the next start's pending quarantine.
         let untaken = try journal.untake(endedJob: p.job, photoGone: !present || cameBack, now: unixNow())
         if let taken, let now, now != taken {
@@ -55,10 +55,8 @@ extension Scheduler {
         return untaken
     }
 
-    /// The reasons a photo stage gives when the file is not there: validate and compress
-    /// (`PhotoFile`: "photo file is gone: PATH"), upload ("original PATH is gone and not in
-    /// STORE"). `RenameRaceTests` fails if they change without this.
-    static func failedAsGone(_ reason: String) -> Bool {
-        reason.hasPrefix("photo file is gone") || (reason.hasPrefix("original ") && reason.contains(" is gone and not in "))
-    }
+    /// Whether the job failed because its photo file was not there: the `photo_gone` code
+    /// validate and compress (`PhotoFile`) and upload (gone and not in the store) set, kept
+    /// when the job ran out of attempts. Never the message's text.
+    static func failedAsGone(_ code: PhotomemoError.Code?) -> Bool { code == .photoGone }
 }

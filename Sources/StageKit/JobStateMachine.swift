@@ -12,11 +12,11 @@ public struct JobStep: Sendable, Equatable {
         /// Queued at stage `toStage` with fresh attempts.
         case advance(toStage: Int)
         case finish
-        /// Waiting `afterMs` for attempt `attempts + 1`.
-        case retry(afterMs: Int, attempts: Int, error: String)
+        /// Waiting `afterMs` for attempt `attempts + 1`; `error` is the job's error meanwhile.
+        case retry(afterMs: Int, attempts: Int, error: PhotomemoError)
         /// Waiting `afterMs` for a dependency; `outages` counts the waits so far.
-        case waitForDependency(afterMs: Int, outages: Int, error: String)
-        case fail(reason: String, attempts: Int)
+        case waitForDependency(afterMs: Int, outages: Int, error: PhotomemoError)
+        case fail(PhotomemoError, attempts: Int)
     }
 
     public let next: Next
@@ -50,22 +50,24 @@ public enum JobStateMachine {
             return JobStep(next: next, event: "done", message: batch > 1 ? "in a batch of \(batch)" : nil, result: result)
         case .skip(let reason):
             return JobStep(next: next, event: "skipped", message: reason, result: ["skipped": .string(reason)])
-        case .retry(let reason, let after):
+        case .retry(let error, let after):
+            let reason = error.message
             if outOfAttempts(after: attempt, maxAttempts: retry.maxAttempts) {
-                let why = "\(reason) (gave up after \(attempt) attempts)"
-                return JobStep(next: .fail(reason: why, attempts: attempt), event: "failed", message: why, result: nil)
+                let why = PhotomemoError(error.code, "\(reason) (gave up after \(attempt) attempts)")
+                return JobStep(next: .fail(why, attempts: attempt), event: "failed", message: why.message, result: nil)
             }
             var delay = retry.delayMs(afterFailures: attempt, using: &rng)
             if let after { delay = max(delay, after.milliseconds) }
-            return JobStep(next: .retry(afterMs: delay, attempts: attempt, error: reason), event: "retry",
+            return JobStep(next: .retry(afterMs: delay, attempts: attempt, error: error), event: "retry",
                            message: "\(reason); next attempt in \(delay) ms", result: nil)
-        case .unavailable(let dependency, let reason):
+        case .unavailable(let dependency, let error):
             // An outage is not the job's fault: back off (capped) without spending an attempt.
             let delay = retry.delayMs(afterFailures: outages + 1, using: &rng)
-            return JobStep(next: .waitForDependency(afterMs: delay, outages: outages + 1, error: "\(dependency) unavailable: \(reason)"),
-                           event: "unavailable", message: "\(dependency): \(reason); next try in \(delay) ms", result: nil)
-        case .fail(let reason):
-            return JobStep(next: .fail(reason: reason, attempts: attempt), event: "failed", message: reason, result: nil)
+            let waiting = PhotomemoError(error.code, "\(dependency) unavailable: \(error.message)")
+            return JobStep(next: .waitForDependency(afterMs: delay, outages: outages + 1, error: waiting),
+                           event: "unavailable", message: "\(dependency): \(error.message); next try in \(delay) ms", result: nil)
+        case .fail(let error):
+            return JobStep(next: .fail(error, attempts: attempt), event: "failed", message: error.message, result: nil)
         }
     }
 }

@@ -34,8 +34,30 @@ public struct PhotomemoError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let overQuota = Code(rawValue: "over_quota")
         public static let tooManySubscriptions = Code(rawValue: "too_many_subscriptions")
         public static let notRunning = Code(rawValue: "not_running")
-        /// A retried job's photo file is neither where it was taken nor in quarantine.
+        /// The job's photo file is gone: a stage found no file where it was taken (nor, for
+        /// upload, in the store), or `retry` found it neither there nor in quarantine.
         public static let photoGone = Code(rawValue: "photo_gone")
+
+        // Codes of stage outcomes (`StageOutcome`), besides the ones above.
+
+        /// A dependency (a store, the index server, a webhook host, what an exec program
+        /// talks to) could not be reached: an outage's code when no finer one is known.
+        public static let dependency = Code(rawValue: "dependency")
+        /// A stage's work ran out of time (an exec program past its `timeout_ms`).
+        public static let timeout = Code(rawValue: "timeout")
+        /// The job's input is refused by a stage for what it says, not for its image (an
+        /// exec program's exit 65).
+        public static let badInput = Code(rawValue: "bad_input")
+        /// A stage's error that names no finer cause: an exec program's answer without a
+        /// `"code"`, its exit status or signal, a thrown error without a code.
+        public static let stageError = Code(rawValue: "stage_error")
+
+        /// Whether `text` can be a code: 1 to 40 of `a-z`, `0-9` and `_`, from a letter (an
+        /// exec program's `"code"` is checked against it).
+        public static func isWellFormed(_ text: String) -> Bool {
+            guard let first = text.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first), text.utf8.count <= 40 else { return false }
+            return text.utf8.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") }
+        }
     }
 
     public let code: Code

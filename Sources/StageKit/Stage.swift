@@ -96,19 +96,47 @@ public enum StageWorkload: Sendable {
     }
 }
 
-/// What a stage run decided. The scheduler maps each case onto the job's state.
+/// What a stage run decided. The scheduler maps each case onto the job's state. A retry,
+/// failure or outage carries an error with a stable code, set where the cause was known
+/// (an errno, a status, the stage's own check): the engine decides by the code, never by
+/// the message (`DiskSpace`: `no_space` is the disk's outage; quarantine: `photo_gone`).
 public enum StageOutcome: Sendable, Equatable {
     /// Done; `result` is kept in the job under the stage's name for later stages.
     case `continue`(result: JSONValue = .emptyObject)
     /// Nothing to do for this job (e.g. compress for a job without a photo).
     case skip(reason: String)
     /// A transient error of the job's own: spends an attempt, retried with back-off.
-    case retry(reason: String, after: Duration? = nil)
+    case retry(PhotomemoError, after: Duration? = nil)
     /// A dependency (store, index server, webhook host) is unreachable: the job waits with
     /// capped back-off without spending its attempts.
-    case unavailable(dependency: String, reason: String)
+    case unavailable(dependency: String, PhotomemoError)
     /// Can never succeed: the job fails now and its photo goes to quarantine.
-    case fail(reason: String)
+    case fail(PhotomemoError)
+}
+
+extension StageOutcome {
+    /// `.retry(PhotomemoError(code, message), after:)`.
+    public static func retry(_ code: PhotomemoError.Code, _ message: String, after: Duration? = nil) -> StageOutcome {
+        .retry(PhotomemoError(code, message), after: after)
+    }
+
+    /// `.fail(PhotomemoError(code, message))`.
+    public static func fail(_ code: PhotomemoError.Code, _ message: String) -> StageOutcome {
+        .fail(PhotomemoError(code, message))
+    }
+
+    /// `.unavailable(dependency:, PhotomemoError(code, message))`.
+    public static func unavailable(dependency: String, _ code: PhotomemoError.Code, _ message: String) -> StageOutcome {
+        .unavailable(dependency: dependency, PhotomemoError(code, message))
+    }
+
+    /// The error of a retry, failure or outage; nil for continue and skip.
+    public var error: PhotomemoError? {
+        switch self {
+        case .retry(let e, _), .fail(let e), .unavailable(_, let e): e
+        case .continue, .skip: nil
+        }
+    }
 }
 
 /// Everything a stage knows about the job it runs.

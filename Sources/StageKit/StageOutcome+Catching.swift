@@ -22,6 +22,11 @@ extension PhotomemoError.Code {
             return SystemError.code(Int32(u.code))
         }
     }
+
+    /// `of(error)`, or `fallback` for an error that carries no code.
+    public static func of(_ error: any Error, or fallback: PhotomemoError.Code) -> PhotomemoError.Code {
+        of(error) ?? fallback
+    }
 }
 
 extension StageOutcome {
@@ -31,7 +36,7 @@ extension StageOutcome {
 
     /// A full disk's outage: the job waits for space instead of failing.
     public static func noSpace(_ message: String) -> StageOutcome {
-        .unavailable(dependency: diskDependency, reason: "no space left to write (\(message))")
+        .unavailable(dependency: diskDependency, .noSpace, "no space left to write (\(message))")
     }
 
     /// The one ladder from a thrown error to an outcome, by the error's code, never its
@@ -44,9 +49,9 @@ extension StageOutcome {
             self = .noSpace((error as? StoreFailure)?.message ?? (error as? PhotomemoError)?.message ?? "\(error)")
         } else if let e = error as? StoreFailure {
             switch e.kind {
-            case .unavailable: self = .unavailable(dependency: dependency, reason: e.message)
-            case .transient: self = .retry(reason: e.message)
-            case .permanent: self = .fail(reason: e.message)
+            case .unavailable: self = .unavailable(dependency: dependency, e.code ?? .dependency, e.message)
+            case .transient: self = .retry(e.code ?? .io, e.message)
+            case .permanent: self = .fail(e.code ?? .stageError, e.message)
             }
         } else {
             self = otherwise(error)
@@ -54,9 +59,9 @@ extension StageOutcome {
     }
 
     /// A `PhotomemoError` by its code: `io` is retried, any other is the input's fault and
-    /// fails; an error without a code fails with its description.
+    /// fails; an error without a code fails with its description (`stage_error`).
     public static func byCode(_ error: any Error) -> StageOutcome {
-        guard let e = error as? PhotomemoError else { return .fail(reason: "\(error)") }
-        return e.code == .io ? .retry(reason: e.message) : .fail(reason: e.message)
+        guard let e = error as? PhotomemoError else { return .fail(.of(error, or: .stageError), "\(error)") }
+        return e.code == .io ? .retry(e) : .fail(e)
     }
 }

@@ -41,7 +41,10 @@ let jobCommand = clientCommand("job", "ID [--json]",
     Output.line(Output.tint("job \(j["id"]?.intValue ?? 0)", .bold) + "  " + stateText(j["state"]?.stringValue ?? "?")
         + (j["stage"]?.stringValue.map { " at \($0)" } ?? ""))
     for k in ["key", "type", "memo", "photo", "duplicate_of", "error", "quarantine"] {
-        if let v = j[k], v != .null, v != "" { Output.line("  \(k.padding(toLength: 12, withPad: " ", startingAt: 0)) \(Output.text(v.stringValue ?? v.jsonString))") }
+        guard let v = j[k], v != .null, v != "" else { continue }
+        // The error's code first, as a stage's outcome set it: `error  [no_space] ...`.
+        let code = k == "error" ? j["code"]?.stringValue.map { "[\($0)] " } ?? "" : ""
+        Output.line("  \(k.padding(toLength: 12, withPad: " ", startingAt: 0)) \(Output.text(code + (v.stringValue ?? v.jsonString)))")
     }
     if let f = j["fields"], f != .emptyObject { Output.line("  fields       \(Output.text(f.jsonString))") }
     if let r = j["results"], r != .emptyObject { Output.line("  results      \(Output.text(r.jsonString))") }

@@ -13,17 +13,17 @@ import Testing
         let c = try Compressor()
         let png = c.home + "/needle.png"
         try makePNG(png, mode: "grey", width: 1, height: 3_000_000)
-        #expect(c.run(png) == .fail(reason:
+        #expect(c.run(png) == .fail(.badImage,
             "rendition \"display\" would be 860x2580000000 = 2218800000000 pixels, over compress max_pixels (100000000)"))
         // A fill is checked before its centre crop too: 200 x 600,000,000 would be resampled first.
         let thumbs = try Compressor(["renditions": [["name": "thumbnail", "fill": [200, 200]]]])
-        #expect(thumbs.run(png) == .fail(reason:
+        #expect(thumbs.run(png) == .fail(.badImage,
             "rendition \"thumbnail\" (before its centre crop) would be 200x600000000 = 120000000000 pixels, over compress max_pixels (100000000)"))
     }
 
     @Test func maxPixelsIsAnOptionAndCountsTheSourceToo() throws {
         let photo = testPhotos.appendingPathComponent("Canon_40D.jpg").path  // 100 x 68
-        #expect(try Compressor(["max_pixels": 6_000]).run(photo) == .fail(reason:
+        #expect(try Compressor(["max_pixels": 6_000]).run(photo) == .fail(.badImage,
             "the photo would be 100x68 = 6800 pixels, over compress max_pixels (6000)"))
         #expect(throws: PhotomemoError.self) { try Compressor(["max_pixels": 0]) }
     }
@@ -65,7 +65,7 @@ import Testing
         let taken = try SHA256.hexOfFile(atPath: path).hex
         try Data(try testPhoto("Nikon_D70.jpg")).write(to: URL(fileURLWithPath: path))
         guard case .fail(let reason) = c.run(path, sha256: taken) else { Issue.record("a changed photo was decoded"); return }
-        #expect(reason.hasPrefix("photo changed after it was taken"))
-        #expect(c.run(c.home + "/gone.jpg", sha256: taken) == .fail(reason: "photo file is gone: \(c.home)/gone.jpg"))
+        #expect(reason.message.hasPrefix("photo changed after it was taken"))
+        #expect(c.run(c.home + "/gone.jpg", sha256: taken) == .fail(.photoGone, "photo file is gone: \(c.home)/gone.jpg"))
     }
 }

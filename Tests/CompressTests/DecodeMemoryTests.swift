@@ -20,7 +20,7 @@ import Testing
     func needMB(_ outcome: StageOutcome) -> Int? {
         let text: String
         switch outcome {
-        case .unavailable(_, let r), .fail(let r): text = r
+        case .unavailable(_, let e), .fail(let e): text = e.message
         default: return nil
         }
         guard let r = text.range(of: "needs about ") else { return nil }
@@ -38,7 +38,7 @@ import Testing
             Issue.record("\(waiting)")
             return
         }
-        #expect(dependency == "decode memory" && reason.contains("other decodes hold 60 MB of the 64 MB budget"), "\(reason)")
+        #expect(dependency == "decode memory" && reason.message.contains("other decodes hold 60 MB of the 64 MB budget"), "\(reason)")
         budget.release(60 << 20)
         guard case .continue = c.run(path) else { Issue.record("not made once the memory was free"); return }
         #expect(budget.reservedBytes == 0)  // given back
@@ -49,7 +49,7 @@ import Testing
         c.stage.decodeMemory.limitBytes = 2 << 20
         let outcome = c.run(try photo(c))
         guard case .fail(let reason) = outcome else { Issue.record("\(outcome)"); return }
-        #expect(reason.contains("image is 3000x2000: decoding it needs about") && reason.contains("more than the whole decode memory budget (memory_mb: 2)"),
+        #expect(reason.message.contains("image is 3000x2000: decoding it needs about") && reason.message.contains("more than the whole decode memory budget (memory_mb: 2)"),
                 "\(reason)")
         #expect(c.stage.decodeMemory.reservedBytes == 0)
     }

@@ -219,20 +219,20 @@ final class JournalFixture {
         #expect(job.context.attempt == 1)
         // A dependency outage does not spend the attempt.
         guard case .waitingForDependency = try f.record(job, stageName: "two",
-            outcome: .unavailable(dependency: "store", reason: "refused"), durationMs: 1, stageCount: 2, retry: policy).kind
+            outcome: .unavailable(dependency: "store", .dependency, "refused"), durationMs: 1, stageCount: 2, retry: policy).kind
         else { Issue.record("not waiting"); return }
         Thread.sleep(forTimeInterval: 0.01)
         job = try f.journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
         #expect(job.context.attempt == 1)
-        guard case .retrying = try f.record(job, stageName: "two", outcome: .retry(reason: "flaky"),
+        guard case .retrying = try f.record(job, stageName: "two", outcome: .retry(.io, "flaky"),
                                                          durationMs: 1, stageCount: 2, retry: policy).kind
         else { Issue.record("not retrying"); return }
         Thread.sleep(forTimeInterval: 0.01)
         job = try f.journal.claim(stageIndex: 1, stageName: "two", limit: 1)[0]
         #expect(job.context.attempt == 2)
-        let t = try f.record(job, stageName: "two", outcome: .retry(reason: "flaky"), durationMs: 1,
+        let t = try f.record(job, stageName: "two", outcome: .retry(.io, "flaky"), durationMs: 1,
                                           stageCount: 2, retry: policy)
-        #expect(t.kind == .failed(reason: "flaky (gave up after 2 attempts)"))
+        #expect(t.kind == .failed(PhotomemoError(.io, "flaky (gave up after 2 attempts)")))
         #expect(try f.summary(job.context.id).attempts == 2)  // as many as the history shows
         #expect(t.quarantinePhoto == f.dir + "/inbox/a.jpg")
         #expect(try f.journal.pendingQuarantines().map(\.job) == [job.context.id])
@@ -248,10 +248,10 @@ final class JournalFixture {
         _ = try f.journal.commitMemos([f.memo("b1"), f.memo("b2"), f.memo("b3")], position: nil, joinTimeoutSeconds: 60)
         let jobs = try f.journal.claim(stageIndex: 0, stageName: "index", limit: 10)
         #expect(jobs.count == 3)
-        let t = try f.journal.recordSteps(JobStateMachine.steps([(jobs[0], .continue(result: ["r": 1])), (jobs[1], .fail(reason: "no such record")),
-                                                               (jobs[2], .retry(reason: "busy"))], stageCount: 2, retry: .default),
+        let t = try f.journal.recordSteps(JobStateMachine.steps([(jobs[0], .continue(result: ["r": 1])), (jobs[1], .fail(.notFound, "no such record")),
+                                                               (jobs[2], .retry(.io, "busy"))], stageCount: 2, retry: .default),
                                         stageName: "index", durationMs: 4)
-        #expect(t.map(\.kind) == [.advanced(toStage: 1), .failed(reason: "no such record"), t[2].kind])
+        #expect(t.map(\.kind) == [.advanced(toStage: 1), .failed(PhotomemoError(.notFound, "no such record")), t[2].kind])
         guard case .retrying = t[2].kind else { Issue.record("\(t[2])"); return }
         #expect(try f.summary(jobs[1].context.id).state == .failed)
         // A job done in a batch says so in its history.
@@ -271,19 +271,21 @@ final class JournalFixture {
         try f.journal.cancel(job: jobs[5].context.id)  // moved on while the stage ran
         let t = try f.journal.recordSteps(JobStateMachine.steps([
             (jobs[0], .continue(result: ["note": .string(hostile)])),
-            (jobs[1], .fail(reason: hostile)),
-            (jobs[2], .retry(reason: hostile)),
-            (jobs[3], .unavailable(dependency: "store", reason: hostile)),
+            (jobs[1], .fail(.badImage, hostile)),
+            (jobs[2], .retry(.noSpace, hostile)),
+            (jobs[3], .unavailable(dependency: "store", .dependency, hostile)),
             (jobs[4], .continue(result: ["n": 1])),
             (jobs[5], .continue(result: ["n": 2])),
         ], stageCount: 2, retry: .default), stageName: "one", durationMs: 2)
         #expect(t[0].kind == .advanced(toStage: 1))
-        #expect(t[1].kind == .failed(reason: hostile))
+        #expect(t[1].kind == .failed(PhotomemoError(.badImage, hostile)))
         #expect(t[5].kind == .abandoned)
         #expect(try f.summary(jobs[0].context.id).results["one"]?["note"]?.stringValue == hostile)
         #expect(try f.summary(jobs[1].context.id).error == hostile)
         #expect(try f.summary(jobs[2].context.id).error == hostile)
         #expect(try f.summary(jobs[3].context.id).error == "store unavailable: \(hostile)")
+        // Each error keeps its code beside its text; a job that went on has neither.
+        #expect(try [0, 1, 2, 3].map { try f.summary(jobs[$0].context.id).errorCode } == [nil, "bad_image", "no_space", "dependency"])
         #expect(try f.summary(jobs[3].context.id).state == .waiting)
         #expect(try f.summary(jobs[5].context.id).state == .cancelled)
         #expect(try f.journal.history(jobs[1].context.id).map(\.event) == ["accepted", "started", "failed"])
@@ -303,9 +305,9 @@ final class JournalFixture {
         _ = try f.journal.commitMemos([f.memo("n")], position: nil, joinTimeoutSeconds: 60)
         let job = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1)[0]
         #expect(job.context.photoPath == nil)
-        let t = try f.record(job, stageName: "one", outcome: .fail(reason: "bad"), durationMs: 1,
+        let t = try f.record(job, stageName: "one", outcome: .fail(.badInput, "bad"), durationMs: 1,
                                           stageCount: 3, retry: .default)
-        #expect(t == Transition(kind: .failed(reason: "bad"), quarantinePhoto: nil))
+        #expect(t == Transition(kind: .failed(PhotomemoError(.badInput, "bad")), quarantinePhoto: nil))
         #expect(try f.summary(job.context.id).attempts == 1)  // the run that failed, as its history says
     }
 

@@ -33,7 +33,7 @@ import Testing
         #expect(second.context.working == expected)
         // A run that retries keeps none of its changes; the next attempt starts from the set.
         second.context.update { $0.put(WorkingSet.File(role: .rendition("display"), path: "/elsewhere", sha256: "d2")) }
-        _ = try f.record(second, stageName: "two", outcome: .retry(reason: "busy"), durationMs: 1, stageCount: 3, retry: policy)
+        _ = try f.record(second, stageName: "two", outcome: .retry(.io, "busy"), durationMs: 1, stageCount: 3, retry: policy)
         let again = try f.journal.claim(stageIndex: 1, stageName: "two", limit: 1, now: unixNow() + 60)[0]
         #expect(again.context.working == expected)
         // A stage that replaces a rendition: the next one gets its new path and hash.

@@ -11,7 +11,7 @@ import Testing
         // The same limit as a retry's.
         var rng = SystemRandomNumberGenerator()
         let retry = RetryPolicy.exponentialJitter(maxAttempts: 3, baseMs: 1, maxMs: 2)
-        guard case .fail = JobStateMachine.step(after: .retry(reason: "x"), attempt: 3, outages: 0, stageIndex: 0, stageCount: 1,
+        guard case .fail = JobStateMachine.step(after: .retry(.io, "x"), attempt: 3, outages: 0, stageIndex: 0, stageCount: 1,
                                                 retry: retry, using: &rng).next else { Issue.record("retried past the limit"); return }
     }
 

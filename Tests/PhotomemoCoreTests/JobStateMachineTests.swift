@@ -24,29 +24,30 @@ import Testing
 
     @Test func retryBacksOffWithinTheCeilingThenFails() {
         for attempt in 1...2 {
-            guard case .retry(let delay, let attempts, let error) = step(.retry(reason: "flaky"), attempt: attempt).next else {
+            guard case .retry(let delay, let attempts, let error) = step(.retry(.io, "flaky"), attempt: attempt).next else {
                 Issue.record("attempt \(attempt) did not retry"); continue
             }
-            #expect((1...policy.ceilingMs(afterFailures: attempt)).contains(delay) && attempts == attempt && error == "flaky")
+            #expect((1...policy.ceilingMs(afterFailures: attempt)).contains(delay) && attempts == attempt && error == PhotomemoError(.io, "flaky"))
         }
         // The same seed, the same delay: nothing depends on the clock.
-        #expect(step(.retry(reason: "x"), seed: 42) == step(.retry(reason: "x"), seed: 42))
+        #expect(step(.retry(.io, "x"), seed: 42) == step(.retry(.io, "x"), seed: 42))
         // A stage may ask for a longer wait than the back-off.
-        guard case .retry(let delay, _, _) = step(.retry(reason: "slow down", after: .seconds(5))).next else { Issue.record(); return }
+        guard case .retry(let delay, _, _) = step(.retry(.io, "slow down", after: .seconds(5))).next else { Issue.record(); return }
         #expect(delay == 5000)
-        #expect(step(.retry(reason: "flaky"), attempt: 3) ==
-                JobStep(next: .fail(reason: "flaky (gave up after 3 attempts)", attempts: 3), event: "failed",
+        // Out of attempts, the failure keeps the retry's code.
+        #expect(step(.retry(.timeout, "flaky"), attempt: 3) ==
+                JobStep(next: .fail(PhotomemoError(.timeout, "flaky (gave up after 3 attempts)"), attempts: 3), event: "failed",
                         message: "flaky (gave up after 3 attempts)", result: nil))
     }
 
     @Test func anOutageWaitsWithoutSpendingAnAttempt() {
-        let s = step(.unavailable(dependency: "store", reason: "connection refused"), attempt: 3, outages: 9)
+        let s = step(.unavailable(dependency: "store", .dependency, "connection refused"), attempt: 3, outages: 9)
         guard case .waitForDependency(let delay, let outages, let error) = s.next else { Issue.record("\(s)"); return }
-        #expect(outages == 10 && error == "store unavailable: connection refused" && delay <= policy.maxMs)
+        #expect(outages == 10 && error == PhotomemoError(.dependency, "store unavailable: connection refused") && delay <= policy.maxMs)
         #expect(s.event == "unavailable")
     }
 
     @Test func failIsPermanentAndCountsTheAttemptThatFailed() {
-        #expect(step(.fail(reason: "bad"), attempt: 2) == JobStep(next: .fail(reason: "bad", attempts: 2), event: "failed", message: "bad", result: nil))
+        #expect(step(.fail(.badImage, "bad"), attempt: 2) == JobStep(next: .fail(PhotomemoError(.badImage, "bad"), attempts: 2), event: "failed", message: "bad", result: nil))
     }
 }

@@ -89,7 +89,7 @@ final class ControlRig {
         let id = try queuedJob(owner: owner)
         let claimed = try journal.claim(stageIndex: 0, stageName: "first", limit: 1)
         guard claimed.map(\.context.id) == [id] else { throw PhotomemoError(.internalError, "claimed \(claimed.map(\.context.id))") }
-        let steps = JobStateMachine.steps([(claimed[0], .fail(reason: "broken"))], stageCount: 2, retry: .default)
+        let steps = JobStateMachine.steps([(claimed[0], .fail(.badImage, "broken"))], stageCount: 2, retry: .default)
         _ = try journal.recordSteps(steps, stageName: "first", durationMs: 1)
         return id
     }

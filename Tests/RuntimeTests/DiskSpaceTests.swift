@@ -33,16 +33,30 @@ import Testing
         let unmount = try Self.fullDisk(home)
         defer { unmount(); try? FileManager.default.removeItem(atPath: home) }
         try #require(DiskSpace.isFull(home))
-        let bad = StageOutcome.fail(reason: "photo is not a JPEG, PNG, WebP or HEIC file")
+        let bad = StageOutcome.fail(.badImage, "photo is not a JPEG, PNG, WebP or HEIC file")
         #expect(DiskSpace.classify(bad, home: home) == bad)
         // A retry there (a write that failed without an errno) still waits for space.
-        #expect(DiskSpace.classify(.retry(reason: "cannot encode"), home: home) == .noSpace("cannot encode"))
+        #expect(DiskSpace.classify(.retry(.io, "cannot encode"), home: home) == .noSpace("cannot encode"))
     }
 
     /// A write's errno decides, not the words of its reason.
     @Test func aNoSpaceCodeIsTheOutageWhateverItsText() throws {
         let outcome = StageOutcome(catching: StoreFailure(.transient, "the store refused the write", code: .noSpace))
         #expect(DiskSpace.classify(outcome, home: NSTemporaryDirectory()) == .unavailable(dependency: "disk",
-                reason: "no space left to write (the store refused the write)"))
+                .noSpace, "no space left to write (the store refused the write)"))
+    }
+
+    /// The text of a reason is never read: a failure of bad input that quotes ENOSPC's
+    /// words (a photo's comment, a program's stderr) fails, and a retry of another code
+    /// on a disk with room is a retry, each spending its attempt.
+    @Test func noSpaceWordsWithAnotherCodeAreNotAnOutage() throws {
+        let home = NSTemporaryDirectory()
+        try #require(!DiskSpace.isFull(home))
+        let bad = StageOutcome.fail(.badImage, "write: No space left on device, says the photo's comment")
+        #expect(DiskSpace.classify(bad, home: home) == bad)
+        let flaky = StageOutcome.retry(.stageError, "tool exited with status 1: write error: Disk quota exceeded")
+        #expect(DiskSpace.classify(flaky, home: home) == flaky)
+        // The code alone decides, whatever the words (an exec program's "code": "no_space").
+        #expect(DiskSpace.classify(.fail(.noSpace, "the scratch volume is full"), home: home) == .noSpace("the scratch volume is full"))
     }
 }

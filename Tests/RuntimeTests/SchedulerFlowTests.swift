@@ -55,19 +55,20 @@ import Testing
 
     @Test func failRecordsTheReasonAndNoLaterStageRuns() throws {
         let second = StageProbe()
-        let rig = try SchedulerRig([("first", TestStage { _ in .fail(reason: "broken beyond repair") }, 1), ("second", TestStage(second), 1)])
+        let rig = try SchedulerRig([("first", TestStage { _ in .fail(.badInput, "broken beyond repair") }, 1), ("second", TestStage(second), 1)])
         let id = try rig.enqueue(1)[0]
         let run = try rig.run { (try? rig.state(id)) == .failed }
         #expect(run.met && run.closed == 0)
         let job = try #require(try rig.journal.job(id))
         #expect(job.error == "broken beyond repair" && job.stage == "first")
+        #expect(job.errorCode == "bad_input")
         #expect(second.runs.value.isEmpty)
     }
 
     @Test func retryWaitsItsDelayThenRunsAgainAndSucceeds() throws {
         let probe = StageProbe()
         let rig = try SchedulerRig([("flaky", TestStage(probe) { job in
-            job.attempt < 3 ? .retry(reason: "try later", after: .milliseconds(150)) : .continue()
+            job.attempt < 3 ? .retry(.io, "try later", after: .milliseconds(150)) : .continue()
         }, 1)], retry: .exponentialJitter(maxAttempts: 5, baseMs: 1, maxMs: 1))
         let id = try rig.enqueue(1)[0]
         let run = try rig.run { (try? rig.state(id)) == .done }
@@ -80,20 +81,21 @@ import Testing
 
     @Test func retryGivesUpAfterMaxAttemptsWithTheReason() throws {
         let probe = StageProbe()
-        let rig = try SchedulerRig([("flaky", TestStage(probe) { _ in .retry(reason: "still down") }, 1)],
+        let rig = try SchedulerRig([("flaky", TestStage(probe) { _ in .retry(.timeout, "still down") }, 1)],
                                    retry: .exponentialJitter(maxAttempts: 3, baseMs: 20, maxMs: 40))
         let id = try rig.enqueue(1)[0]
         let run = try rig.run { (try? rig.state(id)) == .failed }
         #expect(run.met && run.closed == 0)
         #expect(probe.attempts(of: id).map(\.attempt) == [1, 2, 3])
         #expect(try rig.journal.job(id)?.error == "still down (gave up after 3 attempts)")
+        #expect(try rig.journal.job(id)?.errorCode == "timeout", "the code outlives the attempts")
     }
 
     @Test func unavailableWaitsWithoutSpendingAttempts() throws {
         let probe = StageProbe()
         let rig = try SchedulerRig([("store", TestStage(probe) { job in
             // Down twice, then up: the job's attempt stays 1 (outages are not its fault).
-            probe.runs.value.count <= 2 ? .unavailable(dependency: "store", reason: "connection refused") : .continue()
+            probe.runs.value.count <= 2 ? .unavailable(dependency: "store", .dependency, "connection refused") : .continue()
         }, 1)], retry: .exponentialJitter(maxAttempts: 1, baseMs: 10, maxMs: 20))
         let id = try rig.enqueue(1)[0]
         let run = try rig.run { (try? rig.state(id)) == .done }

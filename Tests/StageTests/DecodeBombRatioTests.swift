@@ -13,7 +13,7 @@ extension ValidateStageTests {
     }
 
     @Test func fourKilobytesClaimingAHundredMegapixelsIsABomb() throws {
-        #expect(try run(stage(), bytes: webp(10_000, 10_000, bytes: 4096)) == .fail(reason:
+        #expect(try run(stage(), bytes: webp(10_000, 10_000, bytes: 4096)) == .fail(.badImage,
             "image claims 10000x10000 = 100000000 pixels from 4096 bytes, 24414 pixels a byte, over max_pixels_per_byte (4000): a possible decompression bomb"))
         // The option moves the line.
         guard case .continue = try run(stage(["max_pixels_per_byte": 100_000]), bytes: webp(10_000, 10_000, bytes: 4096)) else {

@@ -24,21 +24,41 @@ import Testing
     @Test func exitCodesMapToOutcomes() throws {
         #expect(try stage("exit 0").run(job) == .continue())
         guard case .fail(let f) = try stage("echo broken >&2; exit 65").run(job) else { Issue.record("65"); return }
-        #expect(f.contains("rejected the job (exit 65): broken"))
+        #expect(f.message.contains("rejected the job (exit 65): broken"))
         guard case .unavailable(let dep, _) = try stage("exit 69").run(job) else { Issue.record("69"); return }
         #expect(dep == "exec")
         guard case .retry(let r, _) = try stage("exit 75").run(job) else { Issue.record("75"); return }
-        #expect(r.contains("status 75"))
+        #expect(r.message.contains("status 75"))
         guard case .retry(let k, _) = try stage("kill -9 $$").run(job) else { Issue.record("signal"); return }
-        #expect(k.contains("signal 9"))
+        #expect(k.message.contains("signal 9"))
     }
 
     @Test func stdoutCanChooseTheOutcome() throws {
         #expect(try stage(#"echo '{"outcome":"skip","reason":"nothing to do"}'"#).run(job) == .skip(reason: "nothing to do"))
         #expect(try stage(#"echo '{"outcome":"retry","reason":"later","after_ms":250}'"#).run(job)
-            == .retry(reason: "later", after: .milliseconds(250)))
+            == .retry(.stageError, "later", after: .milliseconds(250)))
         #expect(try stage(#"echo '{"outcome":"continue","result":{"n":1}}'"#).run(job) == .continue(result: ["n": 1]))
         guard case .retry = try stage("echo not-json").run(job) else { Issue.record("garbage accepted"); return }
+    }
+
+    /// The answer's `"code"` is the error's; without one it is `stage_error` (an outage's
+    /// `dependency`), and a code that is not one is a broken answer, retried.
+    @Test func stdoutCarriesTheErrorsCode() throws {
+        #expect(try stage(#"echo '{"outcome":"retry","code":"no_space","reason":"scratch is full"}'"#).run(job)
+            == .retry(.noSpace, "scratch is full"))
+        #expect(try stage(#"echo '{"outcome":"fail","code":"bad_input","reason":"No space left on device"}'"#).run(job)
+            == .fail(.badInput, "No space left on device"))
+        #expect(try stage(#"echo '{"outcome":"fail","reason":"no"}'"#).run(job) == .fail(.stageError, "no"))
+        #expect(try stage(#"echo '{"outcome":"unavailable","dependency":"ocr","reason":"down"}'"#).run(job)
+            == .unavailable(dependency: "ocr", .dependency, "down"))
+        guard case .retry(let e, _) = try stage(#"echo '{"outcome":"fail","code":"No Space!","reason":"x"}'"#).run(job) else {
+            Issue.record("a malformed code accepted"); return
+        }
+        #expect(e.code == .badJSON && e.message.contains("is not a code"), "\(e)")
+        // Exit statuses have their codes too.
+        #expect(try stage("exit 65").run(job).error?.code == .badInput)
+        #expect(try stage("exit 69").run(job).error?.code == .dependency)
+        #expect(try stage("echo 'No space left on device' >&2; exit 1").run(job).error?.code == .stageError)
     }
 
     /// `"annotations"` in a continuing answer go into the working set (the record's fields);
@@ -59,7 +79,7 @@ import Testing
             let fresh = JobContext(id: 10, key: "k", photoPath: nil, memo: MemoJob(), results: [:], attempt: 1)
             let outcome = try stage("echo '{\"annotations\":\(bad)}'").run(fresh)
             guard case .retry(let reason, _) = outcome else { Issue.record("\(bad): \(outcome)"); continue }
-            #expect(reason.contains(why), "\(reason)")
+            #expect(reason.message.contains(why), "\(reason)")
         }
     }
 
@@ -70,7 +90,7 @@ import Testing
         let outcome = try stage("(sleep 2; touch \(marker)) & sleep 5", timeoutMs: 300).run(job)
         #expect(Date().timeIntervalSince(start) < 2)
         guard case .retry(let reason, _) = outcome else { Issue.record("\(outcome)"); return }
-        #expect(reason.contains("timed out after 300 ms"))
+        #expect(reason.message.contains("timed out after 300 ms"))
         Thread.sleep(forTimeInterval: 2.3)
         #expect(!FileManager.default.fileExists(atPath: marker))
     }
@@ -79,7 +99,7 @@ import Testing
         let s = try ExecStage(options: StageOptions(validating: ["command": ["/nonexistent/prog"]], against: ExecStage.options, place: "t"),
                               environment: StageEnvironment(home: URL(fileURLWithPath: "/tmp")))
         guard case .retry(let reason, _) = s.run(job) else { Issue.record("ran"); return }
-        #expect(reason.contains("cannot start /nonexistent/prog"))
+        #expect(reason.message.contains("cannot start /nonexistent/prog"))
     }
 
     @Test func commandIsRequired() {

@@ -53,14 +53,14 @@ import Testing
             Issue.record("bob wrote alice's record")
             return
         }
-        #expect(hidden.contains("does not exist"))
+        #expect(hidden.message.contains("does not exist"))
         // Readable by bob, not writable.
         _ = try h.environment.recordIndex().update(id, memo: nil, fields: [:], acl: ACL(readers: ["bob"]), ifTag: nil, viewer: .admin)
         guard case .fail(let refused) = stage.run(Self.job("k3", owner: "bob", memo: "mine now", record: id, sha: nil)) else {
             Issue.record("bob wrote alice's record")
             return
         }
-        #expect(refused == "record \(id) named by the job may not be changed by bob")
+        #expect(refused.message == "record \(id) named by the job may not be changed by bob")
         #expect(try all(h).map(\.memo) == ["red shoe"])
     }
 

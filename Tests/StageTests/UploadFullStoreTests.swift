@@ -51,7 +51,7 @@ import UploadStage
                 == .noSpace("the store refused the write"))
         #expect(StageOutcome(catching: SystemError("write", errno: EDQUOT)) == .noSpace("write: \(SystemError.reason(EDQUOT))"))
         #expect(StageOutcome(catching: PhotomemoError(.badImage, "No space left on device, says the photo's comment"))
-                == .fail(reason: "No space left on device, says the photo's comment"))
-        #expect(StageOutcome(catching: PhotomemoError(.io, "read: Input/output error")) == .retry(reason: "read: Input/output error"))
+                == .fail(.badImage, "No space left on device, says the photo's comment"))
+        #expect(StageOutcome(catching: PhotomemoError(.io, "read: Input/output error")) == .retry(.io, "read: Input/output error"))
     }
 }

@@ -35,11 +35,11 @@ import UploadStage
         }
         let stage = try h.stage(UploadStage.self, ["keep_originals": "keep"])
         guard case .fail(let linked) = stage.run(job(owner: nil, sha: taken.sha)) else { Issue.record("stored through a link"); return }
-        #expect(linked.contains("symlink") && !linked.contains(other.sha.prefix(12)), "\(linked)")
+        #expect(linked.message.contains("symlink") && !linked.message.contains(other.sha.prefix(12)), "\(linked)")
         // The link gone, the file is back, but it is root's and the job is nobody's.
         #expect(unlink(h.root + "/allowed/sub") == 0 && rename(h.root + "/allowed/old", h.root + "/allowed/sub") == 0)
         guard case .fail(let foreign) = stage.run(job(owner: "nobody", sha: taken.sha)) else { Issue.record("stored another's file"); return }
-        #expect(foreign.hasPrefix("photo changed after it was taken") && !foreign.contains("14 bytes"), "\(foreign)")
+        #expect(foreign.message.hasPrefix("photo changed after it was taken") && !foreign.message.contains("14 bytes"), "\(foreign)")
         #expect(h.storedFiles().isEmpty)
     }
 
@@ -113,6 +113,6 @@ import UploadStage
             Issue.record("a missing rendition did not fail the job")
             return
         }
-        #expect(why.contains("display") && why.contains("is gone"))
+        #expect(why.message.contains("display") && why.message.contains("is gone"))
     }
 }

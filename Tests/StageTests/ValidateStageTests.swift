@@ -45,36 +45,36 @@ import Testing
         guard case .fail(let reason) = try run(stage(), bytes: Synthetic.png(width: 100_000, height: 100_000)) else {
             Issue.record("bomb accepted"); return
         }
-        #expect(reason.contains("100000x100000 = 10000000000 pixels, over max_pixels"))
+        #expect(reason.message.contains("100000x100000 = 10000000000 pixels, over max_pixels"))
     }
 
     @Test func limitsAndFormatsComeFromOptions() throws {
         let small = try stage(["max_bytes": 1000])
         guard case .fail(let r1) = try run(small, bytes: try photo("Canon_40D.jpg")) else { Issue.record("accepted"); return }
-        #expect(r1 == "file is 7958 bytes, over max_bytes (1000)")
+        #expect(r1.message == "file is 7958 bytes, over max_bytes (1000)")
         let pngOnly = try stage(["formats": ["png"]])
         guard case .fail(let r2) = try run(pngOnly, bytes: try photo("Canon_40D.jpg")) else { Issue.record("accepted"); return }
-        #expect(r2 == "format jpeg is not accepted (formats: png)")
+        #expect(r2.message == "format jpeg is not accepted (formats: png)")
         #expect(throws: PhotomemoError.self) { try stage(["formats": ["gif"]]) }
     }
 
     @Test func missingPhotoFailsAndNoPhotoSkips() throws {
         let s = try stage()
         #expect(s.run(job(dir + "/nope"))
-            == .fail(reason: "photo file is gone: \(dir)/nope"))
+            == .fail(.photoGone, "photo file is gone: \(dir)/nope"))
         #expect(s.run(JobContext(id: 1, key: "k", photoPath: nil, memo: MemoJob(), results: [:], attempt: 1)) == .skip(reason: "no photo"))
     }
 
     @Test func overflowingPNGAndHEICHeadersAreClearFailuresNotTraps() throws {
         // 45 bytes claiming 4294967295 x 4294967295: the pixel count overflows 64 bits.
         let png = Synthetic.png(width: 4_294_967_295, height: 4_294_967_295, withData: false)
-        #expect(try run(stage(), bytes: png) == .fail(reason:
+        #expect(try run(stage(), bytes: png) == .fail(.badImage,
             "image claims 4294967295x4294967295 = more than 2^63 pixels, over max_pixels (100000000): a possible decompression bomb"))
         let heic = Synthetic.heic(sizes: [(4_294_967_295, 4_294_967_295), (8, 8)])
         guard case .fail(let reason) = try run(stage(), bytes: heic) else { Issue.record("HEIC bomb accepted"); return }
-        #expect(reason.contains("4294967295x4294967295"))
+        #expect(reason.message.contains("4294967295x4294967295"))
         // Within 64 bits but over the limit: the exact count is named.
-        #expect(try run(stage(["max_pixels": 1000]), bytes: Synthetic.png(width: 1, height: 3_000_000)) == .fail(reason:
+        #expect(try run(stage(["max_pixels": 1000]), bytes: Synthetic.png(width: 1, height: 3_000_000)) == .fail(.badImage,
             "image claims 1x3000000 = 3000000 pixels, over max_pixels (1000): a possible decompression bomb"))
     }
 
@@ -86,22 +86,22 @@ import Testing
         // Replaced after intake hashed it: a permanent failure, not a probe of other bytes.
         try Data(try photo("Nikon_D70.jpg")).write(to: URL(fileURLWithPath: path))
         guard case .fail(let reason) = try stage().run(job(path, sha256: taken)) else { Issue.record("changed photo accepted"); return }
-        #expect(reason.hasPrefix("photo changed after it was taken"))
+        #expect(reason.message.hasPrefix("photo changed after it was taken"))
     }
 
     @Test func aFIFOOrDeviceIsRefusedWithoutBlocking() throws {
         let fifo = dir + "/pipe.jpg"
         #expect(mkfifo(fifo, 0o600) == 0)
         // O_NONBLOCK: opening a FIFO with no writer returns at once; fstat then refuses it.
-        #expect(try stage().run(job(fifo)) == .fail(reason: "photo is not a regular file: \(fifo)"))
-        #expect(try stage().run(job("/dev/zero")) == .fail(reason: "photo is not a regular file: /dev/zero"))
+        #expect(try stage().run(job(fifo)) == .fail(.badImage, "photo is not a regular file: \(fifo)"))
+        #expect(try stage().run(job("/dev/zero")) == .fail(.badImage, "photo is not a regular file: /dev/zero"))
     }
 
     @Test func aSymlinkSwappedInAfterIntakeIsNeverFollowed() throws {
         let real = dir + "/real.jpg", link = dir + "/link.jpg"
         try Data(try photo("Canon_40D.jpg")).write(to: URL(fileURLWithPath: real))
         #expect(symlink(real, link) == 0)
-        #expect(try stage().run(job(link, sha256: try SHA256.hexOfFile(atPath: real).hex)) == .fail(reason: "photo \(link) is reached through a symlink, which is not followed"))
+        #expect(try stage().run(job(link, sha256: try SHA256.hexOfFile(atPath: real).hex)) == .fail(.badImage, "photo \(link) is reached through a symlink, which is not followed"))
     }
 
     /// Without the data scan only a stage that decodes the photo checks a sealed JPEG's
@@ -128,12 +128,12 @@ import Testing
         guard case .continue(let r) = try run(headers, bytes: corrupted) else { Issue.record("headers refused"); return }
         #expect(r["format"] == "jpeg" && r["bytes"] == .int(Int64(corrupted.count)))
         guard case .fail(let why) = try run(full, bytes: corrupted) else { Issue.record("scan missed the damage"); return }
-        #expect(why.hasPrefix("JPEG is damaged"))
+        #expect(why.message.hasPrefix("JPEG is damaged"))
         // Not sealed (no seal, or another's bytes now): the hash decides first.
         let path = dir + "/unsealed.jpg"
         try Data(corrupted).write(to: URL(fileURLWithPath: path))
         guard case .fail(let changed) = headers.run(job(path)) else { Issue.record("unsealed photo not hash-checked"); return }
-        #expect(changed.hasPrefix("photo changed after it was taken"))
+        #expect(changed.message.hasPrefix("photo changed after it was taken"))
 
         // A 300 KB comment before the frame header: past the first read, found in the whole file.
         let jpeg = try photo("Canon_40D.jpg")
@@ -146,10 +146,10 @@ import Testing
 
         // Cut inside its headers, or another format (read whole): still refused.
         guard case .fail(let cut) = try run(headers, bytes: Array(jpeg.prefix(300))) else { Issue.record("cut accepted"); return }
-        #expect(cut.hasPrefix("JPEG is truncated"), "\(cut)")
+        #expect(cut.message.hasPrefix("JPEG is truncated"), "\(cut)")
         guard case .fail(let png) = try run(headers, bytes: Array(Synthetic.png(width: 10, height: 10).dropLast(12))) else {
             Issue.record("cut PNG accepted"); return
         }
-        #expect(png == "PNG is truncated (no IEND chunk)")
+        #expect(png.message == "PNG is truncated (no IEND chunk)")
     }
 }

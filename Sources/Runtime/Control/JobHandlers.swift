@@ -90,6 +90,7 @@ final class JobHandlers: ControlHandler {
         o["photo"] = j.photo.map(JSONValue.string) ?? .null
         o["duplicate_of"] = j.duplicateOf.map(JSONValue.int) ?? .null
         o["error"] = j.error.map(JSONValue.string) ?? .null
+        o["code"] = j.errorCode.map(JSONValue.string) ?? .null
         o["quarantine"] = j.quarantine.map(JSONValue.string) ?? .null
         return .object(o)
     }
