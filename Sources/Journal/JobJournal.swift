@@ -57,7 +57,12 @@ public protocol JobControl: AnyObject, Sendable {
     func retry(job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int, now: Double,
                bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws
     func cancel(job id: Int64, now: Double) throws
+    /// Jobs the journal holds per state; those pruned are `prunedCounts`.
     func counts() throws -> [JobState: Int]
+    /// Jobs pruned so far per end state (retention).
+    func prunedCounts() throws -> [JobState: Int]
+    /// Prunes one batch of jobs finished longer ago than `retention` (one transaction).
+    func pruneBatch(retention: Retention, limit: Int, now: Double) throws -> PruneBatch
     /// Outcome counts per stage, and the latencies of the last `window` successful runs.
     func stageStats(window: Int) throws -> [String: StageStats]
     func stageHistograms(boundsMs: [Double]) throws -> [String: (buckets: [Int], sumMs: Double, count: Int)]

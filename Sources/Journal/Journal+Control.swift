@@ -57,7 +57,7 @@ extension Journal {
     public func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String? = nil,
                          maxBytes: Int = 4 << 20) throws -> (jobs: [JobSummary], more: Bool) {
         try read { db in
-            var filter = "id < ?"
+            var filter = "id < ? AND pruned IS NULL"
             var params: [SQLValue] = [.int(before ?? Int64.max)]
             if let owner { filter += " AND owner = ?"; params.append(.text(owner)) }
             if let state { filter += " AND state = ?"; params.append(.text(state.rawValue)) }
@@ -78,7 +78,7 @@ extension Journal {
     public func retry(job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int = .max, now: Double = unixNow(),
                       bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
         try write { db in
-            guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner FROM jobs WHERE id = ?", [.int(id)]) else {
+            guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner FROM jobs WHERE id = ? AND pruned IS NULL", [.int(id)]) else {
                 throw JobControlError.notFound
             }
             let state = r.string(0)!
@@ -112,7 +112,7 @@ extension Journal {
     /// Ends a job that has not finished. A running stage finishes, and its outcome is dropped.
     public func cancel(job id: Int64, now: Double = unixNow()) throws {
         try write { db in
-            guard let state = try db.queryOne("SELECT state FROM jobs WHERE id = ?", [.int(id)])?.string(0) else {
+            guard let state = try db.queryOne("SELECT state FROM jobs WHERE id = ? AND pruned IS NULL", [.int(id)])?.string(0) else {
                 throw JobControlError.notFound
             }
             guard ["queued", "waiting", "running"].contains(state) else {
