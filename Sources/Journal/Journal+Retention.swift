@@ -1,4 +1,5 @@
 import PhotomemoCore
+import StageKit
 import SQLite
 
 /// Retention (DESIGN.md, "Running for months"): finished jobs older than the definition's

@@ -1,6 +1,7 @@
 import EventLoop
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// Retention (DESIGN.md, "Running for months"): jobs finished longer ago than the
 /// definition's `retention`, with their history, and quarantine files older than its

@@ -1,6 +1,7 @@
 import Foundation
 import Journal
 import PhotomemoCore
+import StageKit
 import SQLite
 
 /// The journal's size after `jobs` finished jobs on SQLite, without retention and with it

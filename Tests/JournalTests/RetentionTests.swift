@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import Journal
 import PhotomemoCore
+import StageKit
 import SQLite
 import TestSupport
 
