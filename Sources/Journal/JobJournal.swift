@@ -1,3 +1,4 @@
+import StageKit
 
 /// What intake needs of the job store: making jobs of queue lines and inbox photos in
 /// one transaction with the read position, and the bookkeeping that keeps an inbox file
@@ -64,7 +65,12 @@ public protocol JobControl: AnyObject, Sendable {
                bringBack: (_ job: Int64, _ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void)
         throws -> (retried: [Int64], refused: [(job: Int64, reason: String)])
     func cancel(jobs ids: [Int64], state: JobState, now: Double) throws -> [Int64]
+    /// Jobs the journal holds per state; those pruned are `prunedCounts`.
     func counts() throws -> [JobState: Int]
+    /// Jobs pruned so far per end state (retention).
+    func prunedCounts() throws -> [JobState: Int]
+    /// Prunes one batch of jobs finished longer ago than `retention` (one transaction).
+    func pruneBatch(retention: Retention, limit: Int, now: Double) throws -> PruneBatch
     /// Outcome counts per stage, and the latencies of the last `window` successful runs.
     func stageStats(window: Int) throws -> [String: StageStats]
     func stageHistograms(boundsMs: [Double]) throws -> [String: (buckets: [Int], sumMs: Double, count: Int)]

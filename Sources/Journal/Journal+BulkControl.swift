@@ -31,7 +31,7 @@ extension Journal {
     /// Up to `limit` jobs matching `filter` above `after` and up to `through`, ascending.
     public func jobIDs(matching filter: JobFilter, after: Int64, through: Int64, limit: Int) throws -> [(id: Int64, owner: String?)] {
         try read { db in
-            var sql = "SELECT id, owner FROM jobs WHERE state = ? AND id > ? AND id <= ?"
+            var sql = "SELECT id, owner FROM jobs WHERE state = ? AND id > ? AND id <= ? AND pruned IS NULL"
             var params: [SQLValue] = [.text(filter.state.rawValue), .int(after), .int(through)]
             if let s = filter.stageIndex { sql += " AND stage_index = ?"; params.append(.int(Int64(s))) }
             if let t = filter.since { sql += " AND updated >= ?"; params.append(.double(t)) }
@@ -49,7 +49,7 @@ extension Journal {
         try write { db in
             var retried: [Int64] = [], refused: [(job: Int64, reason: String)] = []
             for id in ids {
-                guard try db.queryOne("SELECT state FROM jobs WHERE id = ?", [.int(id)])?.string(0) == state.rawValue else { continue }
+                guard try db.queryOne("SELECT state FROM jobs WHERE id = ? AND pruned IS NULL", [.int(id)])?.string(0) == state.rawValue else { continue }
                 do {
                     try retry(db, job: id, joinTimeoutSeconds: joinTimeoutSeconds, photoLocalEnd: photoLocalEnd, now: now) {
                         try bringBack(id, $0, $1, $2)
@@ -68,7 +68,7 @@ extension Journal {
     public func cancel(jobs ids: [Int64], state: JobState, now: Double) throws -> [Int64] {
         try write { db in
             var cancelled: [Int64] = []
-            for id in ids where try db.queryOne("SELECT state FROM jobs WHERE id = ?", [.int(id)])?.string(0) == state.rawValue {
+            for id in ids where try db.queryOne("SELECT state FROM jobs WHERE id = ? AND pruned IS NULL", [.int(id)])?.string(0) == state.rawValue {
                 try cancel(db, job: id, now: now)
                 cancelled.append(id)
             }

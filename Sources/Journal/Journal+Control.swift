@@ -57,7 +57,7 @@ extension Journal {
     public func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String? = nil,
                          maxBytes: Int = 4 << 20) throws -> (jobs: [JobSummary], more: Bool) {
         try read { db in
-            var filter = "id < ?"
+            var filter = "id < ? AND pruned IS NULL"
             var params: [SQLValue] = [.int(before ?? Int64.max)]
             if let owner { filter += " AND owner = ?"; params.append(.text(owner)) }
             if let state { filter += " AND state = ?"; params.append(.text(state.rawValue)) }
@@ -87,7 +87,7 @@ extension Journal {
     /// run, so a job it refuses leaves the transaction as it found it (a bulk retry goes on).
     func retry(_ db: any SQLConnection, job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int, now: Double,
                bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
-        guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner FROM jobs WHERE id = ?", [.int(id)]) else {
+        guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner FROM jobs WHERE id = ? AND pruned IS NULL", [.int(id)]) else {
             throw JobControlError.notFound
         }
         let state = r.string(0)!
@@ -123,7 +123,7 @@ extension Journal {
     }
 
     func cancel(_ db: any SQLConnection, job id: Int64, now: Double) throws {
-        guard let state = try db.queryOne("SELECT state FROM jobs WHERE id = ?", [.int(id)])?.string(0) else {
+        guard let state = try db.queryOne("SELECT state FROM jobs WHERE id = ? AND pruned IS NULL", [.int(id)])?.string(0) else {
             throw JobControlError.notFound
         }
         guard ["queued", "waiting", "running"].contains(state) else {

@@ -161,25 +161,26 @@ public final class Journal: @unchecked Sendable {
 
     public func job(_ id: Int64) throws -> JobSummary? {
         try read { db in
-            try db.queryOne("SELECT \(Self.summaryColumns) FROM jobs WHERE id = ?", [.int(id)]).map(Self.summary)
+            try db.queryOne("SELECT \(Self.summaryColumns) FROM jobs WHERE id = ? AND pruned IS NULL", [.int(id)]).map(Self.summary)
         }
     }
 
     public func jobs(state: JobState? = nil, limit: Int = 100) throws -> [JobSummary] {
         try read { db in
             if let state {
-                return try db.query("SELECT \(Self.summaryColumns) FROM jobs WHERE state = ? ORDER BY id LIMIT ?",
+                return try db.query("SELECT \(Self.summaryColumns) FROM jobs WHERE state = ? AND pruned IS NULL ORDER BY id LIMIT ?",
                                     [.text(state.rawValue), .int(Int64(limit))]).map(Self.summary)
             }
-            return try db.query("SELECT \(Self.summaryColumns) FROM jobs ORDER BY id LIMIT ?", [.int(Int64(limit))]).map(Self.summary)
+            return try db.query("SELECT \(Self.summaryColumns) FROM jobs WHERE pruned IS NULL ORDER BY id LIMIT ?", [.int(Int64(limit))]).map(Self.summary)
         }
     }
 
+    /// Jobs the journal holds per state (not those pruned: `prunedCounts`).
     public func counts() throws -> [JobState: Int] {
         try read { db in
             var out: [JobState: Int] = [:]
             for s in JobState.allCases { out[s] = 0 }
-            for r in try db.query("SELECT state, count(*) FROM jobs GROUP BY state") {
+            for r in try db.query("SELECT state, count(*) FROM jobs WHERE pruned IS NULL GROUP BY state") {
                 if let s = JobState(rawValue: r.string(0)!) { out[s] = Int(r.int(1)!) }
             }
             return out

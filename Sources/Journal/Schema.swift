@@ -153,7 +153,22 @@ enum Schema {
         // 10: the code of the job's error (`PhotomemoError.Code`, e.g. `no_space`,
         // `photo_gone`), set with `error` by a stage's outcome; NULL: none, or text alone.
         "ALTER TABLE jobs ADD COLUMN error_code TEXT;",
+        // 11: retention (`Journal.prune`). `pruned`: when a finished job's history and
+        // payload went and only its keys stayed; the indexes find prunable jobs by age and
+        // what still refers to a job.
+        retention(real: "REAL"),
     ]
+
+    /// `pruned` and the indexes pruning reads (both engines).
+    static func retention(real: String) -> String {
+        """
+        ALTER TABLE jobs ADD COLUMN pruned \(real);
+        CREATE INDEX jobs_prunable ON jobs(state, finished) WHERE pruned IS NULL AND finished IS NOT NULL;
+        CREATE INDEX jobs_duplicate_of ON jobs(duplicate_of) WHERE duplicate_of IS NOT NULL;
+        CREATE INDEX jobs_after_job ON jobs(after_job) WHERE after_job IS NOT NULL;
+        CREATE INDEX inbox_taken_job ON inbox_taken(job_id);
+        """
+    }
 
     /// `turn` and its indexes (both engines): queued jobs in claiming order per stage,
     /// waiting ones by when their back-off ends, and each owner's and everyone's
@@ -269,5 +284,7 @@ enum Schema {
         "ALTER TABLE jobs ADD COLUMN working_set TEXT;",
         // 7: as SQLite's 10, the code of the job's error.
         "ALTER TABLE jobs ADD COLUMN error_code TEXT;",
+        // 8: as SQLite's 11, retention.
+        retention(real: "DOUBLE PRECISION"),
     ]
 }

@@ -91,6 +91,7 @@ struct DaemonBuilder {
                                                   execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host,
                                                   allowPrivateWebhooks: options.allowPrivateWebhooks)
         let collector = try AssetCollector(loop: loop, records: records, assets: opened.assets)
+        let pruner = try Pruner(loop: loop, journal: journal, quarantine: quarantine, retention: { live.current.retention })
         let followers = try Followers(loop: loop, records: records)
         // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.
         events.subscribe(followers, viewer: nil) { e in
@@ -129,7 +130,7 @@ struct DaemonBuilder {
 
         (self.loop, self.lane, self.wakeup, self.live, self.scheduler) = (loop, lane, wakeup, live, scheduler)
         (self.deliverer, self.reloader) = (deliverer, reloader)
-        var started: [any DaemonService] = (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers]
+        var started: [any DaemonService] = (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, pruner, followers]
         started += (listener.map { [$0] } ?? []) as [any DaemonService]
         started += tailers as [any DaemonService]
         started += [inbox, control] as [any DaemonService]

@@ -76,3 +76,17 @@ struct ProbeStage: Stage {
         #expect(try JSONValue.parse(file) == JSONValue.parse(JobDefinition.builtinDefaultJSON))
     }
 }
+
+/// `"retention"`: durations with s, m, h or d; defaults 30d/180d/7d; bad values named.
+@Suite struct RetentionDefinitionTests {
+    @Test func parsesDurationsAndNamesWhatIsWrong() throws {
+        let r = try Retention.parse(.object(["done": .string("2s"), "failed": .string("12h")]), place: "j.json")
+        #expect(r.done == 2 && r.failed == 43_200 && r.cancelled == 7 * 86_400)
+        #expect(try Retention.parse(nil, place: "j.json") == Retention())
+        #expect(Retention.seconds("15m") == 900 && Retention.seconds("30d") == 2_592_000)
+        for bad in ["", "d", "5", "-5s", "1.5h", "5w", "0s", "5 s"] { #expect(Retention.seconds(bad) == nil, "\(bad)") }
+        #expect(throws: PhotomemoError.self) { try Retention.parse(.object(["done": .string("soon")]), place: "j.json") }
+        #expect(throws: PhotomemoError.self) { try Retention.parse(.object(["kept": .string("1d")]), place: "j.json") }
+        #expect(throws: PhotomemoError.self) { try Retention.parse(.object(["done": .int(30)]), place: "j.json") }
+    }
+}

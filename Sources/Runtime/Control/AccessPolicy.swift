@@ -71,6 +71,12 @@ enum AccessPolicy {
     /// A job named by id: `not_found` unless it is the caller's, so a user learns nothing
     /// of others' jobs, not even that they exist.
     static func checkJob(_ id: Int64, owner: String?, by caller: Caller) throws {
-        guard caller.isAdmin || owner == caller.name else { throw PhotomemoError(.notFound, "no job \(id)") }
+        guard caller.isAdmin || owner == caller.name else { throw noJob(id) }
+    }
+
+    /// The one answer for a job that is not there, not the caller's, or pruned (alike, so
+    /// nothing is learnt of others' jobs).
+    static func noJob(_ id: Int64?) -> PhotomemoError {
+        PhotomemoError(.notFound, "no job\(id.map { " \($0)" } ?? ""); a finished job is pruned once the definition's retention has passed (docs/job-definitions.md)")
     }
 }

@@ -31,7 +31,7 @@ extension EventLoop {
     func reply(_ reply: @escaping ControlHandler.Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
         submit({ () -> Result<JSONValue, PhotomemoError> in
             do { return .success(try work()) } catch let e as PhotomemoError { return .failure(e) } catch JobControlError.notFound {
-                return .failure(PhotomemoError(.notFound, "no such job"))
+                return .failure(AccessPolicy.noJob(nil))
             } catch JobControlError.conflict(let m) {
                 return .failure(PhotomemoError(.conflict, m))
             } catch {

@@ -99,7 +99,7 @@ final class JobHandlers: ControlHandler {
         let id = try req.requiredInt("job")
         let journal = self.journal
         loop.reply(reply) {
-            guard let j = try journal.job(id) else { throw PhotomemoError(.notFound, "no job \(id)") }
+            guard let j = try journal.job(id) else { throw AccessPolicy.noJob(id) }
             try AccessPolicy.checkJob(id, owner: j.memo.owner, by: caller)
             guard case .object(var o) = Self.json(j) else { return .null }
             o["fields"] = .object(j.memo.fields)

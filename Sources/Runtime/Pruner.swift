@@ -1,0 +1,68 @@
+import EventLoop
+import Journal
+import PhotomemoCore
+import StageKit
+
+/// Retention (DESIGN.md, "Running for months"): jobs finished longer ago than the
+/// definition's `retention`, with their history, and quarantine files older than its
+/// `failed`, pruned on the work pool (never the loop), at least once a minute. Each batch
+/// is its own journal transaction (`Journal.pruneBatch`), so intake waits for one short
+/// batch at most. Several hosts on one PostgreSQL journal may prune at once: a batch
+/// picks and changes its jobs under the journal's write lock.
+final class Pruner {
+    private let loop: EventLoop
+    private let journal: any JobJournal
+    private let quarantine: Quarantine
+    private let retention: () -> Retention
+    private let timer: LoopTimer
+    private var running = false
+    private var nextRun = 0.0
+
+    /// Jobs per transaction, and batches per run (the rest waits for the next run).
+    static let batchSize = 500
+    static let batchesPerRun = 40
+
+    init(loop: EventLoop, journal: any JobJournal, quarantine: Quarantine, retention: @escaping () -> Retention) throws {
+        (self.loop, self.journal, self.quarantine, self.retention) = (loop, journal, quarantine, retention)
+        timer = try LoopTimer(loop: loop)
+    }
+
+    func start() { timer.start(afterMs: 1000, repeatMs: 1000) { [unowned self] in self.tick() } }
+
+    func close() { timer.close() }
+
+    /// How often it runs: once a minute, or at half the shortest retention (a second at least).
+    static func interval(_ r: Retention) -> Double { max(1, min(60, r.shortest / 2)) }
+
+    private func tick() {
+        let now = unixNow()
+        guard !running, now >= nextRun else { return }
+        let retention = self.retention()
+        nextRun = now + Self.interval(retention)
+        running = true
+        let (journal, quarantine) = (self.journal, self.quarantine)
+        loop.submit({ () -> (jobs: Int, files: Int, errors: [String]) in
+            var jobs = 0
+            var errors: [String] = []
+            do {
+                for _ in 0..<Self.batchesPerRun {
+                    let batch = try journal.pruneBatch(retention: retention, limit: Self.batchSize, now: unixNow())
+                    jobs += batch.pruned
+                    if batch.pruned < Self.batchSize { break }
+                }
+            } catch {
+                errors.append("journal: \(error)")
+            }
+            let files = quarantine.prune(before: unixNow() - retention.failed)
+            return (jobs, files.removed, errors + files.errors)
+        }) { [unowned self] result in
+            self.running = false
+            if result.jobs > 0 || result.files > 0 {
+                Log.info("retention: pruned \(result.jobs) finished jobs and \(result.files) quarantine files")
+            }
+            for e in result.errors.prefix(3) { Log.warning("retention: \(e)") }
+        }
+    }
+}
+
+extension Pruner: ClosingService {}
