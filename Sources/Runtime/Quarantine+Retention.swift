@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PhotomemoCore
+import StageKit
 
 extension Quarantine {
     /// Removes what was quarantined before `cutoff` (retention's `failed`), each file with
@@ -19,7 +20,7 @@ extension Quarantine {
         }
         func remove(_ name: String) {
             if unlink(folder + "/" + name) == 0 || errno == ENOENT { removed += 1 } else {
-                errors.append("\(folder)/\(name): \(String(cString: strerror(errno)))")
+                errors.append("\(folder)/\(name): \(SystemError.reason(errno))")
             }
         }
         for name in names.sorted() where removed < limit {
