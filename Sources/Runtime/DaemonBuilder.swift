@@ -90,7 +90,8 @@ struct DaemonBuilder {
                                                   retry: { live.current.retry },
                                                   execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host,
                                                   allowPrivateWebhooks: options.allowPrivateWebhooks)
-        let collector = try AssetCollector(loop: loop, records: records, assets: opened.assets)
+        let trashSeconds: @Sendable () -> Double = { live.current.trashSeconds }
+        let collector = try AssetCollector(loop: loop, records: records, assets: opened.assets, trashSeconds: trashSeconds)
         let followers = try Followers(loop: loop, records: records)
         // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.
         events.subscribe(followers, viewer: nil) { e in
@@ -106,6 +107,8 @@ struct DaemonBuilder {
         // The control plane: handlers per concern with their dependencies, behind the router.
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
                                records: records, reload: { reloader.reload($0) })
+        let recordHandlers = RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events,
+                                            wakeup: wakeup.sender, collectAssets: { collector.collect() }, trashSeconds: trashSeconds)
         var clients: () -> Int = { 0 }  // the server is made after the router it serves
         let router = ControlRouter([
             jobs,
@@ -114,8 +117,8 @@ struct DaemonBuilder {
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
                 quota: quota)),
-            RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events, wakeup: wakeup.sender,
-                           collectAssets: { collector.collect() }),
+            recordHandlers,
+            TrashHandlers(records: records, journal: journal, recordHandlers: recordHandlers, trashSeconds: trashSeconds),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
         ])
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
