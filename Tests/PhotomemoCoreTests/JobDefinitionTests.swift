@@ -70,6 +70,19 @@ struct ProbeStage: Stage {
         #expect(message(#"{"name":"t","stages":[{"use":"probe"}],"memory_mb":0}"#).contains(#""memory_mb" must be a positive integer"#))
     }
 
+    /// `"trash"`: a duration (s, m, h, d), 30 days by default; "0" turns the trash off.
+    @Test func trashIsADurationAndZeroTurnsItOff() throws {
+        let base = #"{"name":"t","stages":[{"use":"probe"}]"#
+        #expect(try load(base + "}").trashSeconds == 30 * 86400)
+        #expect(try load(base + #","trash":"2s"}"#).trashSeconds == 2)
+        #expect(try load(base + #","trash":"12h"}"#).trashSeconds == 12 * 3600)
+        #expect(try load(base + #","trash":"0"}"#).trashSeconds == 0)
+        #expect(try load(base + #","trash":"0d"}"#).trashSeconds == 0)
+        for bad in [#""30""#, #""-1d""#, #""1.5d""#, #""d""#, "30", #""30 d""#, #""1w""#] {
+            #expect(message(base + #","trash":"# + bad + "}").contains(#""trash" must be a duration"#), "\(bad)")
+        }
+    }
+
     @Test func builtInDefaultIsTheShippedJobsFile() throws {
         let file = try Data(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"))
         #expect(try JSONValue.parse(file) == JSONValue.parse(JobDefinition.builtinDefaultJSON))
