@@ -8,7 +8,7 @@ public enum DurationText {
         if text == "0" { return 0 }
         guard let unit = text.last, let scale = units[unit] else { return nil }
         let digits = text.dropLast()
-        guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy { $0 >= "0" && $0 <= "9" }, let n = Int(digits), n >= 0 else { return nil }
+        guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ $0 >= "0" && $0 <= "9" }), let n = Int(digits), n >= 0 else { return nil }
         return Double(n) * scale
     }
 
