@@ -1,5 +1,6 @@
 import SQL
 import PhotomemoCore
+import StageKit
 
 /// How `delete` removes a record.
 public enum DeleteMode: Sendable, Equatable {

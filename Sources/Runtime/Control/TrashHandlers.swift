@@ -3,6 +3,7 @@ import EventLoop
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// The trash's commands: `trash` lists the deleted records the caller could read, and
 /// `restore_record` brings one back (the owner's or an admin's) with a `create` change.
