@@ -143,7 +143,11 @@ extension RecordStore {
     /// Purges up to `limit` records deleted at or before `deletedBefore`, oldest first, in
     /// one short transaction; returns how many, and the store objects released.
     public func purgeTrash(deletedBefore: Double, limit: Int, now: Double) throws -> (purged: Int, released: [String]) {
-        try writing {
+        // Asked every collector round: nothing due costs one indexed read, no write transaction.
+        guard try reading({ try $0.queryOne("SELECT 1 FROM trash WHERE deleted_at <= ? LIMIT 1", [.double(deletedBefore)]) }) != nil else {
+            return (0, [])
+        }
+        return try writing {
             let ids = try db.query("SELECT id FROM trash WHERE deleted_at <= ? ORDER BY deleted_at LIMIT ?",
                                    [.double(deletedBefore), .int(Int64(limit))]).compactMap { $0.string(0) }
             var keys: [String] = []
