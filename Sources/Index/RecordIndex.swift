@@ -15,13 +15,20 @@ public protocol RecordIndex: AnyObject, Sendable {
     func apply(batch inputs: [RecordInput], now: Double) throws -> [(record: Record, op: String)]
     func update(_ id: String, memo: String?, fields: [String: JSONValue], acl: ACL?, ifTag: String?, viewer: Viewer,
                 now: Double) throws -> Record
-    /// Deletes a record and those that refer to it with `deleteSelf`.
-    func delete(_ id: String, viewer: Viewer, now: Double) throws
-        -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)])
+    /// Deletes a record and those that refer to it with `deleteSelf`: into the trash or at once.
+    func delete(_ id: String, viewer: Viewer, mode: DeleteMode, now: Double) throws -> Deletion
+    /// Brings a trashed record back (and those its delete trashed with it) with `create` changes.
+    func restore(_ id: String, viewer: Viewer, now: Double) throws -> [Record]
+    /// Purges up to `limit` trashed records deleted at or before `deletedBefore`.
+    func purgeTrash(deletedBefore: Double, limit: Int, now: Double) throws -> (purged: Int, released: [String])
 
     // MARK: reading
 
     func get(_ id: String, viewer: Viewer) throws -> Record?
+    /// A record in the trash the viewer could read.
+    func getTrashed(_ id: String, viewer: Viewer) throws -> TrashedRecord?
+    /// The trash as the viewer may see it, the latest deleted first.
+    func trashList(viewer: Viewer, limit: Int, cursor: String?) throws -> (records: [TrashedRecord], cursor: String?)
     /// `owner`'s records and the bytes their assets hold (what a quota counts).
     func usage(owner: String) throws -> (records: Int, bytes: Int64)
     /// Throws `RecordWriteError.badReference` when a reference in `fields` names a record
@@ -74,9 +81,8 @@ extension RecordIndex {
                        viewer: Viewer) throws -> Record {
         try update(id, memo: memo, fields: fields, acl: acl, ifTag: ifTag, viewer: viewer, now: unixNow())
     }
-    public func delete(_ id: String, viewer: Viewer) throws
-        -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
-        try delete(id, viewer: viewer, now: unixNow())
+    public func delete(_ id: String, viewer: Viewer, mode: DeleteMode = .immediate) throws -> Deletion {
+        try delete(id, viewer: viewer, mode: mode, now: unixNow())
     }
     public func query(_ predicate: RecordPredicate, type: String?, sort: [SortKey], limit: Int, cursor: String?,
                       viewer: Viewer) throws -> RecordPage {

@@ -51,8 +51,9 @@ extension RecordStore {
         try writing { try db.run("DELETE FROM released_assets WHERE key = ?", [.text(key)]) }
     }
 
-    /// Whether any record refers to the object (a release may be overtaken by a new record).
+    /// Whether any record, live or trashed, refers to the object (a release may be
+    /// overtaken by a new record).
     public func isReferenced(_ key: String) throws -> Bool {
-        try locked { try db.queryOne("SELECT 1 FROM record_assets WHERE key = ?", [.text(key)]) != nil }
+        try locked { try referenced(key, db) }
     }
 }

@@ -40,34 +40,42 @@ extension RecordStore {
     }
 
     /// Deletes a record and, through `deleteSelf` references, the records that refer to
-    /// it that the viewer may write (others keep a dangling reference). Returns the deleted
-    /// ids, the asset keys no remaining record uses, and the photos (bytes, owner) whose
-    /// records are gone.
-    public func delete(_ id: String, viewer: Viewer, now: Double) throws
-        -> (deleted: [String], releasedAssets: [String], photos: [(sha256: String, owner: String?)]) {
+    /// it that the viewer may write (others keep a dangling reference): into the trash, or
+    /// at once (`mode`). Returns what left the records, which of them went to the trash,
+    /// the asset keys no record (live or trashed) uses any more, and the photos (bytes,
+    /// owner) whose records are gone. `.purge` of a record already in the trash empties it
+    /// from there.
+    public func delete(_ id: String, viewer: Viewer, mode: DeleteMode = .immediate, now: Double) throws -> Deletion {
         try matchBacklog(now: now)
         return try writing {
             guard let row = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(id)]) else {
-                throw RecordWriteError.notFound
+                guard mode == .purge, let keys = try purgeTrashed(id, viewer: viewer) else { throw RecordWriteError.notFound }
+                return Deletion(deleted: [id], trashed: [], releasedAssets: try releaseUnused(keys, now: now), photos: [])
             }
             var vis: [SQLValue] = [.text(id)]
             guard try db.queryOne("SELECT 1 FROM records r WHERE r.id = ? AND \(Self.visible(viewer, &vis))", vis) != nil else {
                 throw RecordWriteError.notFound
             }
-            guard Self.canWrite(try Self.record(row), viewer) else { throw RecordWriteError.forbidden }
-            var deleted: [String] = []
-            var photos: [(sha256: String, owner: String?)] = []
+            let named = try Self.record(row)
+            guard Self.canWrite(named, viewer) else { throw RecordWriteError.forbidden }
+            guard mode != .purge || Self.mayPurge(named, viewer) else { throw RecordWriteError.forbidden }
+            var result = Deletion(deleted: [], trashed: [], releasedAssets: [], photos: [])
             var keys = Set<String>()
             var pending = [id]
             while let next = pending.popLast() {
-                guard !deleted.contains(next),
+                guard !result.deleted.contains(next),
                       let r = try db.queryOne("SELECT \(Self.columns) FROM records r WHERE r.id = ?", [.text(next)]) else { continue }
                 let rec = try Self.record(r)
                 guard Self.canWrite(rec, viewer) else { continue }
-                if let sha = try db.queryOne("SELECT photo_sha256 FROM records WHERE id = ?", [.text(next)])?.string(0) {
-                    photos.append((sha, rec.owner))
+                if let sha = rec.sha256 { result.photos.append((sha, rec.owner)) }
+                // `--purge` empties only what the caller owns: a writer's cascade trashes the rest.
+                let toTrash = mode == .trash || (mode == .purge && !Self.mayPurge(rec, viewer))
+                if toTrash {
+                    try moveToTrash(next, with: id, rec, now: now)
+                    result.trashed.append(next)
+                } else {
+                    keys.formUnion(try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(next)]).compactMap { $0.string(0) })
                 }
-                keys.formUnion(try db.query("SELECT key FROM record_assets WHERE record_id = ?", [.text(next)]).compactMap { $0.string(0) })
                 pending += try db.query("SELECT record_id FROM record_fields WHERE kind = 'r' AND text_value = ? AND delete_self = 1",
                                         [.text(next)]).compactMap { $0.string(0) }
                 _ = try appendChange(rec, op: "delete", now: now)
@@ -77,9 +85,10 @@ extension RecordStore {
                                [.text(next)])
                 }
                 try db.run("DELETE FROM records WHERE id = ?", [.text(next)])
-                deleted.append(next)
+                result.deleted.append(next)
             }
-            return (deleted, try releaseUnused(Array(keys), now: now), photos)
+            result.releasedAssets = try releaseUnused(Array(keys), now: now)
+            return result
         }
     }
 
@@ -87,7 +96,7 @@ extension RecordStore {
     /// before it not yet fanned out (deliveries follow change order): those, the pipeline's,
     /// are matched first, outside the write, so the write holds the writer only for its own.
     /// (The whole backlog against every subscription held it for seconds.)
-    private func matchBacklog(now: Double) throws {
+    func matchBacklog(now: Double) throws {
         _ = try fanOutPending(now: now)
     }
 }

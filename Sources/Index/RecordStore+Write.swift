@@ -154,16 +154,22 @@ extension RecordStore {
         return r
     }
 
-    /// Queues store objects that no record refers to for deletion (the daemon's collector
-    /// removes them from the asset store); returns them.
+    /// Queues store objects that no record, live or in the trash, refers to for deletion
+    /// (the daemon's collector removes them from the asset store); returns them.
     @discardableResult
     func releaseUnused(_ keys: [String], now: Double) throws -> [String] {
         var released: [String] = []
-        for key in Set(keys).sorted() where try db.queryOne("SELECT 1 FROM record_assets WHERE key = ?", [.text(key)]) == nil {
+        for key in Set(keys).sorted() where try !referenced(key, db) {
             try db.run("INSERT INTO released_assets(key, at) VALUES (?, ?) ON CONFLICT DO NOTHING", [.text(key), .double(now)])
             released.append(key)
         }
         return released
+    }
+
+    /// Whether a record, live or in the trash, refers to the store object.
+    func referenced(_ key: String, _ db: any SQLConnection) throws -> Bool {
+        try db.queryOne("SELECT 1 FROM record_assets WHERE key = ? UNION ALL SELECT 1 FROM trash_assets WHERE key = ?",
+                        [.text(key), .text(key)]) != nil
     }
 
     /// The change, in the write's transaction; on PostgreSQL every daemon's followers and

@@ -146,5 +146,34 @@ extension IndexSchema {
         CREATE TRIGGER owner_usage AFTER INSERT OR DELETE OR UPDATE OF assets, owner ON records
             FOR EACH ROW EXECUTE FUNCTION photomemo_owner_usage();
         """,
+        // 6 (SQLite's 11): the trash, and its records' usage kept by the same function.
+        """
+        CREATE TABLE trash(
+            id TEXT COLLATE "C" PRIMARY KEY,
+            job_key TEXT, photo_sha256 TEXT, source TEXT COLLATE "C",
+            type TEXT COLLATE "C" NOT NULL, memo TEXT COLLATE "C" NOT NULL, owner TEXT COLLATE "C", public_read INTEGER NOT NULL,
+            acl TEXT NOT NULL, fields TEXT NOT NULL, assets TEXT NOT NULL, exif TEXT NOT NULL,
+            taken DOUBLE PRECISION, width INTEGER, height INTEGER,
+            created DOUBLE PRECISION NOT NULL, modified DOUBLE PRECISION NOT NULL, change_tag TEXT NOT NULL, ord BIGINT, row_id BIGINT,
+            deleted_at DOUBLE PRECISION NOT NULL,
+            trashed_with TEXT COLLATE "C" NOT NULL
+        );
+        CREATE INDEX trash_deleted ON trash(deleted_at);
+        CREATE INDEX trash_with ON trash(trashed_with);
+        CREATE TABLE trash_readers(
+            reader TEXT COLLATE "C" NOT NULL,
+            record_id TEXT COLLATE "C" NOT NULL REFERENCES trash(id) ON DELETE CASCADE,
+            PRIMARY KEY(reader, record_id)
+        );
+        CREATE INDEX trash_readers_record ON trash_readers(record_id);
+        CREATE TABLE trash_assets(
+            record_id TEXT COLLATE "C" NOT NULL REFERENCES trash(id) ON DELETE CASCADE,
+            key TEXT NOT NULL
+        );
+        CREATE INDEX trash_assets_key ON trash_assets(key);
+        CREATE INDEX trash_assets_record ON trash_assets(record_id);
+        CREATE TRIGGER owner_usage AFTER INSERT OR DELETE ON trash
+            FOR EACH ROW EXECUTE FUNCTION photomemo_owner_usage();
+        """,
     ]
 }

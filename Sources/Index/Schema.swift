@@ -176,5 +176,43 @@ enum IndexSchema {
                 ON CONFLICT(owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;
         END;
         """,
+        // 11: the trash. A deleted record moves here whole (its row, who could read it, its
+        // asset keys) until it is restored or purged; its objects stay in the store and
+        // still count in its owner's usage (they still take the store's bytes).
+        """
+        CREATE TABLE trash(
+            id TEXT PRIMARY KEY,
+            job_key TEXT, photo_sha256 TEXT, source TEXT,
+            type TEXT NOT NULL, memo TEXT NOT NULL, owner TEXT, public_read INTEGER NOT NULL,
+            acl TEXT NOT NULL, fields TEXT NOT NULL, assets TEXT NOT NULL, exif TEXT NOT NULL,
+            taken REAL, width INTEGER, height INTEGER,
+            created REAL NOT NULL, modified REAL NOT NULL, change_tag TEXT NOT NULL, ord INTEGER, row_id INTEGER,
+            deleted_at REAL NOT NULL,
+            trashed_with TEXT NOT NULL
+        );
+        CREATE INDEX trash_deleted ON trash(deleted_at);
+        CREATE INDEX trash_with ON trash(trashed_with);
+        CREATE TABLE trash_readers(
+            reader TEXT NOT NULL,
+            record_id TEXT NOT NULL REFERENCES trash(id) ON DELETE CASCADE,
+            PRIMARY KEY(reader, record_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX trash_readers_record ON trash_readers(record_id);
+        CREATE TABLE trash_assets(
+            record_id TEXT NOT NULL REFERENCES trash(id) ON DELETE CASCADE,
+            key TEXT NOT NULL
+        );
+        CREATE INDEX trash_assets_key ON trash_assets(key);
+        CREATE INDEX trash_assets_record ON trash_assets(record_id);
+        CREATE TRIGGER owner_usage_trash_insert AFTER INSERT ON trash BEGIN
+            INSERT INTO owner_usage SELECT NEW.owner, 1, (SELECT coalesce(sum(json_extract(value, '$.bytes')), 0) FROM json_each(NEW.assets))
+                WHERE NEW.owner IS NOT NULL
+                ON CONFLICT(owner) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;
+        END;
+        CREATE TRIGGER owner_usage_trash_delete AFTER DELETE ON trash BEGIN
+            UPDATE owner_usage SET records = records - 1, bytes = bytes - (SELECT coalesce(sum(json_extract(value, '$.bytes')), 0) FROM json_each(OLD.assets))
+                WHERE owner = OLD.owner;
+        END;
+        """,
     ]
 }

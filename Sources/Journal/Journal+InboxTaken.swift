@@ -141,6 +141,18 @@ extension Journal {
         }
     }
 
+    /// Records of these photos came back from the trash: the same bytes dropped again are
+    /// a duplicate again (a new job would overwrite the restored record's memo).
+    public func recordsRestored(photos: [(sha256: String, owner: String?)]) throws {
+        guard !photos.isEmpty else { return }
+        try write { db in
+            for p in photos {
+                try db.run("UPDATE jobs SET record_deleted = NULL WHERE photo_sha256 = ? AND owner IS NOT DISTINCT FROM ? AND record_deleted IS NOT NULL",
+                           [.text(p.sha256), SQLValue(p.owner)])
+            }
+        }
+    }
+
     /// Records an inbox entry that can never be a photo (FIFO, device, symlink out of the
     /// inbox...): a failed job, already quarantined at `quarantinePath`.
     public func recordRejectedEntry(name: String, identity: String, owner: String?, reason: String, quarantinePath: String,

@@ -4,16 +4,25 @@ import StageKit
 
 /// Deletes store objects that no record uses any more (released by record deletes and by
 /// updates that replace an image), off the loop, a batch every couple of seconds or when
-/// poked. A store that is down keeps them queued for the next round.
+/// poked. A store that is down keeps them queued for the next round. First it purges the
+/// trash of what was deleted longer ago than the definition's `"trash"`, in small
+/// transactions, so their objects go in the same round.
 final class AssetCollector {
     private let loop: EventLoop
     private let records: any RecordIndex
     private let assets: any AssetStore
     private let timer: LoopTimer
     private var running = false
+    /// The definition's `"trash"`, in seconds.
+    private let trashSeconds: @Sendable () -> Double
 
-    init(loop: EventLoop, records: any RecordIndex, assets: any AssetStore) throws {
+    /// Trashed records purged per transaction, and at most this many transactions a round:
+    /// a purge never holds the index's writer for long, and a round ends.
+    static let purgeBatch = 100, purgeBatchesPerRound = 20
+
+    init(loop: EventLoop, records: any RecordIndex, assets: any AssetStore, trashSeconds: @escaping @Sendable () -> Double) throws {
         self.loop = loop
+        self.trashSeconds = trashSeconds
         self.records = records
         self.assets = assets
         timer = try LoopTimer(loop: loop)
@@ -26,9 +35,17 @@ final class AssetCollector {
     func collect() {
         guard !running else { return }
         let records = self.records, store = self.assets
+        let deletedBefore = unixNow() - trashSeconds()
         running = true
         loop.submit({ () -> [String] in
             var errors: [String] = []
+            do {
+                for _ in 0..<Self.purgeBatchesPerRound {
+                    guard try records.purgeTrash(deletedBefore: deletedBefore, limit: Self.purgeBatch, now: unixNow()).purged == Self.purgeBatch else { break }
+                }
+            } catch {
+                errors.append("purging the trash: \(error)")
+            }
             for key in (try? records.releasedAssets(limit: 200)) ?? [] {
                 do {
                     if try !records.isReferenced(key) { try store.delete(key: key) }

@@ -90,7 +90,8 @@ struct DaemonBuilder {
                                                   retry: { live.current.retry },
                                                   execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host,
                                                   allowPrivateWebhooks: options.allowPrivateWebhooks)
-        let collector = try AssetCollector(loop: loop, records: records, assets: opened.assets)
+        let trashSeconds: @Sendable () -> Double = { live.current.trashSeconds }
+        let collector = try AssetCollector(loop: loop, records: records, assets: opened.assets, trashSeconds: trashSeconds)
         let pruner = try Pruner(loop: loop, journal: journal, quarantine: quarantine, retention: { live.current.retention })
         let followers = try Followers(loop: loop, records: records)
         // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.
@@ -107,6 +108,8 @@ struct DaemonBuilder {
         // The control plane: handlers per concern with their dependencies, behind the router.
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
                                records: records, reload: { reloader.reload($0) })
+        let recordHandlers = RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events,
+                                            wakeup: wakeup.sender, collectAssets: { collector.collect() }, trashSeconds: trashSeconds)
         var clients: () -> Int = { 0 }  // the server is made after the router it serves
         let status = StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
                 backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
@@ -116,8 +119,8 @@ struct DaemonBuilder {
         let router = ControlRouter([
             jobs,
             status,
-            RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events, wakeup: wakeup.sender,
-                           collectAssets: { collector.collect() }),
+            recordHandlers,
+            TrashHandlers(records: records, journal: journal, recordHandlers: recordHandlers, trashSeconds: trashSeconds),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
         ])
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)

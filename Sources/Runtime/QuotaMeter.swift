@@ -35,7 +35,7 @@ final class QuotaMeter: Sendable {
         /// else the `over_quota` error saying why.
         mutating func take(bytes more: Int64 = 0) -> PhotomemoError? {
             if let max = limits.records, records + taken >= max {
-                return PhotomemoError(.overQuota, "\(owner) is at their quota of \(max) records (their records and unfinished jobs: \(records + taken)); delete records to add more")
+                return PhotomemoError(.overQuota, "\(owner) is at their quota of \(max) records (their records and unfinished jobs: \(records + taken)); delete records with --purge (the trash keeps counting them) to add more")
             }
             if let max = limits.bytes, bytes + takenBytes + more > max || (more == 0 && bytes + takenBytes >= max) {
                 let what = more > 0 ? "a photo of \(more) bytes would take \(owner) past" : "\(owner) is at"

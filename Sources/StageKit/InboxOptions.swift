@@ -62,14 +62,14 @@ public struct InboxOptions: Sendable, Equatable {
         guard case .object(let o) = value else { throw PhotomemoError(.badDefinition, "\(place): \"inbox\" must be an object") }
         try JobDefinition.checkKeys(o, allowed: keys, place: "\(place): inbox")
         if let v = o["stale_temp"] {
-            guard let text = v.stringValue, let seconds = Self.seconds(text), seconds > 0 else {
+            guard let text = v.stringValue, let seconds = DurationText.seconds(text), seconds > 0 else {
                 throw PhotomemoError(.badDefinition,
                     "\(place): inbox.stale_temp must be a duration: a number with s, m, h or d (e.g. \"24h\"), not \(v.jsonString)")
             }
             options.staleTempSeconds = seconds
         }
         if let v = o["quiet_after_close"] {
-            guard let text = v.stringValue, let seconds = Self.seconds(text), seconds <= 60 else {
+            guard let text = v.stringValue, let seconds = DurationText.seconds(text), seconds <= 60 else {
                 throw PhotomemoError(.badDefinition,
                     "\(place): inbox.quiet_after_close must be a duration of at most 60s: a number with s or m (e.g. \"1s\", \"0.5s\"), not \(v.jsonString)")
             }
@@ -94,12 +94,5 @@ public struct InboxOptions: Sendable, Equatable {
             throw PhotomemoError(.badDefinition, "\(place): inbox.\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(v.jsonString)")
         }
         return Int(n)
-    }
-
-    /// `90s`, `30m`, `24h`, `7d` in seconds; nil for anything else.
-    public static func seconds(_ text: String) -> Double? {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-        guard let unit = text.last.flatMap({ units[$0] }), let n = Double(text.dropLast()), n.isFinite, n >= 0 else { return nil }
-        return n * unit
     }
 }

@@ -27,6 +27,9 @@ public struct JobDefinition: Sendable {
     public var memoryMB: Int?
     /// How long finished jobs and quarantine files are kept (`Retention`).
     public var retention = Retention()
+    /// `"trash"`: how long a deleted record stays in the trash before it is purged (default
+    /// 30 days); 0 (`"0"`, `"0s"`...) turns the trash off: `delete` purges at once, as before it.
+    public var trashSeconds: Double = 30 * 86400
     /// The index after its last photo-local stage (`Stage.photoLocal`; 0 if none): a job at
     /// a stage before it is claimed only by the host that took its photo, later ones by any.
     public let photoLocalEnd: Int
@@ -48,7 +51,7 @@ public struct JobDefinition: Sendable {
         memoStage = stages.firstIndex { type(of: $0.stage).readsMemo } ?? stages.count
     }
 
-    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox", "quota", "memory_mb", "retention"]
+    static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox", "quota", "memory_mb", "retention", "trash"]
     static let stageKeys = ["use", "with", "concurrency"]
     static let retryKeys = ["max_attempts", "base_ms", "max_ms"]
 
@@ -159,6 +162,7 @@ public struct JobDefinition: Sendable {
                                        database: database, store: store, inbox: inbox)
         definition.quota = try Quota.parse(o["quota"], place: source)
         definition.retention = try Retention.parse(o["retention"], place: source)
+        if let t = o["trash"] { definition.trashSeconds = try DurationText.parse(t, key: "trash", place: source) }
         if let m = o["memory_mb"] {
             guard let n = m.intValue, n > 0, n <= 1 << 30 else {
                 throw PhotomemoError(.badDefinition, "\(source): \"memory_mb\" must be a positive integer (megabytes), not \(m.jsonString)")

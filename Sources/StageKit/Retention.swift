@@ -25,9 +25,9 @@ public struct Retention: Sendable, Equatable {
         try JobDefinition.checkKeys(o, allowed: keys, place: "\(place): retention")
         func duration(_ key: String) throws -> Double? {
             guard let v = o[key] else { return nil }
-            guard let s = v.stringValue, let seconds = Self.seconds(s) else {
+            guard let s = v.stringValue, let seconds = DurationText.seconds(s), seconds >= 1 else {
                 throw PhotomemoError(.badDefinition,
-                    "\(place): retention.\(key) must be a duration: a whole number with s, m, h or d (\"90s\", \"12h\", \"30d\"), not \(v.jsonString)")
+                    "\(place): retention.\(key) must be a duration: at least a second, a number with s, m, h or d (\"90s\", \"12h\", \"30d\"), not \(v.jsonString)")
             }
             return seconds
         }
@@ -35,15 +35,5 @@ public struct Retention: Sendable, Equatable {
         out.failed = try duration("failed") ?? out.failed
         out.cancelled = try duration("cancelled") ?? out.cancelled
         return out
-    }
-
-    /// "90s", "15m", "12h", "30d" in seconds; nil for anything else (no sign, no fraction,
-    /// at least one second, at most 100 years).
-    public static func seconds(_ text: String) -> Double? {
-        guard let unit = text.last, let scale = ["s": 1.0, "m": 60, "h": 3600, "d": 86_400][unit] else { return nil }
-        let digits = text.dropLast()
-        guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let n = Double(digits), n >= 1 else { return nil }
-        let seconds = n * scale
-        return seconds <= 100 * 365 * 86_400 ? seconds : nil
     }
 }

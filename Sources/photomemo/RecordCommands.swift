@@ -2,7 +2,7 @@ import ControlProtocol
 import Foundation
 import StageKit
 
-/// CLI for records: query, get, update, delete, asset, changes.
+/// CLI for records: query, get, update, delete, asset, changes, and the trash's trash and restore-record.
 let queryCommand = clientCommand("query", "PREDICATE [--type T] [--sort KEYS] [--limit N] [--cursor C] [--json]",
     """
     Lists the records matching a predicate, e.g. 'salesPrice >= 1000 AND memo CONTAINS "receipt"',
@@ -29,12 +29,18 @@ let queryCommand = clientCommand("query", "PREDICATE [--type T] [--sort KEYS] [-
     return 0
 }
 
-let getCommand = clientCommand("get", "ID [--json]", "Shows one record: its fields, memo, owner, source and sha256, ACL, assets, EXIF and change tag.",
-                               positionals: 1...1) { c, args in
-    let r = try c.request(.get, [ControlArgument.record: .string(args.positionals[0])])
+let getCommand = clientCommand("get", "ID [--trashed] [--json]",
+    "Shows one record: its fields, memo, owner, source and sha256, ACL, assets, EXIF and change tag. --trashed: a record in the trash.",
+    extra: [.flag("trashed", "show the record from the trash (with when it was deleted and will be purged)")],
+    positionals: 1...1) { c, args in
+    var req: [String: JSONValue] = [ControlArgument.record: .string(args.positionals[0])]
+    if args.has("trashed") { req[ControlArgument.trashed] = true }
+    let r = try c.request(.get, req)
     if args.has("json") { Output.json(r); return 0 }
     Output.line(Output.tint("\(r["type"]?.stringValue ?? "") \(r["id"]?.stringValue ?? "")", .bold))
-    for k in ["memo", "owner", "source", "sha256", "created", "modified", "change_tag"] {
+    // A trashed record also says when it was deleted and when it will be purged.
+    for k in ["memo", "owner", "source", "sha256", "created", "modified", "change_tag", "deleted", "purge_after"]
+    where r[k] != nil || !["deleted", "purge_after"].contains(k) {
         Output.line("  \(k.padding(toLength: 11, withPad: " ", startingAt: 0)) \(Output.text(r[k]?.stringValue ?? "-"))")
     }
     let dangling = Set((r["dangling"]?.arrayValue ?? []).compactMap(\.stringValue))
@@ -75,14 +81,51 @@ let updateCommand = clientCommand("update", "ID [--memo T] [--field K=V]... [--i
     return 0
 }
 
-let deleteCommand = clientCommand("delete", "ID [--json]",
-    "Deletes a record, the records that refer to it with deleteSelf, and the assets nothing else uses.", positionals: 1...1) { c, args in
-    let r = try c.request(.delete, [ControlArgument.record: .string(args.positionals[0])])
+let deleteCommand = clientCommand("delete", "ID [--purge] [--json]",
+    """
+    Moves a record, and the records that refer to it with deleteSelf, to the trash (restore-record brings them back).
+    --purge deletes at once, with the assets nothing else uses (your own records; an admin's: any).
+    """,
+    extra: [.flag("purge", "skip the trash: delete at once (also empties the record from the trash)")], positionals: 1...1) { c, args in
+    var req: [String: JSONValue] = [ControlArgument.record: .string(args.positionals[0])]
+    if args.has("purge") { req[ControlArgument.purge] = true }
+    let r = try c.request(.delete, req)
     if args.has("json") { Output.json(r); return 0 }
     let deleted = (r["deleted"]?.arrayValue ?? []).compactMap(\.stringValue)
+    let trashed = Set((r["trashed"]?.arrayValue ?? []).compactMap(\.stringValue))
+    let purged = deleted.filter { !trashed.contains($0) }
     // Only an admin's reply says how many store objects no record uses any more.
     let released = r["released_assets"]?.arrayValue.map { "; released \($0.count) assets" } ?? ""
-    Output.line("deleted \(deleted.joined(separator: ", "))\(released)")
+    if !trashed.isEmpty { Output.line("moved to the trash: \(deleted.filter(trashed.contains).joined(separator: ", "))") }
+    if !purged.isEmpty || trashed.isEmpty { Output.line("deleted \(purged.joined(separator: ", "))\(released)") }
+    return 0
+}
+
+let trashCommand = clientCommand("trash", "[--limit N] [--cursor C] [--json]",
+    """
+    Lists the deleted records in the trash that you could read, the latest deleted first: id, type, memo (cut),
+    when deleted and when purged. --json prints {"records": [...], "cursor": ...}.
+    """,
+    extra: [.value("limit", "N", "records per page, 1 to 1000 (default 100)"), .value("cursor", "C", "the next page of an earlier listing")]) { c, args in
+    var req: [String: JSONValue] = [:]
+    if let n = try args.int("limit") { req[ControlArgument.limit] = .int(n) }
+    if let cur = args.value("cursor") { req[ControlArgument.cursor] = .string(cur) }
+    let r = try c.request(.trash, req)
+    if args.has("json") { Output.json(r); return 0 }
+    Output.table(["id", "type", "memo", "owner", "deleted", "purged after"], (r["records"]?.arrayValue ?? []).map { rec in
+        [rec["id"]?.stringValue ?? "", Output.text(rec["type"]?.stringValue ?? ""), Output.text(String((rec["memo"]?.stringValue ?? "").prefix(40))),
+         Output.text(rec["owner"]?.stringValue ?? ""), rec["deleted"]?.stringValue ?? "", rec["purge_after"]?.stringValue ?? ""]
+    })
+    if let cursor = r["cursor"]?.stringValue { Output.line(Output.tint("more: --cursor \(cursor)", .dim)) }
+    return 0
+}
+
+let restoreRecordCommand = clientCommand("restore-record", "ID [--json]",
+    "Brings a record back from the trash (your own; an admin's: any), with the records its delete trashed with it.",
+    positionals: 1...1) { c, args in
+    let r = try c.request(.restoreRecord, [ControlArgument.record: .string(args.positionals[0])])
+    if args.has("json") { Output.json(r); return 0 }
+    Output.line("restored \((r["restored"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", "))")
     return 0
 }
 

@@ -129,7 +129,7 @@ func input(_ key: String, type: String = "Memo", memo: String = "", fields: [Str
             _ = try s.apply(input("p2", type: "Photo", fields: ["restaurant": ["ref": .string(restaurant.id), "action": "deleteSelf"]],
                                   assets: asset("shared")))
             _ = try s.apply(input("other", type: "Photo", memo: "keeps shared", assets: asset("shared")))
-            let (deleted, released, _) = try s.delete(restaurant.id, viewer: .admin)
+            let d = try s.delete(restaurant.id, viewer: .admin), (deleted, released) = (d.deleted, d.releasedAssets)
             #expect(Set(deleted).count == 3 && deleted.contains(p1.id))
             #expect(released == ["k1"])  // "shared" is still used
             #expect(try ids(s, "TRUEPREDICATE") == ["keeps shared"])

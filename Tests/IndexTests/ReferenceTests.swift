@@ -42,7 +42,7 @@ import Testing
             let (shared, _) = try s.apply(input("a2", memo: "alice's, bob may write", fields: Self.ref(place.id), owner: "alice"))
             _ = try s.update(shared.id, memo: nil, fields: [:], acl: ACL(writers: ["bob"]), ifTag: nil, viewer: .user("alice"))
             let (bobs, _) = try s.apply(input("b2", memo: "bob's visit", fields: Self.ref(place.id), owner: "bob"))
-            let (deleted, _, _) = try s.delete(place.id, viewer: .user("bob"))
+            let deleted = try s.delete(place.id, viewer: .user("bob")).deleted
             #expect(Set(deleted) == [place.id, shared.id, bobs.id])  // never alice's own id
             for table in ["record_readers", "record_fields"] + (engine == .sqlite ? ["record_tokens"] : []) {
                 #expect(try s.db.queryOne("SELECT count(*) FROM \(table) WHERE record_id = ?", [.text(place.id)])?.int(0) == 0, "\(table)")

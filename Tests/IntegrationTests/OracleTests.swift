@@ -25,12 +25,12 @@ struct OracleTests {
         try users.drop(bob, d, "Nikon_D70.jpg", as: "bob.jpg")
         try d.waitIdle(jobs: 2, timeout: 90)
         let bobs = try recordID(bob, d, "TRUEPREDICATE")
-        let reply = try users.cliJSON(bob, d, ["delete", bobs])
+        let reply = try users.cliJSON(bob, d, ["delete", bobs, "--purge"])
         #expect(reply["deleted"]?.arrayValue == [.string(bobs)])
         #expect(reply["released_assets"] == nil, "a user's reply depends on others' records: \(reply)")
         // An admin sees what left the store: alice's assets, no one else's now.
         let alices = try recordID(alice, d, "TRUEPREDICATE")
-        let (status, out, _) = try users.cli("root", d, ["delete", alices])
+        let (status, out, _) = try users.cli("root", d, ["delete", alices, "--purge"])
         #expect(status == 0 && out.contains("released 3 assets"), "\(out)")
         #expect(d.stop().status == 0)
     }

@@ -43,11 +43,11 @@ import Testing
         _ = try json(d, ["asset", id, "display", "-o", out])
         #expect(SHA256.hex(try Data(contentsOf: URL(fileURLWithPath: out))) == first["assets"]?["display"]?["sha256"]?.stringValue)
 
-        // Delete by code: the record and its assets go.
+        // Delete by code, skipping the trash: the record and its assets go.
         let byCode = try json(d, ["query", #"code == "B-002""#])
         let doomed = try #require(byCode["records"]?.arrayValue?.first)
         let keys = (doomed["assets"]?.objectValue ?? [:]).values.compactMap { $0["key"]?.stringValue }
-        let del = try json(d, ["delete", try #require(doomed["id"]?.stringValue)])
+        let del = try json(d, ["delete", try #require(doomed["id"]?.stringValue), "--purge"])
         #expect(Set((del["released_assets"]?.arrayValue ?? []).compactMap(\.stringValue)) == Set(keys))
         try d.waitUntil("the released assets leave the store") {
             keys.allSatisfy { !FileManager.default.fileExists(atPath: d.home + "/store/" + $0) }

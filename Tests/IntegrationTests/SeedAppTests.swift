@@ -121,9 +121,17 @@ import Testing
         #expect(landscape["assets"]?["thumbnail"]?["width"] == 200 && landscape["assets"]?["thumbnail"]?["height"] == 200)
         let keys = photos.flatMap { ($0["assets"]?.objectValue ?? [:]).values.compactMap { $0["key"]?.stringValue } }
         #expect(keys.count == 6)
+        // A trashed restaurant trashes its photos, which keep their assets; restoring it
+        // brings them back; `--purge` then deletes all three and their assets.
         let deleted = try json(d, ["delete", restaurant])
-        #expect(deleted["deleted"]?.arrayValue?.count == 3)
+        #expect(deleted["deleted"]?.arrayValue?.count == 3 && deleted["trashed"]?.arrayValue?.count == 3)
         #expect(try records(d, "TRUEPREDICATE").isEmpty)
+        #expect(try json(d, ["trash"])["records"]?.arrayValue?.count == 3)
+        #expect(keys.allSatisfy { FileManager.default.fileExists(atPath: d.home + "/store/" + $0) })
+        #expect(try json(d, ["restore-record", restaurant])["restored"]?.arrayValue?.count == 3)
+        #expect(try records(d, "TRUEPREDICATE").count == 3 && records(d, "TRUEPREDICATE", ["--type", "Photo"]).count == 2)
+        let purged = try json(d, ["delete", restaurant, "--purge"])
+        #expect(purged["deleted"]?.arrayValue?.count == 3 && purged["trashed"] == [])
         try d.waitUntil("the photos' assets leave the store") {
             keys.allSatisfy { !FileManager.default.fileExists(atPath: d.home + "/store/" + $0) }
         }

@@ -71,6 +71,19 @@ struct ProbeStage: Stage {
         #expect(message(#"{"name":"t","stages":[{"use":"probe"}],"memory_mb":0}"#).contains(#""memory_mb" must be a positive integer"#))
     }
 
+    /// `"trash"`: a duration (s, m, h, d), 30 days by default; "0" turns the trash off.
+    @Test func trashIsADurationAndZeroTurnsItOff() throws {
+        let base = #"{"name":"t","stages":[{"use":"probe"}]"#
+        #expect(try load(base + "}").trashSeconds == 30 * 86400)
+        #expect(try load(base + #","trash":"2s"}"#).trashSeconds == 2)
+        #expect(try load(base + #","trash":"12h"}"#).trashSeconds == 12 * 3600)
+        #expect(try load(base + #","trash":"0"}"#).trashSeconds == 0)
+        #expect(try load(base + #","trash":"0d"}"#).trashSeconds == 0)
+        for bad in [#""30""#, #""-1d""#, #""d""#, "30", #""30 d""#, #""1w""#] {
+            #expect(message(base + #","trash":"# + bad + "}").contains(#""trash" must be a duration"#), "\(bad)")
+        }
+    }
+
     @Test func builtInDefaultIsTheShippedJobsFile() throws {
         let file = try Data(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"))
         #expect(try JSONValue.parse(file) == JSONValue.parse(JobDefinition.builtinDefaultJSON))
@@ -83,8 +96,8 @@ struct ProbeStage: Stage {
         let r = try Retention.parse(.object(["done": .string("2s"), "failed": .string("12h")]), place: "j.json")
         #expect(r.done == 2 && r.failed == 43_200 && r.cancelled == 7 * 86_400)
         #expect(try Retention.parse(nil, place: "j.json") == Retention())
-        #expect(Retention.seconds("15m") == 900 && Retention.seconds("30d") == 2_592_000)
-        for bad in ["", "d", "5", "-5s", "1.5h", "5w", "0s", "5 s"] { #expect(Retention.seconds(bad) == nil, "\(bad)") }
+        #expect(DurationText.seconds("15m") == 900 && DurationText.seconds("30d") == 2_592_000 && DurationText.seconds("1.5h") == 5400)
+        for bad in ["", "d", "5", "-5s", "5w", "5 s", "101000d", "nans"] { #expect(DurationText.seconds(bad) == nil, "\(bad)") }
         #expect(throws: PhotomemoError.self) { try Retention.parse(.object(["done": .string("soon")]), place: "j.json") }
         #expect(throws: PhotomemoError.self) { try Retention.parse(.object(["kept": .string("1d")]), place: "j.json") }
         #expect(throws: PhotomemoError.self) { try Retention.parse(.object(["done": .int(30)]), place: "j.json") }

@@ -35,8 +35,10 @@ import Testing
 
     static let table: [ControlCommand: [Who: Expected]] = {
         var t: [ControlCommand: [Who: Expected]] = [:]
+        // The trash's commands go on to the record store, which decides by the record
+        // (TrashTests: the owner restores; a reader is forbidden, anyone else not_found).
         for cmd: ControlCommand in [.status, .metrics, .hosts, .inbox, .jobs, .watch, .query, .get, .update, .delete, .asset, .changes,
-                                    .unsubscribe, .subscriptions] {
+                                    .trash, .restoreRecord, .unsubscribe, .subscriptions] {
             t[cmd] = [.admin: .allowed, .owner: .allowed, .other: .allowed]
         }
         for cmd: ControlCommand in [.job, .retry, .cancel] { t[cmd] = [.admin: .allowed, .owner: .allowed, .other: .notFound] }

@@ -40,13 +40,16 @@ final class ControlRig {
         let followers = try Followers(loop: loop, records: records)
         let jobs = JobHandlers(loop: loop, journal: rig.journal, scheduler: rig.scheduler, events: rig.events, lane: lane, intake: intake,
                                records: records, reload: { $0(.failure(PhotomemoError(.badDefinition, "no reload in this test"))) })
+        let recordHandlers = RecordHandlers(loop: loop, records: records, assets: assets, journal: rig.journal, events: rig.events,
+                                            wakeup: rig.wakeup.sender, collectAssets: {}, trashSeconds: { 0 })
         handlers = [
             jobs,
             StatusHandlers(loop: loop, journal: rig.journal, scheduler: rig.scheduler,
                            live: .init(backlog: { (0, 0) }, inboxSkipped: { [:] }, inboxStale: { [:] }, queueFiles: { [] }, clients: { 1 }, watching: { jobs.watching },
                                        host: "", database: "sqlite", hostWindowSeconds: .infinity)),
-            RecordHandlers(loop: loop, records: records, assets: assets, journal: rig.journal, events: rig.events,
-                           wakeup: rig.wakeup.sender, collectAssets: {}),
+            recordHandlers,
+            // The trash off: these tests' deletes are final, as before the trash.
+            TrashHandlers(records: records, journal: rig.journal, recordHandlers: recordHandlers, trashSeconds: { 0 }),
             SubscriptionHandlers(loop: loop, records: records, followers: followers),
         ]
         router = ControlRouter(handlers)

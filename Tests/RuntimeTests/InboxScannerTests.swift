@@ -203,8 +203,8 @@ extension InboxScannerTests {
     }
 
     @Test func theInboxSectionOfADefinitionTakesDurations() throws {
-        #expect(InboxOptions.seconds("24h") == 86_400 && InboxOptions.seconds("90s") == 90 && InboxOptions.seconds("7d") == 604_800)
-        #expect(InboxOptions.seconds("24") == nil && InboxOptions.seconds("h") == nil && InboxOptions.seconds("-1h") == nil)
+        #expect(DurationText.seconds("24h") == 86_400 && DurationText.seconds("90s") == 90 && DurationText.seconds("7d") == 604_800)
+        #expect(DurationText.seconds("24") == nil && DurationText.seconds("h") == nil && DurationText.seconds("-1h") == nil)
         #expect(try InboxOptions.parse(["stale_temp": "2h"], place: "x.json").staleTempSeconds == 7200)
         #expect(try InboxOptions.parse(nil, place: "x.json") == InboxOptions())
         #expect(throws: PhotomemoError(.badDefinition, "x.json: inbox.stale_temp must be a duration: a number with s, m, h or d (e.g. \"24h\"), not 24")) {

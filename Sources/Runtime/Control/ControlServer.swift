@@ -87,6 +87,12 @@ struct ControlRequest: Equatable {
         throw PhotomemoError(.badRequest, "argument \"\(name)\" must be an integer, got \(v.typeName)")
     }
 
+    func bool(_ name: String) throws -> Bool? {
+        guard let v = values[name], v != .null else { return nil }
+        guard let b = v.boolValue else { throw PhotomemoError(.badRequest, "argument \"\(name)\" must be true or false, got \(v.typeName)") }
+        return b
+    }
+
     func requiredString(_ name: String) throws -> String {
         guard let s = try string(name), !s.isEmpty else { throw PhotomemoError(.badRequest, "argument \"\(name)\" is required") }
         return s

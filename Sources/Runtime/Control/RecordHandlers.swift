@@ -5,7 +5,8 @@ import Index
 import Journal
 import StageKit
 
-/// The record commands of the control socket: query, get, update, delete, asset, changes.
+/// The record commands of the control socket: query, get, update, delete, asset, changes
+/// (the trash's own, `trash` and `restore_record`, are `TrashHandlers`).
 /// The caller (SO_PEERCRED) decides what they see: admins see everything, anyone else what
 /// the records' ACL grants their user name (`AccessPolicy`).
 final class RecordHandlers: ControlHandler {
@@ -18,11 +19,13 @@ final class RecordHandlers: ControlHandler {
     private let wakeup: LoopWakeup.Sender
     /// Runs the asset collector now (after a delete).
     private let collectAssets: () -> Void
+    /// The definition's `"trash"` in seconds (0: off), read at each delete.
+    private let trashSeconds: @Sendable () -> Double
     /// One query of a user at a time: the others wait on that user's turn only.
     let queries = QueryGate(perUser: 1)
 
     init(loop: EventLoop, records: any RecordIndex, assets: any AssetStore, journal: any JobIntake, events: EventBus,
-         wakeup: LoopWakeup.Sender, collectAssets: @escaping () -> Void) {
+         wakeup: LoopWakeup.Sender, collectAssets: @escaping () -> Void, trashSeconds: @escaping @Sendable () -> Double) {
         self.loop = loop
         self.records = records
         self.assets = assets
@@ -30,6 +33,7 @@ final class RecordHandlers: ControlHandler {
         self.events = events
         self.wakeup = wakeup
         self.collectAssets = collectAssets
+        self.trashSeconds = trashSeconds
     }
 
     static func recordError(_ error: Error) -> Error {
@@ -64,6 +68,14 @@ final class RecordHandlers: ControlHandler {
             }
         case .get:
             let id = try req.requiredString("record")
+            if try req.bool(ControlArgument.trashed) == true {
+                let purgeAfter = trashSeconds()
+                offLoopRecords(reply) {
+                    guard let t = try store.getTrashed(id, viewer: viewer) else { throw RecordWriteError.notFound }
+                    return t.json(purgeAfter: purgeAfter)
+                }
+                return
+            }
             offLoopRecords(reply) {
                 guard let r = try store.get(id, viewer: viewer) else { throw RecordWriteError.notFound }
                 // Reference fields the caller cannot follow (the target is gone or not theirs to read).
@@ -86,17 +98,21 @@ final class RecordHandlers: ControlHandler {
             let id = try req.requiredString("record")
             let publishChange = changePublisher()
             let journal = self.journal, collect = collectAssets
+            let mode: DeleteMode = try req.bool(ControlArgument.purge) == true ? .purge : trashSeconds() > 0 ? .trash : .immediate
             offLoopRecords({ result in
                 reply(result)
                 collect()  // the released objects leave the store now, not at the next round
             }) {
-                let (deleted, released, photos) = try store.delete(id, viewer: viewer)
-                try journal.recordsDeleted(photos: photos, now: unixNow())
-                for d in deleted { publishChange(d, "delete", caller.ownScope) }
+                let d = try store.delete(id, viewer: viewer, mode: mode, now: unixNow())
+                // A trashed record's bytes dropped again make a new record, as after a purge.
+                try journal.recordsDeleted(photos: d.photos, now: unixNow())
+                for id in d.deleted { publishChange(id, "delete", caller.ownScope) }
+                var result: [String: JSONValue] = ["deleted": .array(d.deleted.map(JSONValue.string)),
+                                                   "trashed": .array(d.trashed.map(JSONValue.string))]
                 // Which objects no record uses any more depends on everyone's records (another
                 // user may have stored the same bytes): an admin's to see, not a user's.
-                guard caller.isAdmin else { return ["deleted": .array(deleted.map(JSONValue.string))] }
-                return ["deleted": .array(deleted.map(JSONValue.string)), "released_assets": .array(released.map(JSONValue.string))]
+                if caller.isAdmin { result["released_assets"] = .array(d.releasedAssets.map(JSONValue.string)) }
+                return .object(result)
             }
         case .changes:
             let since = try req.int("since") ?? 0
@@ -143,7 +159,7 @@ final class RecordHandlers: ControlHandler {
 
     /// Record changes made over the socket show in `watch` like the pipeline's.
     /// Each goes to the record's owner (and admins).
-    private func changePublisher() -> @Sendable (_ id: String, _ op: String, _ owner: String?) -> Void {
+    func changePublisher() -> @Sendable (_ id: String, _ op: String, _ owner: String?) -> Void {
         nonisolated(unsafe) let events = self.events  // used only in closures run on the loop
         let loop = wakeup
         return { id, op, owner in loop.execute { events.publish("record_\(op)", job: nil, ["record": .string(id)], to: .owner(owner)) } }
@@ -160,7 +176,7 @@ final class RecordHandlers: ControlHandler {
         }
     }
 
-    private func offLoopRecords(_ reply: @escaping Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
+    func offLoopRecords(_ reply: @escaping Reply, _ work: @escaping @Sendable () throws -> JSONValue) {
         loop.reply(reply) {
             do { return try work() } catch { throw Self.recordError(error) }
         }
