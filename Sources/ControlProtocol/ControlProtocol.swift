@@ -11,6 +11,7 @@ public enum ControlCommand: String, CaseIterable, Sendable {
     case status, jobs, job, watch, enqueue, retry, cancel, pause, resume, reload, metrics, hosts, inbox
     case query, get, update, delete, asset, changes
     case subscribe, unsubscribe, subscriptions
+    case backup, verify
 }
 
 /// Request argument names: named after what they hold, never `id` (the request's own).
@@ -21,6 +22,7 @@ public enum ControlArgument {
     public static let ifTag = "if_tag", acl = "acl", rendition = "rendition", since = "since"
     public static let subscription = "subscription", firesOn = "fires_on", alert = "alert", webhook = "webhook", secret = "secret"
     public static let exec = "exec", follow = "follow", retryFailed = "retry_failed"
+    public static let folder = "folder", repair = "repair", rate = "rate"
 }
 
 public enum ControlReply {

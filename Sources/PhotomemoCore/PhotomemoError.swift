@@ -36,6 +36,11 @@ public struct PhotomemoError: Error, Sendable, CustomStringConvertible, Equatabl
         public static let notRunning = Code(rawValue: "not_running")
         /// A retried job's photo file is neither where it was taken nor in quarantine.
         public static let photoGone = Code(rawValue: "photo_gone")
+        /// A backup folder `restore` refuses: incomplete (no manifest), damaged (a file's
+        /// sha256), or made by a newer photomemo (its schema versions).
+        public static let badBackup = Code(rawValue: "bad_backup")
+        /// One maintenance run at a time: a `backup` or `verify` is already running.
+        public static let busy = Code(rawValue: "busy")
     }
 
     public let code: Code

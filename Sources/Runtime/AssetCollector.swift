@@ -11,6 +11,8 @@ final class AssetCollector {
     private let assets: any AssetStore
     private let timer: LoopTimer
     private var running = false
+    /// Backups and verify runs under way (`hold`): while any is, nothing is deleted.
+    private var holds = 0
 
     init(loop: EventLoop, records: any RecordIndex, assets: any AssetStore) throws {
         self.loop = loop
@@ -23,8 +25,12 @@ final class AssetCollector {
 
     func close() { timer.close() }
 
+    /// A backup copies the objects its database copy names, and verify lists the store
+    /// before asking what is needed: neither may see an object vanish meanwhile. On the loop.
+    func hold(_ on: Bool) { holds += on ? 1 : -1 }
+
     func collect() {
-        guard !running else { return }
+        guard !running, holds == 0 else { return }
         let records = self.records, store = self.assets
         running = true
         loop.submit({ () -> [String] in

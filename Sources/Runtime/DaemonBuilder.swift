@@ -107,13 +107,18 @@ struct DaemonBuilder {
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
                                records: records, reload: { reloader.reload($0) })
         var clients: () -> Int = { 0 }  // the server is made after the router it serves
+        let maintenance = MaintenanceHandlers(loop: loop, parts: .init(
+            backup: backend.sharedURL.map { .postgres(url: $0) } ?? .sqlite(path: (journal as? Journal)?.path ?? home.journal), journal: journal as? Journal,
+            records: records, store: opened.assets, scratch: home.root + "/renditions/.verify", definition: { live.current },
+            collector: collector))
         let router = ControlRouter([
             jobs,
             StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
                 backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
-                quota: quota)),
+                quota: quota, lastVerify: { maintenance.lastVerify.value })),
+            maintenance,
             RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events, wakeup: wakeup.sender,
                            collectAssets: { collector.collect() }),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
@@ -123,7 +128,7 @@ struct DaemonBuilder {
 
         (self.loop, self.lane, self.wakeup, self.live, self.scheduler) = (loop, lane, wakeup, live, scheduler)
         (self.deliverer, self.reloader) = (deliverer, reloader)
-        services = ServiceGroup(services: (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers]
+        services = ServiceGroup(services: (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, maintenance, followers]
                                           + (listener.map { [$0] } ?? []) + tailers + [inbox, control])
     }
 }

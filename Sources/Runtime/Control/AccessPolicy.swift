@@ -29,7 +29,7 @@ struct Caller: Sendable, Equatable {
 /// | anyone | status, metrics, hosts, inbox | counts only; `inbox` lists their own files |
 /// | ownJobs | jobs, job, watch, retry, cancel | their own jobs; others' are `not_found` |
 /// | asThemself | enqueue | as themself; naming another owner is `forbidden` |
-/// | admins | pause, resume, reload | `forbidden` |
+/// | admins | pause, resume, reload, backup, verify | `forbidden` |
 /// | recordACL | query, get, update, delete, asset, changes | what each record's ACL grants |
 /// | ownSubscriptions | subscribe, unsubscribe, subscriptions | theirs; `--exec` sinks are `forbidden` |
 enum AccessPolicy {
@@ -39,7 +39,7 @@ enum AccessPolicy {
         .status: .anyone, .metrics: .anyone, .hosts: .anyone, .inbox: .anyone,
         .jobs: .ownJobs, .job: .ownJobs, .watch: .ownJobs, .retry: .ownJobs, .cancel: .ownJobs,
         .enqueue: .asThemself,
-        .pause: .admins, .resume: .admins, .reload: .admins,
+        .pause: .admins, .resume: .admins, .reload: .admins, .backup: .admins, .verify: .admins,
         .query: .recordACL, .get: .recordACL, .update: .recordACL, .delete: .recordACL, .asset: .recordACL, .changes: .recordACL,
         .subscribe: .ownSubscriptions, .unsubscribe: .ownSubscriptions, .subscriptions: .ownSubscriptions,
     ]
