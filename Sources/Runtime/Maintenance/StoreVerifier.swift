@@ -103,7 +103,11 @@ struct StoreVerifier {
     /// Makes the record's damaged or missing renditions again from its original, stores
     /// those whose bytes are the ones the record holds, and says why for the others.
     func remake(_ problems: inout [VerifyReport.Problem], record: String, assets: JSONValue, goodOriginal: Bool) {
-        func refuse(_ why: String) { for i in problems.indices { problems[i].repairError = why } }
+        func refuse(_ why: String) {
+            for i in problems.indices {
+                problems[i].repairError = problems[i].asset == "original" ? "an original cannot be made again (restore it from a backup)" : why
+            }
+        }
         guard let original = assets["original"], let key = original["key"]?.stringValue, let sha = original["sha256"]?.stringValue,
               goodOriginal else {
             return refuse("the original is missing or damaged: nothing to make it from (restore it from a backup)")
