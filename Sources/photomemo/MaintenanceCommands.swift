@@ -35,7 +35,7 @@ let restoreCommand = Command(
     renames it into place. A PostgreSQL backup restores into the empty database --database names.
     """,
     options: [
-        .value("home", "NEWHOME", "the new home to write (absent or an empty folder)"),
+        .value("home", "DIR", "NEWHOME, the new home to write (absent or an empty folder)"),
         .value("database", "URL", "for a PostgreSQL backup: the empty database to restore into (pg_restore)"),
         .flag("json", "print what was restored as JSON"),
     ],
