@@ -152,3 +152,39 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: occupied) == ["keep"])
     }
 }
+
+extension BackupRestoreTests {
+    /// PostgreSQL + S3: `pg_dump` into the backup, the bucket's objects named with their
+    /// sha256; `restore --database` into an empty database gives a daemon on the same
+    /// bucket the same records and change numbers.
+    @Test func aPostgresAndS3BackupRestoresIntoAnEmptyDatabase() throws {
+        let d = try DaemonHarness(stages: Self.definition)
+        d.database = try PostgresServer.freshDatabase()
+        d.s3 = try SeaweedFS()
+        try d.start()
+        for p in Self.photos.prefix(3) { try d.drop(p) }
+        try d.waitIdle(jobs: 3)
+        let dir = d.root + "/backup"
+        let m = try json(d, ["backup", dir])["manifest"] ?? .null
+        #expect(m["engine"] == "postgres")
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dir)) == ["manifest.json", "database.pgdump", "job.json"])
+        let objects = m["objects"]?.arrayValue ?? []
+        #expect(objects.count == 9 && objects.allSatisfy { $0["copied"] == false && ($0["key"]?.stringValue ?? "").hasSuffix($0["sha256"]?.stringValue ?? "?") })
+
+        let r = try DaemonHarness(stages: Self.definition)
+        r.database = try PostgresServer.freshDatabase("restored")
+        r.s3 = d.s3
+        let (refused, _, why) = try DaemonHarness.run(["restore", dir, "--home", r.home])
+        #expect(refused == 1 && why.contains("name the empty database"), "\(why)")
+        let (status, _, err) = try DaemonHarness.run(["restore", dir, "--home", r.home, "--database", try #require(r.database)])
+        #expect(status == 0, "\(err)")
+        try r.start()
+        #expect(try records(r).sorted { "\($0["id"]!)" < "\($1["id"]!)" } == (try records(d)).sorted { "\($0["id"]!)" < "\($1["id"]!)" })
+        #expect(try json(r, ["changes", "--since", "0"])["changes"]?.arrayValue?.compactMap { $0["seq"]?.intValue }
+                == (try json(d, ["changes", "--since", "0"])["changes"]?.arrayValue?.compactMap { $0["seq"]?.intValue }))
+        // Into a database that already holds photomemo's tables: refused.
+        let again = r.root + "/again"
+        let (twice, _, twiceErr) = try DaemonHarness.run(["restore", dir, "--home", again, "--database", try #require(r.database)])
+        #expect(twice == 1 && twiceErr.contains("already holds photomemo tables") && !FileManager.default.fileExists(atPath: again), "\(twiceErr)")
+    }
+}
