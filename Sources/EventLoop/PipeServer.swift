@@ -1,7 +1,7 @@
 import CPosix
 import CUV
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// A Unix-domain stream socket listening on the loop (`uv_pipe_t`). Each accepted client
 /// is a `PipeConnection` handed to `onConnection`.

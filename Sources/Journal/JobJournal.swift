@@ -1,4 +1,3 @@
-import PhotomemoCore
 
 /// What intake needs of the job store: making jobs of queue lines and inbox photos in
 /// one transaction with the read position, and the bookkeeping that keeps an inbox file

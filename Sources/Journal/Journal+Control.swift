@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 import SQLite
 
 /// What the control socket asks of the journal: statistics, paging, retry and cancel.

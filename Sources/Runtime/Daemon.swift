@@ -4,6 +4,7 @@ import Glibc
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 import Stores
 
 /// `photomemo serve`: the daemon's services, started in order and stopped in reverse.

@@ -3,6 +3,7 @@ import Foundation
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 import Stores
 
 /// The daemon's objects made and wired to one another, nothing started yet: the
@@ -41,11 +42,11 @@ struct DaemonBuilder {
         let lane = SerialLane(loop: loop)
         let events = EventBus()
         let wakeup = try LoopWakeup(loop: loop)
-        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, photos: photos, definition: definition, events: events,
+        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, photos: photos, live: live, events: events,
                                       wakeup: wakeup.sender)
         // Stopped after the scheduler: leases are renewed while running stages finish.
         let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler, definition: live)
-        let quota = QuotaMeter(limits: definition.quota, records: records, journal: journal)
+        let quota = QuotaMeter(limits: live.quota, records: records, journal: journal)
         let intake = MemoIntake(photos: photos, live: live, quota: quota)
         let makeReader = { (path: String, name: String) in
             QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
@@ -72,12 +73,11 @@ struct DaemonBuilder {
         let decodeMemory = opened.decodeMemory
         let reloader = DefinitionReloader(loop: loop, load: opened.load) { loaded in
             do {
-                let next = try loaded.get()
+                let next = try loaded.get(), previous = live.current
                 try live.replace(with: next)
-                // Those that keep a copy of their own yet (see `LiveDefinition`).
-                quota.limits.value = next.quota
+                // The process's decode budget is set from it (see `LiveDefinition`).
                 decodeMemory.limitBytes = next.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
-                scheduler.replace(definition: next)
+                scheduler.definitionReplaced(previous: previous)
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)
             } catch {

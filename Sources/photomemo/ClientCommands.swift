@@ -1,6 +1,6 @@
 import ControlProtocol
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// The subcommands that talk to a running daemon through its socket.
 let clientOptions: [OptionSpec] = [

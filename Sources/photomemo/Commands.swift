@@ -5,7 +5,7 @@ import ExecStage
 import IndexStage
 import NotifyStage
 import Foundation
-import PhotomemoCore
+import StageKit
 import Runtime
 import ValidateStage
 

@@ -4,6 +4,7 @@ import Foundation
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// jobs, job, watch, enqueue, retry, cancel, pause/resume, reload: the journal's jobs and
 /// the scheduler's switches. A user's are scoped to their own jobs (`AccessPolicy`).

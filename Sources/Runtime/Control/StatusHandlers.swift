@@ -4,6 +4,7 @@ import Foundation
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// status, metrics, hosts and inbox: counts from the journal (the whole cluster's, on a shared
 /// database), live state from the loop (this host's).
