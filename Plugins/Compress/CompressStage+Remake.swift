@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// `verify --repair`: a record's renditions made again from its stored original, by the
 /// very code a job runs (`make`), so the same original and options give the same bytes.

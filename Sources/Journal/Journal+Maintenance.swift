@@ -1,5 +1,6 @@
 import PhotomemoCore
 import SQL
+import StageKit
 
 /// What `backup`, `restore` and `verify` ask of the journal.
 extension Journal {

@@ -1,6 +1,6 @@
 import CSQLite
 import Glibc
-import PhotomemoCore
+import StageKit
 
 extension Database {
     /// Copies the database at `source` into a new file `destination` with SQLite's online

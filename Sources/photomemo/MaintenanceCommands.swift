@@ -2,6 +2,7 @@ import ControlProtocol
 import Foundation
 import PhotomemoCore
 import Runtime
+import StageKit
 
 /// backup, restore and verify: keeping a home for months (docs/operations.md, "Backup and restore").
 
@@ -17,7 +18,7 @@ let backupCommand = clientCommand("backup", "DIR [--json]",
     let m = r["manifest"] ?? .null
     let objects = m["objects"]?.arrayValue ?? []
     let copied = objects.filter { $0["copied"] == .bool(true) }.count
-    Output.line("backup in \(dir): \(m["engine"]?.stringValue ?? "?") database (journal schema \(m["schemas"]?["journal"]?.intValue ?? 0), index \(m["schemas"]?["index"]?.intValue ?? 0)), "
+    Output.line("backup in \(dir): \(m["engine"]?.stringValue ?? "?") database (journal schema \(m["schemas"]?["journal"]?.intValue ?? 0), index \(m["schemas"]?["record_index"]?.intValue ?? 0)), "
         + (copied == objects.count ? "\(copied) store objects" : "\(objects.count) store objects named (\(m["store"]?.stringValue ?? "?") keeps them)"))
     for (what, list) in [("damaged in the store, left out", m["damaged"]), ("named by records but not in the store", m["missing"])] {
         let keys = (list?.arrayValue ?? []).compactMap(\.stringValue)

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import PhotomemoCore
 import SQLite
+import StageKit
 import TestSupport
 import Testing
 
@@ -135,9 +136,9 @@ import Testing
         try expectRefused(try broken("missing-database") { unlink($0 + "/photomemo.sqlite") }, "file photomemo.sqlite is missing")
         try expectRefused(try broken("newer-schema") { copy in
             var m = manifest.objectValue ?? [:]
-            m["schemas"] = ["journal": 1, "index": 999]
+            m["schemas"] = ["journal": 1, "record_index": 999]
             try JSONValue.object(m).jsonData.write(to: URL(fileURLWithPath: copy + "/manifest.json"))
-        }, "index of schema version 999, newer than this photomemo opens")
+        }, "record_index of schema version 999, newer than this photomemo opens")
         try expectRefused(try broken("interrupted") { unlink($0 + "/manifest.json") }, "is not a complete backup")
         // NEWHOME that holds anything is never written over.
         let occupied = d.root + "/occupied"

@@ -4,6 +4,7 @@ import Foundation
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// backup and verify (admins only, `AccessPolicy`): one run at a time, off the loop on
 /// one thread of the pool (`Daemon` sizes the pool with one thread for it), while the

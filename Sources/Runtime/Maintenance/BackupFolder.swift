@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PhotomemoCore
+import StageKit
 import Stores
 
 /// File work `backup` and `restore` share: a folder that must be new or empty, files

@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// `DIR/manifest.json` of a backup folder, written last: a folder without one is a backup
 /// that did not finish. It lists every file with its size and sha256, every store object
@@ -31,7 +32,7 @@ public struct BackupManifest: Sendable, Equatable {
     public var photomemo: String
     /// "sqlite" (`photomemo.sqlite`, journal and index in one file) or "postgres" (`database.pgdump`).
     public var engine: String
-    /// "journal" and "index": the versions the database copy holds.
+    /// "journal" and "record_index": the versions the database copy holds.
     public var schemas: [String: Int]
     /// The store the records' assets were in (`file:/…` or `s3://…`).
     public var store: String
@@ -85,7 +86,7 @@ public struct BackupManifest: Sendable, Equatable {
         guard let engine = j["engine"]?.stringValue, ["sqlite", "postgres"].contains(engine) else { throw bad("\"engine\" must be sqlite or postgres") }
         self.engine = engine
         schemas = (j["schemas"]?.objectValue ?? [:]).compactMapValues { $0.intValue.map(Int.init) }
-        guard schemas["journal"] != nil, schemas["index"] != nil else { throw bad("\"schemas\" needs journal and index versions") }
+        guard schemas["journal"] != nil, schemas["record_index"] != nil else { throw bad("\"schemas\" needs journal and record_index versions") }
         store = j["store"]?.stringValue ?? ""
         jobDefinition = j["job_definition"]?.stringValue
         files = try (j["files"]?.arrayValue ?? []).map { f in

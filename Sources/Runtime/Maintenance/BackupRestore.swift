@@ -4,6 +4,7 @@ import Index
 import Journal
 import PhotomemoCore
 import Postgres
+import StageKit
 
 /// `photomemo restore DIR --home NEWHOME` (no daemon): checks everything the manifest
 /// says before writing anything — the manifest's own version, schema versions this binary
@@ -61,7 +62,7 @@ public enum BackupRestore {
     }
 
     static func checkSchemas(_ m: BackupManifest, postgres: Bool, dir: String) throws {
-        let known = ["journal": Journal.schemaVersion(postgres: postgres), "index": RecordStore.schemaVersion(postgres: postgres)]
+        let known = ["journal": Journal.schemaVersion(postgres: postgres), "record_index": RecordStore.schemaVersion(postgres: postgres)]
         for (what, version) in m.schemas.sorted(by: { $0.key < $1.key }) {
             guard let mine = known[what] else { continue }
             guard version <= mine else {

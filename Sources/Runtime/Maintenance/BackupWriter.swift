@@ -5,6 +5,7 @@ import Journal
 import PhotomemoCore
 import Postgres
 import SQLite
+import StageKit
 import Stores
 
 /// `photomemo backup DIR`, run by the daemon while it serves (off the loop): the database
@@ -34,13 +35,13 @@ struct BackupWriter {
             let copy = dir + "/photomemo.sqlite"
             try Database.onlineBackup(of: path, to: copy, cancelled: cancelled)
             let db = try Database(path: copy, readOnly: true)
-            schemas = ["journal": try Journal.storedSchemaVersion(db), "index": try RecordStore.storedSchemaVersion(db)]
+            schemas = ["journal": try Journal.storedSchemaVersion(db), "record_index": try RecordStore.storedSchemaVersion(db)]
             recordKeys = Set(try db.query("SELECT DISTINCT key FROM record_assets", []).compactMap { $0.string(0) })
             engine = "sqlite"
             files.append(try BackupFolder.entry(dir, "photomemo.sqlite"))
         case .postgres(let url):
             let db = try PostgresDatabase(url: url)
-            schemas = ["journal": try Journal.storedSchemaVersion(db), "index": try RecordStore.storedSchemaVersion(db)]
+            schemas = ["journal": try Journal.storedSchemaVersion(db), "record_index": try RecordStore.storedSchemaVersion(db)]
             try PostgresTools.run("pg_dump", ["--format=custom", "--no-owner", "--file", dir + "/database.pgdump", url])
             engine = "postgres"
             files.append(try BackupFolder.entry(dir, "database.pgdump"))

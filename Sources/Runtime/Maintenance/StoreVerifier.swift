@@ -3,6 +3,7 @@ import Glibc
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// `photomemo verify [--repair]`, off the loop: every record's assets are read back from
 /// the store and hashed (at most `rate` bytes a second), then the store's objects that no

@@ -1,5 +1,6 @@
 import Glibc
 import PhotomemoCore
+import StageKit
 
 /// What `photomemo verify` found (and, with `--repair`, did): the reply's `result`, and
 /// the last run's counts in `status` and `metrics`.
