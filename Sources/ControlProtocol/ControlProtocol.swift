@@ -12,6 +12,7 @@ public enum ControlCommand: String, CaseIterable, Sendable {
     case query, get, update, delete, asset, changes, trash
     case restoreRecord = "restore_record"
     case subscribe, unsubscribe, subscriptions
+    case backup, verify
 }
 
 /// Request argument names: named after what they hold, never `id` (the request's own).
@@ -23,6 +24,7 @@ public enum ControlArgument {
     public static let subscription = "subscription", firesOn = "fires_on", alert = "alert", webhook = "webhook", secret = "secret"
     public static let exec = "exec", follow = "follow", retryFailed = "retry_failed"
     public static let trashed = "trashed", purge = "purge"
+    public static let folder = "folder", repair = "repair", rate = "rate"
 }
 
 public enum ControlReply {

@@ -72,6 +72,11 @@ public protocol RecordIndex: AnyObject, Sendable {
     func releasedAssets(limit: Int) throws -> [String]
     func forgetReleased(_ key: String) throws
     func isReferenced(_ key: String) throws -> Bool
+
+    // MARK: backup and verify
+
+    func assetPage(after: String, limit: Int) throws -> [(id: String, assets: JSONValue)]
+    func isReleased(_ key: String) throws -> Bool
 }
 
 extension RecordIndex {

@@ -15,6 +15,8 @@ final class AssetCollector {
     private var running = false
     /// The definition's `"trash"`, in seconds.
     private let trashSeconds: @Sendable () -> Double
+    /// Backups and verify runs under way (`hold`): while any is, nothing is deleted.
+    private var holds = 0
 
     /// Trashed records purged per transaction, and at most this many transactions a round:
     /// a purge never holds the index's writer for long, and a round ends.
@@ -32,8 +34,12 @@ final class AssetCollector {
 
     func close() { timer.close() }
 
+    /// A backup copies the objects its database copy names, and verify lists the store
+    /// before asking what is needed: neither may see an object vanish meanwhile. On the loop.
+    func hold(_ on: Bool) { holds += on ? 1 : -1 }
+
     func collect() {
-        guard !running else { return }
+        guard !running, holds == 0 else { return }
         let records = self.records, store = self.assets
         let deletedBefore = unixNow() - trashSeconds()
         running = true

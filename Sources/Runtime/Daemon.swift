@@ -102,7 +102,8 @@ public final class Daemon {
         decodeMemory.limitBytes = definition.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
         // Deliveries hold a pool thread each while their sink runs (a hung one up to
         // --sink-timeout): they get threads of their own, so they never starve the stages.
-        EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)) + DeliverySchedule.maxThreads)
+        // One thread more for a backup or verify run (MaintenanceHandlers), so it never takes a stage's.
+        EventLoop.setThreadPoolSize(min(64, definition.stages.map(\.concurrency).reduce(2, +)) + DeliverySchedule.maxThreads + 1)
         let environment = StageEnvironment(home: URL(fileURLWithPath: home.root), database: definition.database,
                                            store: definition.store, resources: resources)
         let backend = try Backend(environment: environment, hostID: hostID, leaseSeconds: options.leaseSeconds)

@@ -111,14 +111,19 @@ struct DaemonBuilder {
         let recordHandlers = RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events,
                                             wakeup: wakeup.sender, collectAssets: { collector.collect() }, trashSeconds: trashSeconds)
         var clients: () -> Int = { 0 }  // the server is made after the router it serves
+        let maintenance = MaintenanceHandlers(loop: loop, parts: .init(
+            backup: backend.sharedURL.map { .postgres(url: $0) } ?? .sqlite(path: (journal as? Journal)?.path ?? home.journal), journal: journal as? Journal,
+            records: records, store: opened.assets, scratch: home.root + "/renditions/.verify", definition: { live.current },
+            collector: collector))
         let status = StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
                 backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
-                quota: quota))
+                quota: quota, lastVerify: { maintenance.lastVerify.value }))
         let router = ControlRouter([
             jobs,
             status,
+            maintenance,
             recordHandlers,
             TrashHandlers(records: records, journal: journal, recordHandlers: recordHandlers, trashSeconds: trashSeconds),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
@@ -133,7 +138,7 @@ struct DaemonBuilder {
 
         (self.loop, self.lane, self.wakeup, self.live, self.scheduler) = (loop, lane, wakeup, live, scheduler)
         (self.deliverer, self.reloader) = (deliverer, reloader)
-        var started: [any DaemonService] = (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, pruner, followers]
+        var started: [any DaemonService] = (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, pruner, maintenance, followers]
         started += (listener.map { [$0] } ?? []) as [any DaemonService]
         started += tailers as [any DaemonService]
         started += [inbox, control] as [any DaemonService]

@@ -44,6 +44,16 @@ enum Metrics {
         family("photomemo_backlog_queue_unread_bytes", "gauge", "Bytes of queue files not yet read (not a refused file's).")
         sample("photomemo_backlog_queue_unread_bytes", [], Double(snapshot.backlog.queueUnreadBytes))
 
+        if let v = snapshot.lastVerify {
+            family("photomemo_verify_last_run_timestamp_seconds", "gauge", "When the last photomemo verify finished (Unix time).")
+            sample("photomemo_verify_last_run_timestamp_seconds", [], v.finishedAt)
+            family("photomemo_verify_assets", "gauge", "The last verify's assets by result: checked, ok, damaged, missing; and orphaned store objects, repairs.")
+            for (result, n) in [("checked", v.checked), ("ok", v.ok), ("damaged", v.damaged.count), ("missing", v.missing.count),
+                                ("orphans", v.orphans.count), ("repaired", v.repaired)] {
+                sample("photomemo_verify_assets", [("result", result)], Double(n))
+            }
+        }
+
         let stats = try journal.stageStats(window: 0)
         family("photomemo_stage_runs_total", "counter", "Stage runs by stage and outcome.")
         for name in snapshot.stageNames {

@@ -58,6 +58,12 @@ public struct PhotomemoError: Error, Sendable, CustomStringConvertible, Equatabl
             guard let first = text.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first), text.utf8.count <= 40 else { return false }
             return text.utf8.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") }
         }
+
+        /// A backup folder `restore` refuses: incomplete (no manifest), damaged (a file's
+        /// sha256), or made by a newer photomemo (its schema versions).
+        public static let badBackup = Code(rawValue: "bad_backup")
+        /// One maintenance run at a time: a `backup` or `verify` is already running.
+        public static let busy = Code(rawValue: "busy")
     }
 
     public let code: Code

@@ -79,8 +79,9 @@ public struct LocalStore: AssetStore {
         }
     }
 
-    /// Copies `source` to a new `temp` while hashing, fsyncs it; the hex digest.
-    static func copy(_ source: Int32, to temp: String) throws -> String {
+    /// Copies `source` to a new file `temp` while hashing, fsyncs it; the hex digest (also
+    /// what `backup` and `restore` copy files with).
+    public static func copy(_ source: Int32, to temp: String) throws -> String {
         try syscall("seek \(temp)", blocking: { lseek(source, 0, SEEK_SET) })
         let fd = try syscall("open \(temp)", blocking: { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o640) })
         defer { close(fd) }

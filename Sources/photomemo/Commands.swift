@@ -39,7 +39,8 @@ let commands: [Command] = [
     serveCommand, checkCommand, stagesCommand, statusCommand, jobsCommand, jobCommand, watchCommand, enqueueCommand,
     retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand, hostsCommand, inboxCommand,
     queryCommand, getCommand, updateCommand, deleteCommand, trashCommand, restoreRecordCommand, assetCommand, changesCommand,
-    subscribeCommand, unsubscribeCommand, subscriptionsCommand, galleryCommand, completionCommand, manualCommand,
+    subscribeCommand, unsubscribeCommand, subscriptionsCommand, galleryCommand, backupCommand, restoreCommand, verifyCommand,
+    completionCommand, manualCommand,
 ]
 
 let serveCommand = Command(

@@ -42,7 +42,7 @@ import Testing
             t[cmd] = [.admin: .allowed, .owner: .allowed, .other: .allowed]
         }
         for cmd: ControlCommand in [.job, .retry, .cancel] { t[cmd] = [.admin: .allowed, .owner: .allowed, .other: .notFound] }
-        for cmd: ControlCommand in [.pause, .resume, .reload] { t[cmd] = [.admin: .allowed, .owner: .forbidden, .other: .forbidden] }
+        for cmd: ControlCommand in [.pause, .resume, .reload, .backup, .verify] { t[cmd] = [.admin: .allowed, .owner: .forbidden, .other: .forbidden] }
         // Enqueue naming `owner` as the owner: themself, or someone else.
         t[.enqueue] = [.admin: .allowed, .owner: .allowed, .other: .forbidden]
         // An exec sink runs as the daemon.

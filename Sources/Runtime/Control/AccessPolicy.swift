@@ -30,7 +30,7 @@ struct Caller: Sendable, Equatable {
 /// | anyone | status, metrics, hosts, inbox | counts only; `inbox` lists their own files |
 /// | ownJobs | jobs, job, watch, retry, cancel | their own jobs; others' are `not_found` |
 /// | asThemself | enqueue | as themself; naming another owner is `forbidden` |
-/// | admins | pause, resume, reload | `forbidden` |
+/// | admins | pause, resume, reload, backup, verify | `forbidden` |
 /// | recordACL | query, get, update, delete, asset, changes, trash, restore_record | what each record's ACL grants (`delete --purge` and `restore_record`: their own records) |
 /// | ownSubscriptions | subscribe, unsubscribe, subscriptions | theirs; `--exec` sinks are `forbidden` |
 enum AccessPolicy {
@@ -40,7 +40,7 @@ enum AccessPolicy {
         .status: .anyone, .metrics: .anyone, .hosts: .anyone, .inbox: .anyone,
         .jobs: .ownJobs, .job: .ownJobs, .watch: .ownJobs, .retry: .ownJobs, .cancel: .ownJobs,
         .enqueue: .asThemself,
-        .pause: .admins, .resume: .admins, .reload: .admins,
+        .pause: .admins, .resume: .admins, .reload: .admins, .backup: .admins, .verify: .admins,
         .query: .recordACL, .get: .recordACL, .update: .recordACL, .delete: .recordACL, .asset: .recordACL, .changes: .recordACL,
         .trash: .recordACL, .restoreRecord: .recordACL,
         .subscribe: .ownSubscriptions, .unsubscribe: .ownSubscriptions, .subscriptions: .ownSubscriptions,

@@ -29,6 +29,8 @@ final class StatusHandlers: ControlHandler {
         let hostWindowSeconds: Double
         /// Per-user quotas, when set: a user's `status` shows what they use of theirs.
         var quota: QuotaMeter? = nil
+        /// The last `verify` run, when there was one since the daemon started.
+        var lastVerify: () -> VerifyReport? = { nil }
     }
 
     let loop: EventLoop
@@ -164,6 +166,7 @@ final class StatusHandlers: ControlHandler {
                 "dependencies": .object(deps),
                 "queue_files": .array(queueFiles),
                 "quota": quotaReport,
+                "verify": snapshot.lastVerify?.counts ?? .null,
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60)],
                 "clients": ["connected": .int(Int64(snapshot.clients)), "watching": .int(Int64(snapshot.watchers))],
                 // The engine's own words can name another user's keys (PostgreSQL's DETAIL):
@@ -191,6 +194,7 @@ final class StatusHandlers: ControlHandler {
         let inboxStale: (count: Int, bytes: Int64)
         let clients: Int
         let watchers: Int
+        let lastVerify: VerifyReport?
     }
 
     /// The loop-owned state status and metrics report, copied so workers can read it.
@@ -204,7 +208,7 @@ final class StatusHandlers: ControlHandler {
                             stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
                             dependencies: deps, journalWriteFailure: writeFailure, backlog: live.backlog(), inboxSkipped: live.inboxSkipped().count,
                             inboxStale: live.inboxStale().values.reduce((0, 0)) { ($0.0 + 1, $0.1 + $1.bytes) }, clients: live.clients(),
-                            watchers: live.watching())
+                            watchers: live.watching(), lastVerify: live.lastVerify())
     }
 
     func metrics(_ reply: @escaping Reply) {

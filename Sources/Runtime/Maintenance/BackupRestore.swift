@@ -1,0 +1,119 @@
+import Foundation
+import Glibc
+import Index
+import Journal
+import PhotomemoCore
+import Postgres
+import StageKit
+
+/// `photomemo restore DIR --home NEWHOME` (no daemon): checks everything the manifest
+/// says before writing anything — the manifest's own version, schema versions this binary
+/// can open, NEWHOME absent or empty, every file's and copied object's size and sha256 —
+/// then writes the home into a hidden folder beside NEWHOME, fsyncs it and renames it into
+/// place, so NEWHOME is either untouched or whole.
+public enum BackupRestore {
+    public struct Summary: Sendable {
+        public let home: String
+        public let engine: String
+        public let objects: Int
+        public let bytes: Int64
+        /// The restored definition file, to start the daemon with (`--job`).
+        public let jobDefinition: String?
+    }
+
+    /// `database`: for a PostgreSQL backup, the empty database to restore into.
+    public static func restore(from dir: String, home: String, database: String? = nil) throws -> Summary {
+        let manifest = try BackupManifest(folder: dir)
+        let postgres = manifest.engine == "postgres"
+        if postgres && database == nil {
+            throw PhotomemoError(.badUsage, "\(dir) is a PostgreSQL backup: name the empty database to restore it into with --database postgres://USER@HOST:PORT/DB")
+        }
+        try checkSchemas(manifest, postgres: postgres, dir: dir)
+        try checkTarget(home)
+        let bytes = try checkFiles(manifest, dir: dir)
+        if let database { try checkEmpty(database) }
+
+        let parent = (home as NSString).deletingLastPathComponent
+        let staging = parent + "/." + (home as NSString).lastPathComponent + ".restoring-\(getpid())"
+        try? FileManager.default.removeItem(atPath: staging)
+        try syscall("mkdir \(staging)", blocking: { mkdir(staging, 0o750) })
+        do {
+            for f in manifest.files where f.path != "database.pgdump" {
+                _ = try BackupFolder.copy(dir + "/" + f.path, to: staging + "/" + f.path)
+            }
+            try syscall("mkdir \(staging)/store", blocking: { mkdir(staging + "/store", 0o750) })
+            for o in manifest.objects where o.copied {
+                _ = try BackupFolder.copy(dir + "/store/" + o.key, to: staging + "/store/" + o.key)
+            }
+            try BackupFolder.syncFolders(under: staging + "/store")
+            try DurableFile.fsyncFolder(staging)
+            if let database {
+                try PostgresTools.run("pg_restore", ["--no-owner", "--exit-on-error", "--dbname", database, dir + "/database.pgdump"])
+            }
+            if Files.exists(home) { try syscall("rmdir \(home)", blocking: { rmdir(home) }) }
+            try syscall("rename \(staging)", blocking: { rename(staging, home) })
+            try DurableFile.fsyncFolder(parent)
+        } catch {
+            try? FileManager.default.removeItem(atPath: staging)
+            throw error
+        }
+        return Summary(home: home, engine: manifest.engine, objects: manifest.objects.filter(\.copied).count, bytes: bytes,
+                       jobDefinition: manifest.jobDefinition.map { home + "/" + $0 })
+    }
+
+    static func checkSchemas(_ m: BackupManifest, postgres: Bool, dir: String) throws {
+        let known = ["journal": Journal.schemaVersion(postgres: postgres), "record_index": RecordStore.schemaVersion(postgres: postgres)]
+        for (what, version) in m.schemas.sorted(by: { $0.key < $1.key }) {
+            guard let mine = known[what] else { continue }
+            guard version <= mine else {
+                throw PhotomemoError(.badBackup, "\(dir) holds a \(what) of schema version \(version), newer than this photomemo opens (\(mine)); restore it with photomemo \(m.photomemo) or newer")
+            }
+        }
+    }
+
+    static func checkTarget(_ home: String) throws {
+        var st = stat()
+        guard lstat(home, &st) == 0 else {
+            let parent = (home as NSString).deletingLastPathComponent
+            guard Files.exists(parent) else { throw PhotomemoError(.badUsage, "--home \(home): its parent folder \(parent) does not exist") }
+            return
+        }
+        guard st.st_mode & S_IFMT == S_IFDIR, ((try? FileManager.default.contentsOfDirectory(atPath: home)) ?? ["?"]).isEmpty else {
+            throw PhotomemoError(.badUsage, "--home \(home) exists and is not an empty folder: restore writes a new home, never over one")
+        }
+    }
+
+    /// Every file and copied object: there, of its size, with its sha256 (an object's also
+    /// the one its key names). The bytes checked.
+    static func checkFiles(_ m: BackupManifest, dir: String) throws -> Int64 {
+        let database = m.engine == "postgres" ? "database.pgdump" : "photomemo.sqlite"
+        guard m.files.contains(where: { $0.path == database }) else {
+            throw PhotomemoError(.badBackup, "\(dir)/\(BackupManifest.fileName) lists no \(database)")
+        }
+        var total: Int64 = 0
+        func check(_ path: String, bytes: Int64?, sha256: String, what: String) throws {
+            guard Files.exists(path) else { throw PhotomemoError(.badBackup, "\(what) is missing: \(path)") }
+            let (hex, size) = try SHA256.hexOfFile(atPath: path)
+            guard bytes == nil || bytes == size, hex == sha256 else {
+                throw PhotomemoError(.badBackup, "\(what) is damaged: \(path) has sha256 \(hex) (\(size) bytes), the manifest says \(sha256)\(bytes.map { " (\($0) bytes)" } ?? "")")
+            }
+            total += size
+        }
+        for f in m.files { try check(dir + "/" + f.path, bytes: f.bytes, sha256: f.sha256, what: "file \(f.path)") }
+        for o in m.objects where o.copied {
+            guard o.sha256 == o.key.split(separator: "/").last.map(String.init) else {
+                throw PhotomemoError(.badBackup, "object \(o.key): the manifest's sha256 \(o.sha256) is not its key's")
+            }
+            try check(dir + "/store/" + o.key, bytes: o.bytes, sha256: o.sha256, what: "object \(o.key)")
+        }
+        return total
+    }
+
+    /// A database that already holds photomemo's tables is refused: restore never merges.
+    static func checkEmpty(_ url: String) throws {
+        let db = try PostgresDatabase(url: url)
+        if try db.queryOne("SELECT 1 FROM pg_tables WHERE tablename IN ('schema_version', 'index_schema_version', 'jobs', 'records')", []) != nil {
+            throw PhotomemoError(.badUsage, "--database \(PostgresConnection.withoutPassword(url)) already holds photomemo tables: restore into an empty database")
+        }
+    }
+}
