@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import Postgres
 import SQL
 import SQLite
 import StageKit
@@ -9,33 +10,44 @@ import Testing
 @testable import Journal
 
 /// Upgrades on a real daemon (DESIGN, "Running for months"): a home whose journal and
-/// index are at the first release's schema starts with the current binary and keeps
+/// index are at the first release's schema (SQLite, or PostgreSQL) starts with the current binary and keeps
 /// serving its records, assets and jobs; a home newer than the binary is refused, untouched.
 @Suite(.serialized) struct UpgradeDaemonTests {
-    /// Rewrites the stopped daemon's home file (journal and index in one) as a release at
-    /// journal `journal` and index `index` left it: the schema is those migrations, the rows
-    /// are the ones the current daemon wrote, cut to that schema's columns.
+    /// Rewrites the stopped daemon's journal and index (one SQLite file in the home, or its
+    /// PostgreSQL database) as a release at journal `journal` and index `index` left them:
+    /// the schema is those migrations, the rows are the ones the current daemon wrote, cut
+    /// to that schema's columns. On PostgreSQL the daemon then runs on the rewound database.
     static func rewind(_ d: DaemonHarness, journal: Int, index: Int) throws {
-        let path = d.home + "/photomemo.sqlite", newestPath = d.root + "/newest.sqlite"
-        do { try Database(path: path).exec("PRAGMA wal_checkpoint(TRUNCATE)") }
-        for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
-        #expect(rename(path, newestPath) == 0)
-        let old = try Database(path: path)
-        try old.migrate(Schema.migrations, upTo: journal, versionTable: "schema_version")
-        try old.migrate(IndexSchema.migrations, upTo: index, versionTable: "index_schema_version")
-        let newest = try Database(path: newestPath, readOnly: true)
+        let newest: any SQLConnection, old: any SQLConnection
+        if let url = d.database {
+            newest = try PostgresDatabase(url: url)
+            d.database = try PostgresServer.freshDatabase("upgrade_home")
+            old = try PostgresDatabase(url: d.database!)
+        } else {
+            let path = d.home + "/photomemo.sqlite", newestPath = d.root + "/newest.sqlite"
+            do { try Database(path: path).exec("PRAGMA wal_checkpoint(TRUNCATE)") }
+            for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
+            #expect(rename(path, newestPath) == 0)
+            old = try Database(path: path)
+            newest = try Database(path: newestPath, readOnly: true)
+        }
+        let postgres = old.dialect == .postgres
+        try old.migrate(postgres ? Schema.postgresMigrations : Schema.migrations, upTo: journal, versionTable: "schema_version")
+        try old.migrate(postgres ? IndexSchema.postgresMigrations : IndexSchema.migrations, upTo: index, versionTable: "index_schema_version")
         try OlderRelease.copyJournal(from: newest, to: old)
         try OlderRelease.copyIndex(from: newest, to: old)
     }
 
     static func versions(_ d: DaemonHarness) throws -> [Int64?] {
-        let db = try Database(path: d.home + "/photomemo.sqlite", readOnly: true)
+        let db: any SQLConnection = try d.database.map { try PostgresDatabase(url: $0) } ?? Database(path: d.home + "/photomemo.sqlite", readOnly: true)
         return try ["schema_version", "index_schema_version"].map { try db.queryOne("SELECT version FROM \($0)")?.int(0) }
     }
 
-    @Test func aHomeOfTheFirstReleaseStartsWithTheCurrentBinaryAndKeepsItsRecordsAssetsAndJobs() throws {
+    @Test(arguments: ["sqlite", "postgres"])
+    func aHomeOfTheFirstReleaseStartsWithTheCurrentBinaryAndKeepsItsRecordsAssetsAndJobs(_ engine: String) throws {
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/local-store.json"), encoding: .utf8))
-        try #require(d.database == nil, "the home's SQLite file (PostgreSQL: JournalUpgradeTests, IndexUpgradeTests)")
+        if engine == "postgres", d.database == nil { d.database = try PostgresServer.freshDatabase("upgrade_newest") }
+        if engine == "sqlite", d.database != nil { return }  // PHOTOMEMO_TEST_BACKEND=postgres+s3: the PostgreSQL case runs
         try d.start()
         try d.append(#"{"photo":"Nikon_D70.jpg","type":"Goods","memo":"old camera","fields":{"price":80}}"# + "\n")
         try d.drop("Nikon_D70.jpg")
@@ -48,7 +60,9 @@ import Testing
 
         try Self.rewind(d, journal: 1, index: 1)
         try d.start()
-        #expect(try Self.versions(d) == [Int64(Schema.migrations.count), Int64(IndexSchema.migrations.count)])
+        let newestVersions = engine == "postgres" ? [Schema.postgresMigrations.count, IndexSchema.postgresMigrations.count]
+            : [Schema.migrations.count, IndexSchema.migrations.count]
+        #expect(try Self.versions(d) == newestVersions.map(Int64.init))
         let after = try json(d, ["get", id])
         for key in ["id", "type", "memo", "fields", "owner", "acl", "assets", "exif", "created", "change_tag", "sha256"] {
             #expect(after[key] == before[key], "\(key)")
@@ -82,7 +96,8 @@ import Testing
             try db.exec("PRAGMA wal_checkpoint(TRUNCATE)")
         }
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-        let (status, _, err) = try DaemonHarness.run(["serve", "--home", d.home, "--job", d.jobFile])
+        // Bounded: a binary that started instead would serve until stopped.
+        let (status, _, err) = try DaemonHarness.spawn(["/usr/bin/timeout", "30", DaemonHarness.binary, "serve", "--home", d.home, "--job", d.jobFile])
         #expect(status != 0)
         let what = versionTable == "schema_version" ? "journal" : "record index"
         #expect(err.contains("\(what) schema version \(newer) is newer than this photomemo understands (\(newer - 1)): run the newer photomemo"), "\(err)")
