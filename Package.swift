@@ -81,7 +81,7 @@ let package = Package(
             "PhotomemoCore", "StageKit", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CommentStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
         ]),
 
-        .target(name: "TestSupport", dependencies: ["PhotomemoCore", "StageKit"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["PhotomemoCore", "StageKit", "SQL"], path: "Tests/TestSupport"),
         .testTarget(name: "PhotomemoCoreTests", dependencies: ["PhotomemoCore", "StageKit", "TestSupport"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV", "PhotomemoCore", "StageKit"]),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "SQLite", "Postgres", "StageKit", "TestSupport"]),
