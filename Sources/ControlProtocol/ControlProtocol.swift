@@ -9,7 +9,7 @@ import StageKit
 ///     event    {"event": TYPE, ...}  (streams: watch, subscribe, asset)
 public enum ControlCommand: String, CaseIterable, Sendable {
     case status, jobs, job, watch, enqueue, retry, cancel, pause, resume, reload, metrics, hosts, inbox
-    case query, get, update, delete, asset, changes
+    case query, get, update, delete, asset, changes, reprocess
     case subscribe, unsubscribe, subscriptions
 }
 
@@ -20,7 +20,7 @@ public enum ControlArgument {
     public static let record = "record", predicate = "predicate", type = "type", sort = "sort", memo = "memo", fields = "fields"
     public static let ifTag = "if_tag", acl = "acl", rendition = "rendition", since = "since"
     public static let subscription = "subscription", firesOn = "fires_on", alert = "alert", webhook = "webhook", secret = "secret"
-    public static let exec = "exec", follow = "follow", retryFailed = "retry_failed"
+    public static let exec = "exec", follow = "follow", retryFailed = "retry_failed", from = "from"
 }
 
 public enum ControlReply {

@@ -150,7 +150,12 @@ enum Schema {
         // 9: the job's working set (`WorkingSet`: its files and facts, JSON) as the last
         // stage that continued left it; NULL: none did yet (the job's photo alone).
         "ALTER TABLE jobs ADD COLUMN working_set TEXT;",
+        // 10: reprocess jobs (`Journal+Reprocess`) counted by state for `status`, without
+        // walking the other jobs.
+        reprocessCounts,
     ]
+
+    static let reprocessCounts = "CREATE INDEX jobs_reprocess ON jobs(state) WHERE origin = 'reprocess';"
 
     /// `turn` and its indexes (both engines): queued jobs in claiming order per stage,
     /// waiting ones by when their back-off ends, and each owner's and everyone's
@@ -264,5 +269,7 @@ enum Schema {
         fairShare(bigint: "BIGINT"),
         // 6: as SQLite's 9, the job's working set.
         "ALTER TABLE jobs ADD COLUMN working_set TEXT;",
+        // 7: as SQLite's 10, reprocess jobs counted by state.
+        reprocessCounts,
     ]
 }

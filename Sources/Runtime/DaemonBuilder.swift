@@ -37,7 +37,7 @@ struct DaemonBuilder {
         let (journal, records) = (backend.journal, backend.records)
         let loop = try EventLoop()
         let live = LiveDefinition(definition)
-        let photos = PhotoPolicy(inbox: home.inbox, allowedRoots: options.allowRoots)
+        let photos = PhotoPolicy(inbox: home.inbox, allowedRoots: options.allowRoots, daemonsOwn: home.reprocess)
         let quarantine = Quarantine(folder: home.quarantine, inbox: home.inbox, originals: live.originals)
         let lane = SerialLane(loop: loop)
         let events = EventBus()
@@ -117,6 +117,7 @@ struct DaemonBuilder {
             RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events, wakeup: wakeup.sender,
                            collectAssets: { collector.collect() }),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
+            ReprocessHandler(loop: loop, journal: journal, records: records, assets: opened.assets, scheduler: scheduler, folder: home.reprocess),
         ])
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
         clients = { [weak control] in control?.clientCount ?? 0 }  // weak: the server holds the router

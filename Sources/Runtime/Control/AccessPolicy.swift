@@ -31,7 +31,7 @@ struct Caller: Sendable, Equatable {
 /// | ownJobs | jobs, job, watch, retry, cancel | their own jobs; others' are `not_found` |
 /// | asThemself | enqueue | as themself; naming another owner is `forbidden` |
 /// | admins | pause, resume, reload | `forbidden` |
-/// | recordACL | query, get, update, delete, asset, changes | what each record's ACL grants |
+/// | recordACL | query, get, update, delete, asset, changes, reprocess | what each record's ACL grants |
 /// | ownSubscriptions | subscribe, unsubscribe, subscriptions | theirs; `--exec` sinks are `forbidden` |
 enum AccessPolicy {
     enum Rule: Equatable { case anyone, ownJobs, asThemself, admins, recordACL, ownSubscriptions }
@@ -42,6 +42,7 @@ enum AccessPolicy {
         .enqueue: .asThemself,
         .pause: .admins, .resume: .admins, .reload: .admins,
         .query: .recordACL, .get: .recordACL, .update: .recordACL, .delete: .recordACL, .asset: .recordACL, .changes: .recordACL,
+        .reprocess: .recordACL,
         .subscribe: .ownSubscriptions, .unsubscribe: .ownSubscriptions, .subscriptions: .ownSubscriptions,
     ]
 

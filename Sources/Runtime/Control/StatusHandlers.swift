@@ -112,6 +112,7 @@ final class StatusHandlers: ControlHandler {
                 }
             }
             let counts = read([:]) { try journal.counts() }
+            let reprocess = read([:]) { try journal.reprocessCounts() }
             let stats = read([:]) { try journal.stageStats(window: 1000) }
             let lastMinute = read(0) { try journal.finishedCount(since: unixNow() - 60) }
             var stages: [String: JSONValue] = [:]
@@ -150,6 +151,8 @@ final class StatusHandlers: ControlHandler {
                 "paused": .bool(snapshot.paused),
                 "job_definition": .string(snapshot.definition),
                 "jobs": .object(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, JSONValue.int(Int64($0.value))) })),
+                // `photomemo reprocess`'s jobs, also counted in `jobs`.
+                "reprocess": .object(Dictionary(uniqueKeysWithValues: reprocess.map { ($0.key.rawValue, JSONValue.int(Int64($0.value))) })),
                 "stages": .object(stages),
                 "stage_order": .array(snapshot.stageNames.map(JSONValue.string)),
                 "backlog": ["inbox_files": .int(Int64(snapshot.backlog.inboxFiles)),
