@@ -43,8 +43,13 @@ import Testing
         try d.waitUntil("the reload applies") { d.log.contains("reloaded job definition w400") }
         let changesBefore = try json(d, ["changes", "--since", "0"])["changes"]?.arrayValue?.count ?? 0
 
+        #expect(try DaemonHarness.run(["pause", "compress", "--home", d.home]).0 == 0)
         let answer = try json(d, ["reprocess", "TRUEPREDICATE"])
         #expect(answer["enqueued"]?.intValue == 3 && answer["matched"]?.intValue == 3, "\(answer)")
+        // A memo edited while its reprocess is queued is kept: the job brings images, not a memo.
+        let edited = try #require(before.keys.sorted().first)
+        #expect(try DaemonHarness.run(["update", edited, "--memo", "edited meanwhile", "--home", d.home]).0 == 0)
+        #expect(try DaemonHarness.run(["resume", "compress", "--home", d.home]).0 == 0)
         try d.waitIdle(jobs: 6)
         #expect(try d.stateCounts() == ["done": 6])
         let after = try Self.records(d)
@@ -52,7 +57,7 @@ import Testing
         for (id, r) in after {
             let display = try #require(r["assets"]?["display"]?.objectValue)
             #expect(display["width"]?.intValue == 400, "\(id): \(display)")
-            #expect(r["memo"] == before[id]?["memo"] && r["type"] == before[id]?["type"])
+            #expect(r["memo"] == (id == edited ? "edited meanwhile" : before[id]?["memo"]) && r["type"] == before[id]?["type"], "\(id)")
             #expect(r["assets"]?["original"]?["key"] == before[id]?["assets"]?["original"]?["key"], "the same original")
             // The new rendition is fetchable; the old one leaves the local store once released.
             let out = d.root + "/\(id).jpg"
@@ -64,7 +69,7 @@ import Testing
         }
         let changes = try json(d, ["changes", "--since", "0"])["changes"]?.arrayValue ?? []
         let updates = changes.dropFirst(changesBefore).filter { $0["op"] == "update" }.compactMap { $0["record_id"]?.stringValue }
-        #expect(Set(updates) == Set(before.keys) && updates.count == 3, "\(changes.dropFirst(changesBefore))")
+        #expect(Set(updates) == Set(before.keys) && updates.count == 4, "\(changes.dropFirst(changesBefore))")  // and the edit
         // The copies of the originals are gone once stored again; status counts the jobs.
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: d.home + "/reprocess")) ?? []).isEmpty)
         #expect(try json(d, ["status"])["reprocess"]?["done"]?.intValue == 3)
@@ -98,6 +103,33 @@ import Testing
         let lastReprocess = try #require(try db.queryOne("SELECT max(finished) FROM jobs WHERE origin = 'reprocess'")?.double(0))
         #expect(fresh.double(1)! < lastReprocess)
         #expect(try d.stateCounts() == ["done": 61])
+        #expect(d.stop().status == 0)
+    }
+
+    /// Bob (a real second uid) reprocessing everything touches only his own record; the
+    /// job is his, and root's record keeps its change tag.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")))
+    func aUserReprocessesOnlyTheRecordsTheyMayWrite() throws {
+        let users = WhoMayDoWhatTests()
+        let d = try users.start(stages: Self.definition(width: 60))
+        try d.drop("Canon_40D.jpg", as: "root.jpg")
+        try users.drop(users.bob, d, "Nikon_D70.jpg", as: "bob.jpg")
+        try d.waitIdle(jobs: 2)
+        // Root's record shared for reading: bob's query finds it, but he may not write it.
+        let roots = try #require(try Self.records(d).values.first { $0["owner"]?.stringValue != users.bob }?["id"]?.stringValue)
+        #expect(try DaemonHarness.run(["update", roots, "--acl", #"{"read": ["\#(users.bob)"]}"#, "--home", d.home]).0 == 0)
+        #expect(try users.cliJSON(users.bob, d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue?.count == 2)
+        let before = try Self.records(d)
+        let bobs = try #require(before.values.first { $0["owner"]?.stringValue == users.bob }?["id"]?.stringValue)
+        let answer = try users.cliJSON(users.bob, d, ["reprocess", "TRUEPREDICATE"])
+        #expect(answer["enqueued"]?.intValue == 1 && answer["matched"]?.intValue == 1, "\(answer)")
+        try d.waitIdle(jobs: 3)
+        let job = try #require(try d.jobs("origin = 'reprocess'").first)
+        let owner = try JSONValue.parse(job.memo)["owner"]?.stringValue
+        #expect(job.state == "done" && owner == users.bob)
+        for (id, r) in try Self.records(d) {
+            #expect((r["change_tag"] == before[id]?["change_tag"]) == (id != bobs), "\(id)")
+        }
         #expect(d.stop().status == 0)
     }
 
