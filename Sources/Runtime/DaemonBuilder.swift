@@ -107,13 +107,14 @@ struct DaemonBuilder {
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
                                records: records, reload: { reloader.reload($0) })
         var clients: () -> Int = { 0 }  // the server is made after the router it serves
-        let router = ControlRouter([
-            jobs,
-            StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
+        let status = StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
                 backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
-                quota: quota)),
+                quota: quota))
+        let router = ControlRouter([
+            jobs,
+            status,
             RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events, wakeup: wakeup.sender,
                            collectAssets: { collector.collect() }),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
@@ -121,10 +122,19 @@ struct DaemonBuilder {
         ])
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
         clients = { [weak control] in control?.clientCount ?? 0 }  // weak: the server holds the router
+        // `--http`: /metrics and /health for monitors, from the same handlers as the socket's.
+        let http = try options.http.map { text in
+            guard let address = TCPServer.Address(text) else { throw PhotomemoError(.badUsage, Daemon.badHTTPAddress(text)) }
+            return try HealthHTTPServer(loop: loop, address: address, routes: status.httpRoutes)
+        }
 
         (self.loop, self.lane, self.wakeup, self.live, self.scheduler) = (loop, lane, wakeup, live, scheduler)
         (self.deliverer, self.reloader) = (deliverer, reloader)
-        services = ServiceGroup(services: (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers]
-                                          + (listener.map { [$0] } ?? []) + tailers + [inbox, control])
+        var started: [any DaemonService] = (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers]
+        started += (listener.map { [$0] } ?? []) as [any DaemonService]
+        started += tailers as [any DaemonService]
+        started += [inbox, control] as [any DaemonService]
+        if let http { started.append(http) }
+        services = ServiceGroup(services: started)
     }
 }

@@ -31,8 +31,8 @@ final class StatusHandlers: ControlHandler {
         var quota: QuotaMeter? = nil
     }
 
-    private let loop: EventLoop
-    private let journal: any JobControl
+    let loop: EventLoop
+    let journal: any JobControl
     private let scheduler: Scheduler
     private let live: Sources
     private let started = unixNow()
