@@ -35,7 +35,7 @@ import Testing
 
     static let table: [ControlCommand: [Who: Expected]] = {
         var t: [ControlCommand: [Who: Expected]] = [:]
-        for cmd: ControlCommand in [.status, .metrics, .hosts, .inbox, .jobs, .watch, .query, .get, .update, .delete, .asset, .changes,
+        for cmd: ControlCommand in [.status, .metrics, .hosts, .inbox, .jobs, .watch, .query, .get, .update, .delete, .asset, .changes, .reprocess,
                                     .unsubscribe, .subscriptions] {
             t[cmd] = [.admin: .allowed, .owner: .allowed, .other: .allowed]
         }
