@@ -48,6 +48,8 @@ final class ControlRig {
             RecordHandlers(loop: loop, records: records, assets: assets, journal: rig.journal, events: rig.events,
                            wakeup: rig.wakeup.sender, collectAssets: {}),
             SubscriptionHandlers(loop: loop, records: records, followers: followers),
+            ReprocessHandler(loop: loop, journal: rig.journal, records: records, assets: assets, scheduler: rig.scheduler,
+                             folder: rig.t.home.reprocess),
         ]
         router = ControlRouter(handlers)
         conn = ControlConnection(pipe: try PipeConnection(loop: loop), commands: router)
