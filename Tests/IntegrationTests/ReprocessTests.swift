@@ -134,6 +134,34 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A SIGKILL while reprocess jobs are queued and running loses and duplicates nothing:
+    /// after the restart each record is updated once, from its copy still in HOME/reprocess.
+    @Test func aKillMidReprocessResumes() throws {
+        let d = try DaemonHarness(stages: Self.definition(width: 80))
+        try d.start()
+        for i in 0..<6 { try Self.dropPNG(d, "p\(i).png", width: 200 + i, height: 100) }
+        try d.waitIdle(jobs: 6)
+        let before = try Self.records(d)
+        try Self.definition(width: 40).write(toFile: d.jobFile, atomically: true, encoding: .utf8)
+        #expect(try DaemonHarness.run(["reload", "--home", d.home]).0 == 0)
+        try d.waitUntil("the reload applies") { d.log.contains("reloaded job definition w40") }
+        #expect(try DaemonHarness.run(["pause", "upload", "--home", d.home]).0 == 0)
+        #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 6)
+        try d.waitUntil("the jobs wait at upload") { try d.jobs("origin = 'reprocess' AND stage_index = 2 AND state = 'queued'").count == 6 }
+        _ = d.stop(SIGKILL)
+        try d.start()
+        #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 0, "still queued: none added")
+        #expect(try DaemonHarness.run(["resume", "upload", "--home", d.home]).0 == 0)
+        try d.waitIdle(jobs: 12)
+        #expect(try d.stateCounts() == ["done": 12])
+        let after = try Self.records(d)
+        #expect(Set(after.keys) == Set(before.keys))
+        #expect(after.values.allSatisfy { $0["assets"]?["display"]?["width"]?.intValue == 40 }, "\(after)")
+        let changes = try json(d, ["changes", "--since", "0"])["changes"]?.arrayValue ?? []
+        #expect(changes.filter { $0["op"] == "update" }.count == 6, "one update each")
+        #expect(d.stop().status == 0)
+    }
+
     /// A bad predicate and an unknown (or too late a) stage are refused, nothing queued.
     @Test func aBadPredicateOrStageIsAClearError() throws {
         let d = try DaemonHarness(stages: Self.definition(width: 60))
