@@ -55,15 +55,20 @@ public struct IndexStage: BatchStage {
         }
     }
 
+    /// `ReprocessJob.key`'s: such a job brings new images for its record, not a memo.
+    static let reprocessKeyPrefix = "reprocess:"
+
     func input(_ job: JobContext) -> RecordInput {
         let working = job.working, original = working.original
         // An inbox photo's name (not an absolute path under an --allow-root) in a `keep` inbox.
         let keptPath = keepsInbox && job.photoPath != nil && !(job.memo.photo ?? "/").hasPrefix("/")
-        return RecordInput(
+        var input = RecordInput(
             jobKey: job.key, photoSHA256: job.photoSHA256, memo: job.memo,
             assets: Self.assets(working), exif: working.exif ?? .emptyObject,
             width: original?.width, height: original?.height,
             source: job.memo.photo, updatesSource: keptPath, annotations: working.annotations)
+        input.keepsMemo = job.key.hasPrefix(Self.reprocessKeyPrefix)
+        return input
     }
 
     /// The record's `assets`: every file of the job a stage stored, by role.

@@ -29,6 +29,8 @@ public struct UploadStage: Stage {
     let inbox: String
     let done: String
     let renditionsRoot: String
+    /// Where `photomemo reprocess` copies a record's original out of the store for its job.
+    let reprocessRoot: String
     let keepOriginals: InboxOptions.Originals
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
@@ -40,6 +42,7 @@ public struct UploadStage: Stage {
         inbox = environment.home.appendingPathComponent("inbox").path
         done = environment.home.appendingPathComponent("done").path
         renditionsRoot = environment.home.appendingPathComponent("renditions").path
+        reprocessRoot = environment.home.appendingPathComponent("reprocess").path
     }
 
     static let contentTypes = ["jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "heic": "image/heic"]
@@ -79,6 +82,7 @@ public struct UploadStage: Stage {
             }
             // Everything is durably stored: the local copies may go.
             if let photo = job.photoPath, photo.hasPrefix(inbox + "/") { try releaseOriginal(photo) }
+            if let photo = job.photoPath, photo.hasPrefix(reprocessRoot + "/") { unlink(photo) }  // a copy of a stored original
             for file in files where file.role != .original && file.path.hasPrefix(renditionsRoot + "/") {
                 unlink(file.path)
                 // A job compressed before the flat layout had a folder of its own (`<h>/<key hash>/`).

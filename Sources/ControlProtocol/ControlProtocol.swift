@@ -9,7 +9,7 @@ import StageKit
 ///     event    {"event": TYPE, ...}  (streams: watch, subscribe, asset)
 public enum ControlCommand: String, CaseIterable, Sendable {
     case status, jobs, job, watch, enqueue, retry, cancel, pause, resume, reload, metrics, hosts, inbox
-    case query, get, update, delete, asset, changes, trash
+    case query, get, update, delete, asset, changes, trash, reprocess
     case restoreRecord = "restore_record"
     case subscribe, unsubscribe, subscriptions
     case backup, verify
@@ -25,6 +25,7 @@ public enum ControlArgument {
     public static let exec = "exec", follow = "follow", retryFailed = "retry_failed"
     public static let trashed = "trashed", purge = "purge"
     public static let folder = "folder", repair = "repair", rate = "rate"
+    public static let from = "from"
 }
 
 public enum ControlReply {

@@ -5,7 +5,8 @@ import StageKit
 /// Records edited and deleted over the socket by their owners and writers; each in one
 /// transaction with its change.
 extension RecordStore {
-    static func canWrite(_ r: Record, _ viewer: Viewer) -> Bool {
+    /// Whether `viewer` may change `r` (its owner, a writer its ACL names, an admin).
+    public static func canWrite(_ r: Record, _ viewer: Viewer) -> Bool {
         guard case .user(let name) = viewer else { return true }
         return r.owner == name || r.acl.writers.contains(name)
     }

@@ -64,8 +64,7 @@ extension RecordStore {
         }
         if let row = target {
             var r = try Self.record(row)
-            r.type = input.memo.type
-            r.memo = input.memo.memo
+            if !input.keepsMemo { (r.type, r.memo) = (input.memo.type, input.memo.memo) }
             for (k, v) in input.memo.fields { r.fields[k] = v }
             for (k, v) in input.annotations where r.fields[k] == nil { r.fields[k] = v }
             if input.assets != .emptyObject { r.assets = input.assets }

@@ -35,6 +35,9 @@ public struct RecordInput: Sendable {
     /// record where no memo gave one of that name — never over a field the job's memo
     /// gives, nor one the record has (a value a user set is never lost to a stage's).
     public var annotations: [String: JSONValue]
+    /// A reprocess (`photomemo reprocess`): new images for the record, whose type, memo
+    /// and fields stay as they are now (an edit made while the job was queued is kept).
+    public var keepsMemo = false
 
     public init(jobKey: String, photoSHA256: String?, memo: MemoJob, assets: JSONValue, exif: JSONValue, width: Int?, height: Int?,
                 source: String? = nil, updatesSource: Bool = false, annotations: [String: JSONValue] = [:]) {

@@ -9,29 +9,38 @@ import SQLite
 extension Journal {
     static let unfinished = "state IN ('queued', 'running', 'waiting')"
 
-    /// The turn for a new (or retried) job of `owner` (nil: the daemon's own user).
-    func nextTurn(_ db: any SQLConnection, owner: String?) throws -> Int64 {
-        let (last, front) = Self.turnQueries(dialect: db.dialect, owner: owner)
-        if let own = try db.queryOne(last, owner.map { [SQLValue.text($0)] } ?? [])?.int(0) { return own + 1 }
-        return try db.queryOne(front)?.int(0) ?? 0
+    /// Reprocess jobs take their turns from here on (`Journal+Reprocess`): a claim takes
+    /// every fresh job's turn first, so a reprocess of 50,000 records never delays a photo
+    /// just dropped, and reprocess jobs share their band fairly by owner in the same way.
+    static let reprocessBand: Int64 = 1 << 48
+
+    /// The turn for a new (or retried) job of `owner` (nil: the daemon's own user); in the
+    /// reprocess band for a reprocess job, below it for every other.
+    func nextTurn(_ db: any SQLConnection, owner: String?, reprocess: Bool = false) throws -> Int64 {
+        let (last, front) = Self.turnQueries(dialect: db.dialect, owner: owner, reprocess: reprocess)
+        let band: [SQLValue] = [.int(Self.reprocessBand)]
+        if let own = try db.queryOne(last, (owner.map { [SQLValue.text($0)] } ?? []) + band)?.int(0) { return own + 1 }
+        return try db.queryOne(front, band)?.int(0) ?? (reprocess ? Self.reprocessBand : 0)
     }
 
     /// The owner's last unfinished turn and the front's. SQLite has no statistics and
     /// answered the front from `jobs_state`, every unfinished job (85 ms a job with
     /// 300,000 queued, so a flood's intake slowed as it grew): named indexes there.
-    static func turnQueries(dialect: SQLDialect, owner: String?) -> (last: String, front: String) {
+    static func turnQueries(dialect: SQLDialect, owner: String?, reprocess: Bool = false) -> (last: String, front: String) {
         let sqlite = dialect == .sqlite
         let own = owner == nil ? "owner IS NULL" : "owner = ?"
+        let band = reprocess ? "turn >= ?" : "turn < ?"
         // Ordered as (owner, turn) is, not max(turn): PostgreSQL answered max(turn) for the
         // daemon's own user (owner IS NULL, common once it has a backlog) by walking
         // jobs_front down from the top, past every other owner's later turns.
-        return ("SELECT turn FROM jobs\(sqlite ? " INDEXED BY jobs_owner_turn" : "") WHERE \(own) AND \(unfinished) AND turn IS NOT NULL ORDER BY owner DESC, turn DESC LIMIT 1",
-                "SELECT min(turn) FROM jobs\(sqlite ? " INDEXED BY jobs_front" : "") WHERE \(unfinished)")
+        return ("SELECT turn FROM jobs\(sqlite ? " INDEXED BY jobs_owner_turn" : "") WHERE \(own) AND \(unfinished) AND \(band) ORDER BY owner DESC, turn DESC LIMIT 1",
+                "SELECT min(turn) FROM jobs\(sqlite ? " INDEXED BY jobs_front" : "") WHERE \(unfinished) AND \(band)")
     }
 
     /// Gives job `id` its turn now (a job that becomes unfinished again: a retry).
     func takeTurn(_ db: any SQLConnection, job id: Int64, owner: String?) throws {
-        try db.run("UPDATE jobs SET turn = ? WHERE id = ?", [.int(try nextTurn(db, owner: owner)), .int(id)])
+        let reprocess = try db.queryOne("SELECT 1 FROM jobs WHERE id = ? AND origin = 'reprocess'", [.int(id)]) != nil
+        try db.run("UPDATE jobs SET turn = ? WHERE id = ?", [.int(try nextTurn(db, owner: owner, reprocess: reprocess)), .int(id)])
     }
 }
 

@@ -157,7 +157,12 @@ enum Schema {
         // payload went and only its keys stayed; the indexes find prunable jobs by age and
         // what still refers to a job.
         retention(real: "REAL"),
+        // 12: reprocess jobs (`Journal+Reprocess`) counted by state for `status`, without
+        // walking the other jobs.
+        reprocessCounts,
     ]
+
+    static let reprocessCounts = "CREATE INDEX jobs_reprocess ON jobs(state) WHERE origin = 'reprocess';"
 
     /// `pruned` and the indexes pruning reads (both engines).
     static func retention(real: String) -> String {
@@ -286,5 +291,7 @@ enum Schema {
         "ALTER TABLE jobs ADD COLUMN error_code TEXT;",
         // 8: as SQLite's 11, retention.
         retention(real: "DOUBLE PRECISION"),
+        // 9: as SQLite's 12, reprocess jobs counted by state.
+        reprocessCounts,
     ]
 }

@@ -25,7 +25,7 @@ public final class PhotoFile: @unchecked Sendable {  // immutable; the descripto
         guard let root = job.photoRoot else {
             throw PhotomemoError(.badPath, "photo \(path) is outside the inbox and every --allow-root")
         }
-        try self.init(path, beneath: root, owner: job.memo.owner, seal: job.photoSeal, maxBytes: maxBytes)
+        try self.init(path, beneath: root, owner: job.photoIsDaemons ? nil : job.memo.owner, seal: job.photoSeal, maxBytes: maxBytes)
     }
 
     /// `path` opened beneath `root` (a prefix of it), checked against `owner` (a user's

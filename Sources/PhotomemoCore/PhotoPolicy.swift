@@ -8,9 +8,13 @@ import StageKit
 public struct PhotoPolicy: Sendable {
     public let inbox: String
     public let allowedRoots: [String]
+    /// A folder only the daemon writes (`HOME/reprocess`): its files are the daemon's own
+    /// copies of stored originals (`photomemo reprocess`), opened beneath it as anyone's.
+    public let daemonsOwn: String?
 
-    public init(inbox: String, allowedRoots: [String]) {
+    public init(inbox: String, allowedRoots: [String], daemonsOwn: String? = nil) {
         self.inbox = inbox
+        self.daemonsOwn = daemonsOwn
         // Each root as given and with its links resolved (the admin's own setting): a
         // photo path is matched lexically against both, never resolved itself before.
         self.allowedRoots = Array(Set(allowedRoots.flatMap { [Self.lexical($0), ($0 as NSString).standardizingPath] })).sorted()
@@ -136,6 +140,7 @@ extension PhotoPolicy {
     /// none does (an --allow-root dropped since the job was taken).
     public func root(of path: String) -> String? {
         if path.hasPrefix(inbox + "/") { return inbox }
+        if let daemonsOwn, path.hasPrefix(daemonsOwn + "/") { return daemonsOwn }
         return allowedRoots.filter { path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }.max { $0.count < $1.count }
     }
 }

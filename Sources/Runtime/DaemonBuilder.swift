@@ -37,7 +37,7 @@ struct DaemonBuilder {
         let (journal, records) = (backend.journal, backend.records)
         let loop = try EventLoop()
         let live = LiveDefinition(definition)
-        let photos = PhotoPolicy(inbox: home.inbox, allowedRoots: options.allowRoots)
+        let photos = PhotoPolicy(inbox: home.inbox, allowedRoots: options.allowRoots, daemonsOwn: home.reprocess)
         let quarantine = Quarantine(folder: home.quarantine, inbox: home.inbox, originals: live.originals)
         let lane = SerialLane(loop: loop)
         let events = EventBus()
@@ -127,6 +127,7 @@ struct DaemonBuilder {
             recordHandlers,
             TrashHandlers(records: records, journal: journal, recordHandlers: recordHandlers, trashSeconds: trashSeconds),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
+            ReprocessHandler(loop: loop, journal: journal, records: records, assets: opened.assets, scheduler: scheduler, folder: home.reprocess),
         ])
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
         clients = { [weak control] in control?.clientCount ?? 0 }  // weak: the server holds the router

@@ -21,6 +21,8 @@ public struct Home: Sendable {
     public var journal: String { root + "/photomemo.sqlite" }
     public var store: String { root + "/store" }
     public var quarantine: String { root + "/quarantine" }
+    /// `photomemo reprocess`'s copies of stored originals, each until its job stored it again.
+    public var reprocess: String { root + "/reprocess" }
     public var lockFile: String { root + "/photomemo.lock" }
     /// The fatal-signal line of the last run that crashed (empty otherwise); read at start.
     public var crashLog: String { root + "/crash.log" }

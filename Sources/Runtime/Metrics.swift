@@ -35,6 +35,10 @@ enum Metrics {
         for state in [JobState.cancelled, .done, .failed] {
             sample("photomemo_jobs_pruned_total", [("state", state.rawValue)], Double(pruned[state] ?? 0))
         }
+        family("photomemo_reprocess_jobs", "gauge", "Reprocess jobs (photomemo reprocess) by state, also counted in photomemo_jobs.")
+        for (state, n) in try journal.reprocessCounts().sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            sample("photomemo_reprocess_jobs", [("state", state.rawValue)], Double(n))
+        }
         family("photomemo_backlog_inbox_files", "gauge", "Inbox files seen but not yet jobs.")
         sample("photomemo_backlog_inbox_files", [], Double(snapshot.backlog.inboxFiles))
         family("photomemo_inbox_skipped", "gauge", "Inbox entries left alone: folders and files that are not photos.")

@@ -154,6 +154,9 @@ public struct JobContext: Sendable {
     /// The folder the photo is opened beneath (`PhotoFile`): the inbox, or the --allow-root
     /// holding it; set by the scheduler. nil: no such folder, the photo is not opened.
     public var photoRoot: String?
+    /// The photo is the daemon's own copy of a stored original (`PhotoPolicy.daemonsOwn`):
+    /// whoever owns the job, the file is the daemon's, not theirs. Set by the scheduler.
+    public var photoIsDaemons = false
     /// The memo line's content, or a plain photo job's defaults.
     public let memo: MemoJob
     /// Results of the stages before this one, by stage name: their history, for

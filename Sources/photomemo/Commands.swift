@@ -38,7 +38,7 @@ struct Command: Sendable {
 let commands: [Command] = [
     serveCommand, checkCommand, stagesCommand, statusCommand, jobsCommand, jobCommand, watchCommand, enqueueCommand,
     retryCommand, cancelCommand, pauseCommand, resumeCommand, reloadCommand, metricsCommand, hostsCommand, inboxCommand,
-    queryCommand, getCommand, updateCommand, deleteCommand, trashCommand, restoreRecordCommand, assetCommand, changesCommand,
+    queryCommand, getCommand, updateCommand, deleteCommand, trashCommand, restoreRecordCommand, assetCommand, changesCommand, reprocessCommand,
     subscribeCommand, unsubscribeCommand, subscriptionsCommand, galleryCommand, backupCommand, restoreCommand, verifyCommand,
     completionCommand, manualCommand,
 ]

@@ -19,6 +19,7 @@ enum ManualText {
         ("quarantine/", "what can never succeed, each with NAME.reason.json"),
         ("store/", "the local asset store, one file per distinct content"),
         ("renditions/", "compress output waiting for upload"),
+        ("reprocess/", "copies of stored originals that `photomemo reprocess` jobs run from, each until it is stored again"),
         ("done/", "originals, with the definition's \"inbox\": {\"originals\": \"move\"}"),
         ("photomemo.sock", "the control socket (mode 0600, or 0660 with --socket-group)"),
         ("photomemo.lock", "held by the running daemon; holds its pid"),

@@ -80,7 +80,8 @@ import SQL
         for owner in ["u3", nil] {
             let (last, front) = Journal.turnQueries(dialect: engine == .sqlite ? .sqlite : .postgres, owner: owner)
             let plans = try f.journal.read { db in
-                try [(last, owner.map { [SQLValue.text($0)] } ?? []), (front, [])].map { sql, params in
+                let band = [SQLValue.int(Journal.reprocessBand)]
+                return try [(last, (owner.map { [SQLValue.text($0)] } ?? []) + band), (front, band)].map { sql, params in
                     try db.query((engine == .sqlite ? "EXPLAIN QUERY PLAN " : "EXPLAIN ") + sql, params)
                         .compactMap { $0.string(engine == .sqlite ? 3 : 0) }.joined(separator: "\n")
                 }
@@ -107,11 +108,11 @@ import SQL
         }
         let (last, _) = Journal.turnQueries(dialect: engine == .sqlite ? .sqlite : .postgres, owner: nil)
         let plan = try f.journal.read { db in
-            try db.query((engine == .sqlite ? "EXPLAIN QUERY PLAN " : "EXPLAIN ") + last, []).compactMap { $0.string(engine == .sqlite ? 3 : 0) }
+            try db.query((engine == .sqlite ? "EXPLAIN QUERY PLAN " : "EXPLAIN ") + last, [.int(Journal.reprocessBand)]).compactMap { $0.string(engine == .sqlite ? 3 : 0) }
         }.joined(separator: "\n")
         #expect(plan.contains("jobs_owner_turn") && !plan.contains("Seq Scan") && !plan.contains("SCAN jobs\n") && !plan.contains("Sort"), "\(plan)")
         let (got, want) = try f.journal.read { db in
-            (try db.queryOne(last, [])?.int(0), try db.queryOne("SELECT max(turn) FROM jobs WHERE owner IS NULL AND \(Journal.unfinished)")?.int(0))
+            (try db.queryOne(last, [.int(Journal.reprocessBand)])?.int(0), try db.queryOne("SELECT max(turn) FROM jobs WHERE owner IS NULL AND \(Journal.unfinished)")?.int(0))
         }
         #expect(got != nil && got == want, "the last turn: \(String(describing: got)), not \(String(describing: want))")
     }

@@ -38,7 +38,7 @@ import Testing
         // The trash's commands go on to the record store, which decides by the record
         // (TrashTests: the owner restores; a reader is forbidden, anyone else not_found).
         for cmd: ControlCommand in [.status, .metrics, .hosts, .inbox, .jobs, .watch, .query, .get, .update, .delete, .asset, .changes,
-                                    .trash, .restoreRecord, .unsubscribe, .subscriptions] {
+                                    .trash, .restoreRecord, .reprocess, .unsubscribe, .subscriptions] {
             t[cmd] = [.admin: .allowed, .owner: .allowed, .other: .allowed]
         }
         for cmd: ControlCommand in [.job, .retry, .cancel] { t[cmd] = [.admin: .allowed, .owner: .allowed, .other: .notFound] }

@@ -51,6 +51,8 @@ final class ControlRig {
             // The trash off: these tests' deletes are final, as before the trash.
             TrashHandlers(records: records, journal: rig.journal, recordHandlers: recordHandlers, trashSeconds: { 0 }),
             SubscriptionHandlers(loop: loop, records: records, followers: followers),
+            ReprocessHandler(loop: loop, journal: rig.journal, records: records, assets: assets, scheduler: rig.scheduler,
+                             folder: rig.t.home.reprocess),
         ]
         router = ControlRouter(handlers)
         conn = ControlConnection(pipe: try PipeConnection(loop: loop), commands: router)

@@ -31,7 +31,7 @@ struct Caller: Sendable, Equatable {
 /// | ownJobs | jobs, job, watch, retry, cancel | their own jobs; others' are `not_found` |
 /// | asThemself | enqueue | as themself; naming another owner is `forbidden` |
 /// | admins | pause, resume, reload, backup, verify | `forbidden` |
-/// | recordACL | query, get, update, delete, asset, changes, trash, restore_record | what each record's ACL grants (`delete --purge` and `restore_record`: their own records) |
+/// | recordACL | query, get, update, delete, asset, changes, trash, restore_record, reprocess | what each record's ACL grants (`delete --purge` and `restore_record`: their own records) |
 /// | ownSubscriptions | subscribe, unsubscribe, subscriptions | theirs; `--exec` sinks are `forbidden` |
 enum AccessPolicy {
     enum Rule: Equatable { case anyone, ownJobs, asThemself, admins, recordACL, ownSubscriptions }
@@ -42,7 +42,7 @@ enum AccessPolicy {
         .enqueue: .asThemself,
         .pause: .admins, .resume: .admins, .reload: .admins, .backup: .admins, .verify: .admins,
         .query: .recordACL, .get: .recordACL, .update: .recordACL, .delete: .recordACL, .asset: .recordACL, .changes: .recordACL,
-        .trash: .recordACL, .restoreRecord: .recordACL,
+        .trash: .recordACL, .restoreRecord: .recordACL, .reprocess: .recordACL,
         .subscribe: .ownSubscriptions, .unsubscribe: .ownSubscriptions, .subscriptions: .ownSubscriptions,
     ]
 

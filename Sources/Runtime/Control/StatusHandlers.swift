@@ -115,6 +115,7 @@ final class StatusHandlers: ControlHandler {
             }
             let counts = read([:]) { try journal.counts() }
             let pruned = read([:]) { try journal.prunedCounts() }
+            let reprocess = read([:]) { try journal.reprocessCounts() }
             let stats = read([:]) { try journal.stageStats(window: 1000) }
             let lastMinute = read(0) { try journal.finishedCount(since: unixNow() - 60) }
             var stages: [String: JSONValue] = [:]
@@ -156,6 +157,8 @@ final class StatusHandlers: ControlHandler {
                 // Finished jobs removed by retention (`jobs` counts those the journal holds).
                 "pruned": .object(Dictionary(uniqueKeysWithValues: [JobState.done, .failed, .cancelled].map {
                     ($0.rawValue, JSONValue.int(Int64(pruned[$0] ?? 0))) })),
+                // `photomemo reprocess`'s jobs, also counted in `jobs`.
+                "reprocess": .object(Dictionary(uniqueKeysWithValues: reprocess.map { ($0.key.rawValue, JSONValue.int(Int64($0.value))) })),
                 "stages": .object(stages),
                 "stage_order": .array(snapshot.stageNames.map(JSONValue.string)),
                 "backlog": ["inbox_files": .int(Int64(snapshot.backlog.inboxFiles)),

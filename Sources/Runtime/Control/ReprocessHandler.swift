@@ -1,0 +1,121 @@
+import ControlProtocol
+import EventLoop
+import Foundation
+import Index
+import Journal
+import PhotomemoCore
+import StageKit
+
+/// `reprocess PREDICATE [--from STAGE] [--type T]`: each matching record the caller may
+/// write runs again from its stored original through the current definition's stages
+/// from STAGE, updating the same record (`Journal+Reprocess`). Pages of records are
+/// queued off the loop, one transaction a page, so 50,000 matches never hold the socket.
+final class ReprocessHandler: ControlHandler {
+    let commands: Set<ControlCommand> = [.reprocess]
+    static let pageSize = 200
+    /// At most this many records without a stored original are named in the answer.
+    static let maxListed = 100
+    private let loop: EventLoop
+    private let journal: any JobJournal
+    private let records: any RecordIndex
+    private let assets: any AssetStore
+    private let scheduler: Scheduler
+    /// `Home.reprocess`: where each job's copy of its original waits for it.
+    private let folder: String
+
+    init(loop: EventLoop, journal: any JobJournal, records: any RecordIndex, assets: any AssetStore, scheduler: Scheduler, folder: String) {
+        self.loop = loop
+        self.journal = journal
+        self.records = records
+        self.assets = assets
+        self.scheduler = scheduler
+        self.folder = folder
+    }
+
+    func handle(_ command: ControlCommand, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection,
+                reply: @escaping Reply) throws {
+        let text = try req.requiredString(ControlArgument.predicate)
+        let predicate: RecordPredicate
+        do { predicate = try PredicateParser.parse(text) } catch let e as PredicateSyntaxError {
+            throw PhotomemoError(.badRequest, "predicate: \(e.description)")
+        }
+        let type = try req.string(ControlArgument.type)
+        let def = scheduler.definition
+        let from = try req.string(ControlArgument.from) ?? Self.defaultStart(in: def)
+        let stageIndex = try Self.startIndex(from, in: def)
+        let (journal, records, assets, folder) = (self.journal, self.records, self.assets, self.folder)
+        let scheduler = self.scheduler
+        loop.reply({ result in
+            if case .success(let r) = result, (r["enqueued"]?.intValue ?? 0) > 0 { scheduler.pump() }
+            reply(result)
+        }) {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            var (matched, enqueued) = (0, 0)
+            var missing: [String] = []
+            var cursor: String?
+            repeat {
+                let page = try records.query(predicate, type: type, sort: [], limit: Self.pageSize, cursor: cursor, viewer: caller.viewer,
+                                             maxBytes: nil)
+                let mine = page.records.filter { RecordStore.canWrite($0, caller.viewer) }
+                matched += mine.count
+                let keyed = mine.map { (ReprocessJob.key(record: $0.id, changeTag: $0.changeTag, from: from), $0) }
+                let existing = try journal.existingKeys(keyed.map(\.0))
+                var batch: [ReprocessJob] = []
+                for (key, r) in keyed where !existing.contains(key) {
+                    guard let job = try Self.job(key: key, record: r, caller: caller, assets: assets, folder: folder) else {
+                        if missing.count < Self.maxListed { missing.append(r.id) }
+                        continue
+                    }
+                    batch.append(job)
+                }
+                enqueued += try journal.enqueueReprocess(batch, stageIndex: stageIndex, now: unixNow()).count
+                cursor = page.cursor
+            } while cursor != nil
+            return ["enqueued": .int(Int64(enqueued)), "matched": .int(Int64(matched)), "from": .string(from),
+                    "without_original": .array(missing.map(JSONValue.string))]
+        }
+    }
+
+    /// Where a reprocess starts unless told: the first stage that decodes the photo (the one
+    /// making renditions), so the checks intake ran on the original are not run again;
+    /// without one, the first stage.
+    static func defaultStart(in def: JobDefinition) -> String {
+        (def.stages.first { $0.stage.decodesPhotos } ?? def.stages.first)?.name ?? ""
+    }
+
+    /// Where the jobs start: a stage of the definition in force that comes before the last
+    /// one storing the job's files, so what it makes is stored before the record is written.
+    static func startIndex(_ from: String, in def: JobDefinition) throws -> Int {
+        let names = def.stages.map(\.name)
+        guard let index = def.index(ofStage: from) else {
+            let hint = didYouMean(from, names).map { " (did you mean \"\($0)\"?)" } ?? ""
+            throw PhotomemoError(.badRequest, "no stage \"\(from)\" in job \(def.name)\(hint); stages: \(names.joined(separator: ", "))")
+        }
+        guard let store = def.stages.lastIndex(where: { type(of: $0.stage).storesAssets }), index < store else {
+            let storing = def.stages.last(where: { type(of: $0.stage).storesAssets })?.name
+            throw PhotomemoError(.badRequest, storing.map { "--from \(from): a reprocess must start before \($0), which stores what it makes" }
+                                 ?? "job \(def.name) has no stage that stores assets, so nothing can be reprocessed")
+        }
+        return index
+    }
+
+    /// The record's job: its original copied out of the store for it (nil when the record
+    /// has no stored original, or the store has lost it). It runs as the record's owner
+    /// when an admin asks, else as the user, who may write the record.
+    static func job(key: String, record r: Record, caller: Caller, assets: any AssetStore, folder: String) throws -> ReprocessJob? {
+        guard let original = r.assets["original"], let stored = original["key"]?.stringValue,
+              let sha = original["sha256"]?.stringValue ?? r.sha256 else { return nil }
+        let format = original["format"]?.stringValue ?? "jpeg"
+        let path = folder + "/" + String(SHA256.hex(Data(key.utf8)).prefix(32)) + "." + format
+        do { try assets.get(key: stored, to: path) } catch let e as StoreFailure where e.kind == .permanent {
+            Log.error("reprocess: record \(r.id)'s original \(stored) cannot be read from \(assets.name): \(e)")
+            return nil
+        }
+        var memo = MemoJob(memo: r.memo, type: r.type, owner: caller.isAdmin ? r.owner : caller.name)
+        memo.record = r.id
+        let file = WorkingSet.File(role: .original, path: path, sha256: sha, bytes: original["bytes"]?.intValue,
+                                   width: original["width"]?.intValue.map(Int.init), height: original["height"]?.intValue.map(Int.init),
+                                   format: format, storedKey: stored)
+        return ReprocessJob(key: key, memo: memo, photoPath: path, sha256: sha, working: WorkingSet(files: [file], exif: r.exif))
+    }
+}

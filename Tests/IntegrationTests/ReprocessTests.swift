@@ -1,0 +1,178 @@
+import Foundation
+import StageKit
+import TestSupport
+import Testing
+
+/// `photomemo reprocess` (DESIGN.md, "Running for months"): records run again from their
+/// stored originals through the definition in force, keeping their ids, at a priority
+/// below fresh drops, each user only over the records they may write.
+@Suite(.serialized) struct ReprocessTests {
+    static func definition(width: Int) -> String {
+        """
+        {"name": "w\(width)", "database": "sqlite:photomemo.sqlite", "store": "file:store", "stages": [
+          {"use": "validate", "with": {}},
+          {"use": "compress", "with": {"renditions": [{"name": "display", "width": \(width), "format": "jpeg", "quality": 80}]}},
+          {"use": "upload", "with": {}},
+          {"use": "index", "with": {}}]}
+        """
+    }
+
+    /// A grey PNG of its own size (so its own bytes) dropped as `name`.
+    static func dropPNG(_ d: DaemonHarness, _ name: String, width: Int, height: Int = 300) throws {
+        let temp = d.root + "/" + name
+        try makePNG(temp, mode: "grey", width: width, height: height)
+        #expect(rename(temp, d.home + "/inbox/" + name) == 0)
+    }
+
+    static func records(_ d: DaemonHarness) throws -> [String: JSONValue] {
+        var out: [String: JSONValue] = [:]
+        for r in try json(d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue ?? [] { out[r["id"]!.stringValue!] = r }
+        return out
+    }
+
+    @Test func aChangedWidthReachesTheSameRecordsAndTheOldRenditionsLeaveTheStore() throws {
+        let d = try DaemonHarness(stages: Self.definition(width: 860))
+        try d.start()
+        for (i, w) in [1000, 1100, 1200].enumerated() { try Self.dropPNG(d, "p\(i).png", width: w) }
+        try d.waitIdle(jobs: 3)
+        let before = try Self.records(d)
+        #expect(before.count == 3)
+        #expect(before.values.allSatisfy { $0["assets"]?["display"]?["width"]?.intValue == 860 })
+        try Self.definition(width: 400).write(toFile: d.jobFile, atomically: true, encoding: .utf8)
+        #expect(try DaemonHarness.run(["reload", "--home", d.home]).0 == 0)
+        try d.waitUntil("the reload applies") { d.log.contains("reloaded job definition w400") }
+        let changesBefore = try json(d, ["changes", "--since", "0"])["changes"]?.arrayValue?.count ?? 0
+
+        #expect(try DaemonHarness.run(["pause", "compress", "--home", d.home]).0 == 0)
+        let answer = try json(d, ["reprocess", "TRUEPREDICATE"])
+        #expect(answer["enqueued"]?.intValue == 3 && answer["matched"]?.intValue == 3, "\(answer)")
+        // A memo edited while its reprocess is queued is kept: the job brings images, not a memo.
+        let edited = try #require(before.keys.sorted().first)
+        #expect(try DaemonHarness.run(["update", edited, "--memo", "edited meanwhile", "--home", d.home]).0 == 0)
+        #expect(try DaemonHarness.run(["resume", "compress", "--home", d.home]).0 == 0)
+        try d.waitIdle(jobs: 6)
+        #expect(try d.stateCounts() == ["done": 6])
+        let after = try Self.records(d)
+        #expect(Set(after.keys) == Set(before.keys), "the same records, no new ones")
+        for (id, r) in after {
+            let display = try #require(r["assets"]?["display"]?.objectValue)
+            #expect(display["width"]?.intValue == 400, "\(id): \(display)")
+            #expect(r["memo"] == (id == edited ? "edited meanwhile" : before[id]?["memo"]) && r["type"] == before[id]?["type"], "\(id)")
+            #expect(r["assets"]?["original"]?["key"] == before[id]?["assets"]?["original"]?["key"], "the same original")
+            // The new rendition is fetchable; the old one leaves the local store once released.
+            let out = d.root + "/\(id).jpg"
+            #expect(try DaemonHarness.run(["asset", id, "display", "-o", out, "--home", d.home]).0 == 0)
+            #expect(FileManager.default.fileExists(atPath: out))
+            let old = try #require(before[id]?["assets"]?["display"]?["key"]?.stringValue)
+            let store = KeepOriginalsTests()  // its folder, or the harness's S3 bucket
+            #expect(store.stored(d, display["key"]!.stringValue!))
+            try d.waitUntil("the old display of \(id) is released") { !store.stored(d, old) }
+        }
+        let changes = try json(d, ["changes", "--since", "0"])["changes"]?.arrayValue ?? []
+        let updates = changes.dropFirst(changesBefore).filter { $0["op"] == "update" }.compactMap { $0["record_id"]?.stringValue }
+        #expect(Set(updates) == Set(before.keys) && updates.count == 4, "\(changes.dropFirst(changesBefore))")  // and the edit
+        // The copies of the originals are gone once stored again; status counts the jobs.
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: d.home + "/reprocess")) ?? []).isEmpty)
+        #expect(try json(d, ["status"])["reprocess"]?["done"]?.intValue == 3)
+        #expect(try DaemonHarness.run(["metrics", "--home", d.home]).1.contains(#"photomemo_reprocess_jobs{state="done"} 3"#))
+        #expect(d.stop().status == 0)
+    }
+
+    /// Fresh drops go first: a photo dropped while 30 reprocess jobs wait at compress is
+    /// claimed there before any of them, and is done before they all are.
+    @Test func aFreshPhotoGoesBeforeQueuedReprocessJobs() throws {
+        let d = try DaemonHarness(stages: Self.definition(width: 60))
+        try d.start()
+        for i in 0..<30 { try Self.dropPNG(d, "p\(i).png", width: 100 + i, height: 80) }
+        try d.waitIdle(jobs: 30, timeout: 120)
+        #expect(try DaemonHarness.run(["pause", "compress", "--home", d.home]).0 == 0)
+        // Asked twice while they are queued: the second adds none.
+        #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 30)
+        #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 0)
+        #expect(try json(d, ["status"])["reprocess"]?["queued"]?.intValue == 30)
+        try Self.dropPNG(d, "fresh.png", width: 90, height: 90)
+        try d.waitUntil("the fresh photo waits at compress") { try d.jobs("photo = 'fresh.png' AND stage_index = 1 AND state = 'queued'").count == 1 }
+        #expect(try DaemonHarness.run(["resume", "compress", "--home", d.home]).0 == 0)
+        try d.waitIdle(jobs: 61, timeout: 120)
+        let db = try d.journalDB()
+        let fresh = try #require(try db.queryOne("SELECT id, finished FROM jobs WHERE photo = 'fresh.png'"))
+        let started = try db.query("""
+            SELECT j.origin, min(e.id) FROM job_events e JOIN jobs j ON j.id = e.job_id
+            WHERE e.event = 'started' AND e.stage = 'compress' AND j.id > 30 GROUP BY j.id ORDER BY min(e.id)
+            """).compactMap { $0.string(0) }
+        #expect(started.first == "inbox", "compress claimed in this order: \(started)")
+        let lastReprocess = try #require(try db.queryOne("SELECT max(finished) FROM jobs WHERE origin = 'reprocess'")?.double(0))
+        #expect(fresh.double(1)! < lastReprocess)
+        #expect(try d.stateCounts() == ["done": 61])
+        #expect(d.stop().status == 0)
+    }
+
+    /// Bob (a real second uid) reprocessing everything touches only his own record; the
+    /// job is his, and root's record keeps its change tag.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")))
+    func aUserReprocessesOnlyTheRecordsTheyMayWrite() throws {
+        let users = WhoMayDoWhatTests()
+        let d = try users.start(stages: Self.definition(width: 60))
+        try d.drop("Canon_40D.jpg", as: "root.jpg")
+        try users.drop(users.bob, d, "Nikon_D70.jpg", as: "bob.jpg")
+        try d.waitIdle(jobs: 2)
+        // Root's record shared for reading: bob's query finds it, but he may not write it.
+        let roots = try #require(try Self.records(d).values.first { $0["owner"]?.stringValue != users.bob }?["id"]?.stringValue)
+        #expect(try DaemonHarness.run(["update", roots, "--acl", #"{"read": ["\#(users.bob)"]}"#, "--home", d.home]).0 == 0)
+        #expect(try users.cliJSON(users.bob, d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue?.count == 2)
+        let before = try Self.records(d)
+        let bobs = try #require(before.values.first { $0["owner"]?.stringValue == users.bob }?["id"]?.stringValue)
+        let answer = try users.cliJSON(users.bob, d, ["reprocess", "TRUEPREDICATE"])
+        #expect(answer["enqueued"]?.intValue == 1 && answer["matched"]?.intValue == 1, "\(answer)")
+        try d.waitIdle(jobs: 3)
+        let job = try #require(try d.jobs("origin = 'reprocess'").first)
+        let owner = try JSONValue.parse(job.memo)["owner"]?.stringValue
+        #expect(job.state == "done" && owner == users.bob)
+        for (id, r) in try Self.records(d) {
+            #expect((r["change_tag"] == before[id]?["change_tag"]) == (id != bobs), "\(id)")
+        }
+        #expect(d.stop().status == 0)
+    }
+
+    /// A SIGKILL while reprocess jobs are queued and running loses and duplicates nothing:
+    /// after the restart each record is updated once, from its copy still in HOME/reprocess.
+    @Test func aKillMidReprocessResumes() throws {
+        let d = try DaemonHarness(stages: Self.definition(width: 80))
+        try d.start()
+        for i in 0..<6 { try Self.dropPNG(d, "p\(i).png", width: 200 + i, height: 100) }
+        try d.waitIdle(jobs: 6)
+        let before = try Self.records(d)
+        try Self.definition(width: 40).write(toFile: d.jobFile, atomically: true, encoding: .utf8)
+        #expect(try DaemonHarness.run(["reload", "--home", d.home]).0 == 0)
+        try d.waitUntil("the reload applies") { d.log.contains("reloaded job definition w40") }
+        #expect(try DaemonHarness.run(["pause", "upload", "--home", d.home]).0 == 0)
+        #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 6)
+        try d.waitUntil("the jobs wait at upload") { try d.jobs("origin = 'reprocess' AND stage_index = 2 AND state = 'queued'").count == 6 }
+        _ = d.stop(SIGKILL)
+        try d.start()
+        #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 0, "still queued: none added")
+        #expect(try DaemonHarness.run(["resume", "upload", "--home", d.home]).0 == 0)
+        try d.waitIdle(jobs: 12)
+        #expect(try d.stateCounts() == ["done": 12])
+        let after = try Self.records(d)
+        #expect(Set(after.keys) == Set(before.keys))
+        #expect(after.values.allSatisfy { $0["assets"]?["display"]?["width"]?.intValue == 40 }, "\(after)")
+        let changes = try json(d, ["changes", "--since", "0"])["changes"]?.arrayValue ?? []
+        #expect(changes.filter { $0["op"] == "update" }.count == 6, "one update each")
+        #expect(d.stop().status == 0)
+    }
+
+    /// A bad predicate and an unknown (or too late a) stage are refused, nothing queued.
+    @Test func aBadPredicateOrStageIsAClearError() throws {
+        let d = try DaemonHarness(stages: Self.definition(width: 60))
+        try d.start()
+        let bad = try DaemonHarness.run(["reprocess", "width >>> 3", "--home", d.home])
+        #expect(bad.0 != 0 && bad.2.contains("predicate"), "\(bad)")
+        let unknown = try DaemonHarness.run(["reprocess", "TRUEPREDICATE", "--from", "compres", "--home", d.home])
+        #expect(unknown.0 != 0 && unknown.2.contains(#"no stage "compres""#) && unknown.2.contains(#"did you mean "compress""#), "\(unknown)")
+        let late = try DaemonHarness.run(["reprocess", "TRUEPREDICATE", "--from", "index", "--home", d.home])
+        #expect(late.0 != 0 && late.2.contains("before upload"), "\(late)")
+        #expect(try d.stateCounts().isEmpty)
+        #expect(d.stop().status == 0)
+    }
+}
