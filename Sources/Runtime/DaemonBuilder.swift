@@ -73,11 +73,14 @@ struct DaemonBuilder {
         let reloader = DefinitionReloader(loop: loop, load: opened.load) { loaded in
             do {
                 let next = try loaded.get()
+                let previous = live.current
                 try live.replace(with: next)
                 // Those that keep a copy of their own yet (see `LiveDefinition`).
                 quota.limits.value = next.quota
                 decodeMemory.limitBytes = next.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
                 scheduler.replace(definition: next)
+                // Their processes (exec workers) stop gracefully; the new stages start their own.
+                for entry in previous.stages { (entry.stage as? any LongLivedStage)?.retire() }
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)
             } catch {
