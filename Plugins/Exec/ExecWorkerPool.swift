@@ -182,7 +182,13 @@ final class ExecWorkerPool: @unchecked Sendable {
     private func exited(_ i: Int, how: String) {
         let now = Subprocess.nowNs()
         let why = tail(i)
-        for p in slots[i].pending.values where p.outcome == nil { p.outcome = .retry(reason: "\(program) \(how) mid-job\(why)") }
+        defer {
+            // Its jobs retry, or wait without spending attempts once the program is down.
+            for p in slots[i].pending.values where p.outcome == nil {
+                p.outcome = down.map { .unavailable(dependency: config.dependency, reason: $0.reason) }
+                    ?? .retry(reason: "\(program) \(how) mid-job\(why)")
+            }
+        }
         let crashedAtStart = !slots[i].dying && !slots[i].answered && now - slots[i].startedAt < Self.startWindowNs
         slots[i].process = nil
         slots[i].dying = false

@@ -107,6 +107,7 @@ import Testing
         #expect(Date().timeIntervalSince(start) < 3)
         guard case .retry(let first, _) = outcomes[0] else { Issue.record("\(outcomes[0])"); return }
         #expect(first.contains("no model file"))
+        guard case .unavailable = outcomes[2] else { Issue.record("the third crash spent an attempt: \(outcomes)"); return }
         guard case .unavailable(let dep, let reason) = outcomes[3] else { Issue.record("\(outcomes)"); return }
         #expect(dep == "exec")
         #expect(reason.contains("crashed at start 3 times"))
