@@ -3,7 +3,11 @@ import PackageDescription
 
 // The pipeline reads from the layout:
 //   Sources/CUV, CSQLite, CPQ, CCrypto, CPosix, CVips, CCurl, CXML2  thin system-library targets (C headers only)
-//   Sources/PhotomemoCore           stage protocol, job definitions, registry, retry policy, JSON
+//   Sources/StageKit                the stage contract, pure Swift (no C): Stage, StageOutcome, JobContext, WorkingSet,
+//                                   options, registry, environment, job definitions, PhotomemoError, RetryPolicy,
+//                                   JobStateMachine, JSON, logging
+//   Sources/PhotomemoCore           what stages and the engine share below the contract: files opened beneath a folder,
+//                                   photo bytes and policy, SHA-256 (OpenSSL), subprocesses, XMP (libxml2)
 //   Sources/ControlProtocol         the socket's contract shared by daemon and CLI: commands, argument keys, reply envelope; the client (ControlClient)
 //   Sources/EventLoop               libuv wrappers (loop, timer, signal, inotify watcher, work queue)
 //   Sources/SQL                     what the journal and index need of a SQL engine: SQLConnection, values, rows, one migration runner
@@ -24,6 +28,7 @@ let package = Package(
         .executable(name: "photomemo", targets: ["photomemo"]),
         .executable(name: "photomemo-bench", targets: ["photomemo-bench"]),
         // For the fuzz targets in Fuzz/, a package of its own that depends on this one by path.
+        .library(name: "StageKit", targets: ["StageKit"]),
         .library(name: "PhotomemoCore", targets: ["PhotomemoCore"]),
         .library(name: "Index", targets: ["Index"]),
         .library(name: "Runtime", targets: ["Runtime"]),
@@ -47,48 +52,49 @@ let package = Package(
         .systemLibrary(name: "CXML2", path: "Sources/CXML2", pkgConfig: "libxml-2.0",
                        providers: [.apt(["libxml2-dev"])]),
 
-        .target(name: "PhotomemoCore", dependencies: ["CCrypto", "CPosix", "CXML2"]),
-        .target(name: "ControlProtocol", dependencies: ["PhotomemoCore"]),
-        .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore"]),
-        .target(name: "SQL", dependencies: ["PhotomemoCore"]),
-        .target(name: "SQLite", dependencies: ["PhotomemoCore", "SQL", "CSQLite"]),
-        .target(name: "Postgres", dependencies: ["PhotomemoCore", "SQL", "CPQ"]),
-        .target(name: "Journal", dependencies: ["PhotomemoCore", "SQLite"]),
-        .target(name: "HTTP", dependencies: ["PhotomemoCore", "CCurl"]),
-        .target(name: "Stores", dependencies: ["PhotomemoCore", "HTTP"]),
-        .target(name: "Index", dependencies: ["PhotomemoCore", "SQL", "SQLite", "Postgres"]),
-        .target(name: "Notify", dependencies: ["PhotomemoCore", "HTTP"]),
-        .target(name: "Runtime", dependencies: ["PhotomemoCore", "ControlProtocol", "EventLoop", "Journal", "Index", "Stores", "Notify", "Postgres", "CPosix"]),
+        .target(name: "StageKit"),
+        .target(name: "PhotomemoCore", dependencies: ["StageKit", "CCrypto", "CPosix", "CXML2"]),
+        .target(name: "ControlProtocol", dependencies: ["PhotomemoCore", "StageKit"]),
+        .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore", "StageKit"]),
+        .target(name: "SQL", dependencies: ["StageKit"]),
+        .target(name: "SQLite", dependencies: ["StageKit", "SQL", "CSQLite"]),
+        .target(name: "Postgres", dependencies: ["StageKit", "SQL", "CPQ"]),
+        .target(name: "Journal", dependencies: ["PhotomemoCore", "StageKit", "SQLite"]),
+        .target(name: "HTTP", dependencies: ["StageKit", "CCurl"]),
+        .target(name: "Stores", dependencies: ["PhotomemoCore", "StageKit", "HTTP"]),
+        .target(name: "Index", dependencies: ["PhotomemoCore", "StageKit", "SQL", "SQLite", "Postgres"]),
+        .target(name: "Notify", dependencies: ["PhotomemoCore", "StageKit", "HTTP"]),
+        .target(name: "Runtime", dependencies: ["PhotomemoCore", "StageKit", "ControlProtocol", "EventLoop", "Journal", "Index", "Stores", "Notify", "Postgres", "CPosix"]),
 
-        .target(name: "ValidateStage", dependencies: ["PhotomemoCore"], path: "Plugins/Validate"),
-        .target(name: "ExecStage", dependencies: ["PhotomemoCore"], path: "Plugins/Exec"),
-        .target(name: "CommentStage", dependencies: ["PhotomemoCore"], path: "Plugins/Comment"),
-        .target(name: "NotifyStage", dependencies: ["PhotomemoCore", "Index"], path: "Plugins/Notify"),
-        .target(name: "IndexStage", dependencies: ["PhotomemoCore", "Index"], path: "Plugins/Index"),
-        .target(name: "UploadStage", dependencies: ["PhotomemoCore", "Stores"], path: "Plugins/Upload"),
-        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "CVips"], path: "Plugins/Compress"),
+        .target(name: "ValidateStage", dependencies: ["PhotomemoCore", "StageKit"], path: "Plugins/Validate"),
+        .target(name: "ExecStage", dependencies: ["PhotomemoCore", "StageKit"], path: "Plugins/Exec"),
+        .target(name: "CommentStage", dependencies: ["PhotomemoCore", "StageKit"], path: "Plugins/Comment"),
+        .target(name: "NotifyStage", dependencies: ["StageKit", "Index"], path: "Plugins/Notify"),
+        .target(name: "IndexStage", dependencies: ["StageKit", "Index"], path: "Plugins/Index"),
+        .target(name: "UploadStage", dependencies: ["PhotomemoCore", "StageKit", "Stores"], path: "Plugins/Upload"),
+        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "StageKit", "CVips"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: [
-            "ControlProtocol", "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "Postgres",
+            "ControlProtocol", "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "StageKit", "Postgres",
         ]),
         .executableTarget(name: "photomemo", dependencies: [
-            "PhotomemoCore", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CommentStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
+            "PhotomemoCore", "StageKit", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CommentStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",
         ]),
 
-        .target(name: "TestSupport", dependencies: ["PhotomemoCore"], path: "Tests/TestSupport"),
-        .testTarget(name: "PhotomemoCoreTests", dependencies: ["PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV", "PhotomemoCore"]),
-        .testTarget(name: "JournalTests", dependencies: ["Journal", "SQLite", "Postgres", "PhotomemoCore", "TestSupport"]),
+        .target(name: "TestSupport", dependencies: ["PhotomemoCore", "StageKit"], path: "Tests/TestSupport"),
+        .testTarget(name: "PhotomemoCoreTests", dependencies: ["PhotomemoCore", "StageKit", "TestSupport"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "CUV", "PhotomemoCore", "StageKit"]),
+        .testTarget(name: "JournalTests", dependencies: ["Journal", "SQLite", "Postgres", "StageKit", "TestSupport"]),
         .testTarget(name: "StageTests", dependencies: ["ValidateStage", "ExecStage", "UploadStage", "IndexStage", "NotifyStage", "Index",
-                                                     "PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "IndexTests", dependencies: ["Index", "SQLite", "Postgres", "PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "PhotomemoCore"]),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "SQL", "EventLoop", "PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "TestSupport", "CVips"]),
-        .testTarget(name: "NotifyTests", dependencies: ["Notify", "PhotomemoCore", "TestSupport"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "EventLoop", "Journal", "Index", "Stores"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "Index", "SQLite", "Postgres", "PhotomemoCore", "TestSupport", "CompressStage", "photomemo"],
+                                                     "PhotomemoCore", "StageKit", "TestSupport"]),
+        .testTarget(name: "IndexTests", dependencies: ["Index", "SQLite", "Postgres", "PhotomemoCore", "StageKit", "TestSupport"]),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "StageKit"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "SQL", "EventLoop", "StageKit", "TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "StageKit", "TestSupport"]),
+        .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "StageKit", "TestSupport", "CVips"]),
+        .testTarget(name: "NotifyTests", dependencies: ["Notify", "TestSupport"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "StageKit", "EventLoop", "Journal", "Index", "Stores"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Journal", "Index", "SQLite", "Postgres", "PhotomemoCore", "StageKit", "TestSupport", "CompressStage", "photomemo"],
                     exclude: ["Fixtures"]),
     ]
 )

@@ -21,11 +21,11 @@ let package = Package(
     dependencies: [.package(path: "..")],
     targets: [
         .target(name: "FuzzDriver"),
-        fuzzer("fuzz-json", ["PhotomemoCore"]),
-        fuzzer("fuzz-memojob", ["PhotomemoCore"]),
-        fuzzer("fuzz-xmp", ["PhotomemoCore"]),
-        fuzzer("fuzz-request", ["Runtime", "ControlProtocol", "Index", "PhotomemoCore"]),
-        fuzzer("fuzz-predicate", ["Index", "PhotomemoCore"]),
+        fuzzer("fuzz-json", ["StageKit"]),
+        fuzzer("fuzz-memojob", ["StageKit"]),
+        fuzzer("fuzz-xmp", ["PhotomemoCore", "StageKit"]),
+        fuzzer("fuzz-request", ["Runtime", "ControlProtocol", "Index", "StageKit"]),
+        fuzzer("fuzz-predicate", ["Index", "StageKit"]),
         fuzzer("fuzz-probe", ["ValidateStage"]),
     ]
 )

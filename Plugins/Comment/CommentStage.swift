@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// `comment`: writes a JPEG comment (a COM segment, which every viewer ignores for the
 /// picture) into one of the job's JPEG renditions, placed between compress and upload.

@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// `compress`: turns a photo into the renditions its job definition asks for, upright,
 /// sRGB, alpha flattened on white, metadata stripped (GPS always unless kept), and

@@ -1,4 +1,3 @@
-import PhotomemoCore
 
 /// What decoding a photo holds in memory at once, estimated from its header before any
 /// pixel is decoded, to reserve from the daemon's `DecodeMemory`: the decoded pixels (1

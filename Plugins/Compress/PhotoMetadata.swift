@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// What the index needs from a photo's header: upright size, format, and the EXIF facts
 /// (taken, make, model, orientation, GPS). libvips exposes EXIF tags as strings like

@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// One output image of the compress stage, as a job definition declares it:
 /// `{"name": "display", "width": 860, "format": "jpeg", "quality": 90}` (exactly that wide,

@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// Every size compress will make for one photo, computed and checked against the pixel
 /// limit before a pixel is decoded: the decoded source, the base (the largest rendition,

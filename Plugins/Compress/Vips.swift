@@ -1,6 +1,7 @@
 import CVips
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// The libvips calls compress makes, wrapped once: an owned image reference, process
 /// setup, and errors. libvips' error buffer is process-wide (messages from parallel

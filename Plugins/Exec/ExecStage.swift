@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// `exec`: runs an external program per job, so a stage can be written in any language.
 /// The job is JSON on stdin (id, key, attempt, photo_path, memo, results, working_set); the program
@@ -14,6 +15,8 @@ import PhotomemoCore
 ///
 /// `{"outcome": "continue"|"skip"|"retry"|"fail"|"unavailable", "reason": "...",
 /// "after_ms": N, "result": {...}}` on stdout with exit 0 chooses the outcome explicitly.
+/// `"annotations": {NAME: value}` in the answer (either form) adds facts to the job's
+/// working set when it continues: the record gets them as fields (`WorkingSet.annotate`).
 /// Like every stage it must be idempotent on the job's `key`.
 ///
 /// The program sees a clean environment (`SubprocessEnvironment`): `PATH`, `HOME`, `LANG`,
@@ -104,7 +107,7 @@ public struct ExecStage: LongLivedStage {
         if r.stopped { return .retry(reason: "\(command[0]) was stopped: the daemon is shutting down") }
         if let sig = r.signal { return .retry(reason: "\(command[0]) was killed by signal \(sig)\(why)") }
         switch r.status! {
-        case 0: return Self.parseAnswer(r.stdout)
+        case 0: return Self.parseAnswer(r.stdout, job: job)
         case 65: return .fail(reason: "\(command[0]) rejected the job (exit 65)\(why)")
         case 69: return .unavailable(dependency: dependency, reason: "\(command[0]) exit 69\(why)")
         default: return .retry(reason: "\(command[0]) exited with status \(r.status!)\(why)")
@@ -113,16 +116,32 @@ public struct ExecStage: LongLivedStage {
 
     /// Maps exit-0 stdout to an outcome: empty → continue; `{"outcome": ...}` → as said;
     /// other JSON → continue with it as the result; not JSON → retry (a broken program).
-    static func parseAnswer(_ stdout: [UInt8]) -> StageOutcome {
+    /// A continuing answer's `annotations` go into `job`'s working set; one that breaks
+    /// the field rules is a retry, as a broken program's answer is.
+    static func parseAnswer(_ stdout: [UInt8], job: JobContext) -> StageOutcome {
         let text = String(decoding: stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.isEmpty { return .continue() }
         guard let v = try? JSONValue.parse(text) else { return .retry(reason: "stdout is not JSON: \(text.prefix(200))") }
-        return outcome(of: v)
+        return answer(v, job: job)
     }
 
     /// The outcome a JSON answer chooses (stdout of a one-shot run, or a worker's answer
-    /// without its request id): `{"outcome": ...}` → as said; other JSON → continue with it as the result.
-    static func outcome(of v: JSONValue) -> StageOutcome {
+    /// without its request id), its `annotations` applied to `job`'s working set.
+    static func answer(_ v: JSONValue, job: JobContext) -> StageOutcome {
+        let outcome = parseOutcome(v)
+        guard case .continue = outcome, let given = v["annotations"] else { return outcome }
+        guard case .object(let annotations) = given else { return .retry(reason: "stdout's \"annotations\" must be an object, got \(given.typeName)") }
+        do {
+            try job.update { set in for (name, value) in annotations.sorted(by: { $0.key < $1.key }) { try set.annotate(name, value) } }
+        } catch let e as PhotomemoError {
+            return .retry(reason: "stdout's annotations: \(e.message)")
+        } catch {
+            return .retry(reason: "stdout's annotations: \(error)")
+        }
+        return outcome
+    }
+
+    static func parseOutcome(_ v: JSONValue) -> StageOutcome {
         guard let outcome = v["outcome"]?.stringValue else { return .continue(result: v) }
         let reason = v["reason"]?.stringValue ?? "no reason given"
         switch outcome {

@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// `exec` with `"workers": N`: N long-lived children of the command, each taking up to
 /// `in_flight` jobs at a time as JSON lines (docs/exec-workers.md). `run` blocks its pool
@@ -21,7 +22,11 @@ final class ExecWorkerPool: @unchecked Sendable {
         let dependency: String
     }
 
-    private final class Pending { var outcome: StageOutcome? }
+    private final class Pending {
+        var outcome: StageOutcome?
+        /// The worker's answer, without its request id.
+        var answer: JSONValue?
+    }
 
     private struct Slot {
         var process: WorkerProcess?
@@ -94,7 +99,8 @@ final class ExecWorkerPool: @unchecked Sendable {
                 end(index, process, because: "worker pid \(process.pid) timed out after \(config.timeoutMs) ms")
             }
         }
-        return pending.outcome!
+        // Its annotations go into the job's working set, here on the job's thread.
+        return pending.answer.map { ExecStage.answer($0, job: job) } ?? pending.outcome!
     }
 
     /// Stops every worker gracefully: stdin closed, TERM if still there after the grace.
@@ -154,7 +160,8 @@ final class ExecWorkerPool: @unchecked Sendable {
                 return end(i, process, because: "worker pid \(process.pid) answered a line that is not an answer to a job it has: \(text)")
             }
             answer["request"] = nil
-            pending.outcome = ExecStage.outcome(of: .object(answer))
+            pending.answer = .object(answer)
+            pending.outcome = ExecStage.parseOutcome(.object(answer))
             slots[i].answered = true
             (slots[i].exitsInARow, slots[i].startFailures) = (0, 0)
             down = nil

@@ -1,9 +1,9 @@
 import Foundation
 import Index
-import PhotomemoCore
+import StageKit
 
 /// `index`: turns a finished job into its record — type, memo and typed fields from the
-/// memo, the stored files, EXIF and size from the job's working set — or updates the record of
+/// memo, the stored files, EXIF, size and annotations (as fields) from the job's working set — or updates the record of
 /// the same photo when a later memo names it. Idempotent on the job key.
 public struct IndexStage: BatchStage {
     public static let name = "index"
@@ -24,11 +24,12 @@ public struct IndexStage: BatchStage {
     }
 
     /// A record's `create` change is its receipt (the original is safe to delete at the
-    /// source): it must come after the upload stage has stored the original.
+    /// source): it must come after every stage that stores the job's files (`storesAssets`).
     public func check(alongside stages: [any Stage]) throws {
         guard let me = stages.firstIndex(where: { $0 is IndexStage }),
-              let upload = stages.firstIndex(where: { type(of: $0).name == "upload" }), upload > me else { return }
-        throw PhotomemoError(.badDefinition, "index must come after upload: a record (and its create change) is written only once its original is stored")
+              let store = stages.lastIndex(where: { type(of: $0).storesAssets }), store > me else { return }
+        let name = type(of: stages[store]).name
+        throw PhotomemoError(.badDefinition, "index must come after \(name): a record (and its create change) is written only once its original is stored")
     }
 
     /// Under load the scheduler hands over up to 64 jobs: they are written in one
@@ -62,7 +63,7 @@ public struct IndexStage: BatchStage {
             jobKey: job.key, photoSHA256: job.photoSHA256, memo: job.memo,
             assets: Self.assets(working), exif: working.exif ?? .emptyObject,
             width: original?.width, height: original?.height,
-            source: job.memo.photo, updatesSource: keptPath)
+            source: job.memo.photo, updatesSource: keptPath, annotations: working.annotations)
     }
 
     /// The record's `assets`: every file of the job a stage stored, by role.

@@ -1,6 +1,6 @@
 import Foundation
 import Index
-import PhotomemoCore
+import StageKit
 
 /// `notify`: fans the job's record change out to the matching subscriptions, committing
 /// one delivery per subscription in the record index (the durable outbox); the daemon

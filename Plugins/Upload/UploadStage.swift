@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 import Stores
 
 /// `upload`: puts the original and every rendition into the asset store under content
@@ -15,6 +16,7 @@ public struct UploadStage: Stage {
     public static let workload = StageWorkload.io
     public static let photoLocal = true
     public static let readsMemo = false
+    public static let storesAssets = true
     public static let options: [StageOption] = [
         StageOption("store", .string,
                     "file:DIR (relative to the home) or s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_* variables); default: the job definition's \"store\""),

@@ -1,4 +1,5 @@
 import PhotomemoCore
+import StageKit
 
 /// `validate`: the photo is an image of an allowed format, within the byte and pixel
 /// limits, structurally whole. Reads the photo once, through one descriptor, checks its

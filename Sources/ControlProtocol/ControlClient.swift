@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PhotomemoCore
+import StageKit
 
 /// A client's side of the control socket (the CLI's, the bench's): connect, send one
 /// request line, read reply and event lines. Blocking, with timeouts so it never hangs.

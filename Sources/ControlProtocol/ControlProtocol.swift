@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// The control socket's contract, shared by the daemon and the CLI (DESIGN.md, "Control
 /// socket"): command names, argument keys and the reply envelope, written once so that

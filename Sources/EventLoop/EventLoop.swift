@@ -1,6 +1,5 @@
 import CUV
 import Glibc
-import PhotomemoCore
 
 /// A libuv loop and the handles on it.
 ///

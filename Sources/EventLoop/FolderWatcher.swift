@@ -1,6 +1,7 @@
 import CUV
 import Glibc
 import PhotomemoCore
+import StageKit
 
 /// Watches one folder with a raw inotify fd on a `uv_poll_t`: unlike `uv_fs_event`, it
 /// reports "writer closed the file" (`IN_CLOSE_WRITE`), renames in (`IN_MOVED_TO`), names

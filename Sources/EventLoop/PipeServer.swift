@@ -1,7 +1,7 @@
 import CPosix
 import CUV
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// A Unix-domain stream socket listening on the loop (`uv_pipe_t`). Each accepted client
 /// is a `PipeConnection` handed to `onConnection`.
@@ -57,7 +57,8 @@ public final class PipeServer: LoopHandle {
 }
 
 /// One connected client: reads arrive as byte chunks, writes are queued and counted so
-/// the owner can bound what a slow reader costs.
+/// the owner can bound what a slow reader costs. A Unix-socket client, or a TCP one
+/// (`TCPServer`): past accepting, a stream is a stream.
 public final class PipeConnection: LoopHandle {
     public struct Peer: Sendable, Equatable {
         public let pid: Int32
@@ -79,10 +80,14 @@ public final class PipeConnection: LoopHandle {
     private let loop: EventLoop
     private var lingerTimer: LoopTimer?
 
-    init(loop: EventLoop) throws {
+    init(loop: EventLoop, tcp: Bool = false) throws {
         self.loop = loop
-        super.init(type: UV_NAMED_PIPE)
-        try uvCheck(uv_pipe_init(loop.uv, raw.assumingMemoryBound(to: uv_pipe_t.self), 0), "uv_pipe_init")
+        super.init(type: tcp ? UV_TCP : UV_NAMED_PIPE)
+        if tcp {
+            try uvCheck(uv_tcp_init(loop.uv, raw.assumingMemoryBound(to: uv_tcp_t.self)), "uv_tcp_init")
+        } else {
+            try uvCheck(uv_pipe_init(loop.uv, raw.assumingMemoryBound(to: uv_pipe_t.self), 0), "uv_pipe_init")
+        }
         retainFromHandle()
     }
 

@@ -1,5 +1,5 @@
 import CUV
-import PhotomemoCore
+import StageKit
 
 /// Readable events on a descriptor someone else owns (a libpq connection's socket): the
 /// callback runs on the loop thread each time it polls readable, until `stop()` or

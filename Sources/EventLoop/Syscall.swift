@@ -1,5 +1,5 @@
 import CUV
-import PhotomemoCore
+import StageKit
 
 /// The one place libuv's negative error codes become Swift errors (errno values, so
 /// they print like `syscall`'s).

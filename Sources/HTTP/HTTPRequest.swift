@@ -1,6 +1,5 @@
 import CCurl
 import Foundation
-import PhotomemoCore
 
 /// One blocking HTTP request through libcurl, for the webhook sink and the S3 store (the
 /// only file that talks to libcurl). Run it off the loop.

@@ -1,5 +1,5 @@
 import SQL
-import PhotomemoCore
+import StageKit
 
 /// Predicates and sort keys to SQL over `records r`, always with `?` parameters — values
 /// and field names are never spliced into the SQL text. Unknown fields match nothing; a

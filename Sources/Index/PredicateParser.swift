@@ -1,4 +1,3 @@
-import PhotomemoCore
 
 /// Tokenizer + recursive descent for predicates. Grammar:
 ///

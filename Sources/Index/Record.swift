@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// A record (DESIGN.md, "Records"): typed fields, owner and ACL, asset keys, EXIF, and a
 /// change tag for optimistic concurrency.

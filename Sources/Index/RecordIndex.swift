@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// The record index as the rest of the daemon sees it, whatever engine holds it: writes,
 /// queries, the change feed, subscriptions and their outbox, and the asset references

@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// A parsed CloudKit-style predicate (DESIGN.md, "Records"):
 /// `salesPrice >= 100 AND memo CONTAINS "receipt"`, `code IN {"A","B"}`,

@@ -1,6 +1,6 @@
 import Foundation
 import SQL
-import PhotomemoCore
+import StageKit
 
 /// The change feed (`photomemo changes`, followers) and the store objects updates and
 /// deletes released.

@@ -1,6 +1,6 @@
 import Foundation
 import SQL
-import PhotomemoCore
+import StageKit
 
 /// Records edited and deleted over the socket by their owners and writers; each in one
 /// transaction with its change.

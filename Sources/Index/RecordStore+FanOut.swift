@@ -1,6 +1,6 @@
 import Foundation
 import SQL
-import PhotomemoCore
+import StageKit
 
 /// Fan-out: which subscriptions each change meets, written as `deliveries` rows (the
 /// durable outbox). The pipeline's changes are matched on a query connection outside any

@@ -1,5 +1,5 @@
 import SQL
-import PhotomemoCore
+import StageKit
 
 /// References between records (CKReference) across owners. A reference may name only a
 /// record its writer may read: otherwise anyone could tie their record to another's (and

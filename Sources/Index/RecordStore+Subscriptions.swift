@@ -1,6 +1,6 @@
 import Foundation
 import SQL
-import PhotomemoCore
+import StageKit
 
 /// Subscriptions (CKSubscription-like) and their outbox. A change fans out to the
 /// subscriptions whose type, `fires_on` and predicate match and whose owner may read the

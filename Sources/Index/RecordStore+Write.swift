@@ -1,6 +1,7 @@
 import Foundation
 import SQL
 import PhotomemoCore
+import StageKit
 
 /// Creating, updating and deleting records; each in one transaction with its change.
 extension RecordStore {
@@ -66,6 +67,7 @@ extension RecordStore {
             r.type = input.memo.type
             r.memo = input.memo.memo
             for (k, v) in input.memo.fields { r.fields[k] = v }
+            for (k, v) in input.annotations where r.fields[k] == nil { r.fields[k] = v }
             if input.assets != .emptyObject { r.assets = input.assets }
             if input.exif != .emptyObject { r.exif = input.exif }
             // A job's ACL replaces the record's as the socket's `update --acl` does: the owner's
@@ -89,7 +91,7 @@ extension RecordStore {
         }
         let taken = input.exif["taken"]?.stringValue.flatMap(ISODate.parse)
         let r = Record(id: recordID(jobKey: input.jobKey), type: input.memo.type, memo: input.memo.memo,
-                       fields: input.memo.fields, owner: input.memo.owner, acl: input.memo.acl ?? ACL(), assets: input.assets,
+                       fields: input.annotations.merging(input.memo.fields) { _, memo in memo }, owner: input.memo.owner, acl: input.memo.acl ?? ACL(), assets: input.assets,
                        exif: input.exif, created: now, modified: now, changeTag: "",
                        source: input.source, sha256: input.photoSHA256)
         try db.run("""

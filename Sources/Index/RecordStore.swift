@@ -2,6 +2,7 @@ import Foundation
 import Postgres  // PostgresError: a lost query connection
 import SQLite  // Database, for init(path:)
 import PhotomemoCore
+import StageKit
 
 /// Who asks: the daemon's own user and root see everything; anyone else sees records
 /// they own, are named on, or that are public.

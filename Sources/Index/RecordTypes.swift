@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 // The values the record index takes and gives, whatever engine holds it.
 
@@ -31,9 +31,14 @@ public struct RecordInput: Sendable {
     /// The job brings new bytes for a `keep` inbox's path: they update the record of that
     /// path (same owner) when there is one, instead of making another.
     public var updatesSource: Bool
+    /// What the job's stages annotated (`WorkingSet.annotations`): typed fields of the
+    /// record where no memo gave one of that name — never over a field the job's memo
+    /// gives, nor one the record has (a value a user set is never lost to a stage's).
+    public var annotations: [String: JSONValue]
 
     public init(jobKey: String, photoSHA256: String?, memo: MemoJob, assets: JSONValue, exif: JSONValue, width: Int?, height: Int?,
-                source: String? = nil, updatesSource: Bool = false) {
+                source: String? = nil, updatesSource: Bool = false, annotations: [String: JSONValue] = [:]) {
+        self.annotations = annotations
         self.source = source
         self.updatesSource = updatesSource
         self.jobKey = jobKey

@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 import Postgres
 
 extension StageEnvironment {

@@ -1,4 +1,3 @@
-import PhotomemoCore
 
 /// What intake needs of the job store: making jobs of queue lines and inbox photos in
 /// one transaction with the read position, and the bookkeeping that keeps an inbox file
@@ -57,6 +56,14 @@ public protocol JobControl: AnyObject, Sendable {
     func retry(job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int, now: Double,
                bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws
     func cancel(job id: Int64, now: Double) throws
+    /// Bulk control (`Journal+BulkControl`): the newest id, a batch of matching ids, and
+    /// retry or cancel of a batch in one transaction.
+    func newestJobID() throws -> Int64
+    func jobIDs(matching filter: JobFilter, after: Int64, through: Int64, limit: Int) throws -> [(id: Int64, owner: String?)]
+    func retry(jobs ids: [Int64], state: JobState, joinTimeoutSeconds: Int, photoLocalEnd: Int, now: Double,
+               bringBack: (_ job: Int64, _ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void)
+        throws -> (retried: [Int64], refused: [(job: Int64, reason: String)])
+    func cancel(jobs ids: [Int64], state: JobState, now: Double) throws -> [Int64]
     func counts() throws -> [JobState: Int]
     /// Outcome counts per stage, and the latencies of the last `window` successful runs.
     func stageStats(window: Int) throws -> [String: StageStats]

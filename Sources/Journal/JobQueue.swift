@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// What the scheduler needs of the job store: claiming runnable jobs, persisting what it
 /// decided for them, leases, and the few settings it keeps. `Journal` is it, on SQLite or

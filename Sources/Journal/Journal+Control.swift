@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 import SQLite
 
 /// What the control socket asks of the journal: statistics, paging, retry and cancel.
@@ -78,53 +78,63 @@ extension Journal {
     public func retry(job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int = .max, now: Double = unixNow(),
                       bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
         try write { db in
-            guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner FROM jobs WHERE id = ?", [.int(id)]) else {
-                throw JobControlError.notFound
-            }
-            let state = r.string(0)!
-            guard state == "failed" || state == "cancelled" else {
-                throw JobControlError.conflict("job \(id) is \(state); only failed or cancelled jobs can be retried")
-            }
-            // Behind its owner's other jobs, as a new one (a bulk retry is a flood too);
-            // taken while it is still finished, so its old turn does not count.
-            try takeTurn(db, job: id, owner: r.string(5))
-            if r.string(1) != nil && r.string(2) == nil {
-                // A memo whose photo never came: wait for it again.
-                try db.run("""
-                    UPDATE jobs SET state = 'waiting', wait_reason = 'photo', deadline = ?, error = NULL, finished = NULL,
-                           attempts = 0, outages = 0, crashes = 0, updated = ? WHERE id = ?
-                    """, [.double(now + Double(joinTimeoutSeconds)), .double(now), .int(id)])
-            } else {
-                if let photoPath = r.string(2) {
-                    // Only a path: "(not moved: ...)" says the file stayed where it was.
-                    try bringBack(photoPath, r.string(3).flatMap { $0.hasPrefix("/") ? $0 : nil }, Int(r.int(4)!) < photoLocalEnd)
-                }
-                try db.run("""
-                    UPDATE jobs SET state = 'queued', ready_at = ?, error = NULL, finished = NULL, attempts = 0, outages = 0, crashes = 0,
-                           quarantine = NULL, updated = ? WHERE id = ?
-                    """, [.double(now), .double(now), .int(id)])
-            }
-            try event(db, job: id, stage: nil, attempt: nil, "retried", message: "by request", at: now)
+            try retry(db, job: id, joinTimeoutSeconds: joinTimeoutSeconds, photoLocalEnd: photoLocalEnd, now: now, bringBack: bringBack)
             try announceWork(db)
         }
     }
 
+    /// One retry in the caller's transaction. Nothing is written before `bringBack` has
+    /// run, so a job it refuses leaves the transaction as it found it (a bulk retry goes on).
+    func retry(_ db: any SQLConnection, job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int, now: Double,
+               bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
+        guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner FROM jobs WHERE id = ?", [.int(id)]) else {
+            throw JobControlError.notFound
+        }
+        let state = r.string(0)!
+        guard state == "failed" || state == "cancelled" else {
+            throw JobControlError.conflict("job \(id) is \(state); only failed or cancelled jobs can be retried")
+        }
+        let waitsForPhoto = r.string(1) != nil && r.string(2) == nil
+        if !waitsForPhoto, let photoPath = r.string(2) {
+            // Only a path: "(not moved: ...)" says the file stayed where it was.
+            try bringBack(photoPath, r.string(3).flatMap { $0.hasPrefix("/") ? $0 : nil }, Int(r.int(4)!) < photoLocalEnd)
+        }
+        // Behind its owner's other jobs, as a new one (a bulk retry is a flood too);
+        // taken while it is still finished, so its old turn does not count.
+        try takeTurn(db, job: id, owner: r.string(5))
+        if waitsForPhoto {
+            // A memo whose photo never came: wait for it again.
+            try db.run("""
+                UPDATE jobs SET state = 'waiting', wait_reason = 'photo', deadline = ?, error = NULL, finished = NULL,
+                       attempts = 0, outages = 0, crashes = 0, updated = ? WHERE id = ?
+                """, [.double(now + Double(joinTimeoutSeconds)), .double(now), .int(id)])
+        } else {
+            try db.run("""
+                UPDATE jobs SET state = 'queued', ready_at = ?, error = NULL, finished = NULL, attempts = 0, outages = 0, crashes = 0,
+                       quarantine = NULL, updated = ? WHERE id = ?
+                """, [.double(now), .double(now), .int(id)])
+        }
+        try event(db, job: id, stage: nil, attempt: nil, "retried", message: "by request", at: now)
+    }
+
     /// Ends a job that has not finished. A running stage finishes, and its outcome is dropped.
     public func cancel(job id: Int64, now: Double = unixNow()) throws {
-        try write { db in
-            guard let state = try db.queryOne("SELECT state FROM jobs WHERE id = ?", [.int(id)])?.string(0) else {
-                throw JobControlError.notFound
-            }
-            guard ["queued", "waiting", "running"].contains(state) else {
-                throw JobControlError.conflict("job \(id) is already \(state)")
-            }
-            try db.run("""
-                UPDATE jobs SET state = 'cancelled', ready_at = NULL, deadline = NULL, wait_reason = NULL, updated = ?, finished = ?
-                WHERE id = ?
-                """, [.double(now), .double(now), .int(id)])
-            try event(db, job: id, stage: nil, attempt: nil, "cancelled", message: "by request", at: now)
-            // Files taken as its duplicates are stored by nobody now: the next rescan takes them.
-            _ = try untake(db, endedJob: id, photoGone: false, now: now)
+        try write { db in try cancel(db, job: id, now: now) }
+    }
+
+    func cancel(_ db: any SQLConnection, job id: Int64, now: Double) throws {
+        guard let state = try db.queryOne("SELECT state FROM jobs WHERE id = ?", [.int(id)])?.string(0) else {
+            throw JobControlError.notFound
         }
+        guard ["queued", "waiting", "running"].contains(state) else {
+            throw JobControlError.conflict("job \(id) is already \(state)")
+        }
+        try db.run("""
+            UPDATE jobs SET state = 'cancelled', ready_at = NULL, deadline = NULL, wait_reason = NULL, updated = ?, finished = ?
+            WHERE id = ?
+            """, [.double(now), .double(now), .int(id)])
+        try event(db, job: id, stage: nil, attempt: nil, "cancelled", message: "by request", at: now)
+        // Files taken as its duplicates are stored by nobody now: the next rescan takes them.
+        _ = try untake(db, endedJob: id, photoGone: false, now: now)
     }
 }

@@ -1,4 +1,3 @@
-import PhotomemoCore
 import SQLite
 
 /// Fair share per owner: a claim takes a stage's queued jobs by `turn`, then id. A new

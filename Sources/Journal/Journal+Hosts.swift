@@ -1,5 +1,4 @@
 import Foundation
-import PhotomemoCore
 import SQL
 
 /// The daemons sharing this journal: each writes a heartbeat with its lease renewals;

@@ -1,4 +1,5 @@
 import PhotomemoCore
+import StageKit
 import SQLite
 
 /// Inbox photos at intake: which files are taken already (by name and identity), and a
@@ -53,7 +54,11 @@ extension Journal {
         if before?.string(0) == p.identity { return .alreadyTaken }
         // A `keep` inbox's path taken before: the same bytes again (touched, or rewritten by
         // a sync tool) are not taken again; other bytes update its record (`RecordInput.source`).
-        let retake = p.keep ? before : nil
+        // In any inbox, a file whose job has not finished is still that job's photo: a tool
+        // that sets its time after the quiet time (rsync --inplace on a busy machine) made
+        // the same bytes a second job, a duplicate racing the first.
+        let unfinished = ["queued", "running", "waiting"].contains(before?.string(3) ?? "")
+        let retake = p.keep || unfinished ? before : nil
         if let retake, retake.string(2) == p.sha256 {
             try db.run("UPDATE inbox_taken SET identity = ?, seal = ? WHERE host = ? AND name = ?",
                        [.text(p.identity), SQLValue(p.seal), .text(host), .text(p.name)])

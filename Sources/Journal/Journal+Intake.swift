@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 import SQLite
 
 /// Intake: memo lines and inbox photos become jobs. Each batch is one transaction.

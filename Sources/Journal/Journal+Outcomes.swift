@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 import SQLite
 
 /// Writing what a batch of stage runs decided (`recordSteps`): every job's current row is

@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 import SQLite
 
 /// Scheduling: claiming runnable jobs per stage and recording what each stage run decided.

@@ -1,4 +1,5 @@
 import PhotomemoCore
+import StageKit
 import SQLite
 
 /// A memo sidecar (`MemoSidecar`) read from the inbox: its memo, or why it is bad.

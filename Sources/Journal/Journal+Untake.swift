@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 import SQLite
 
 /// The intake ledger (`inbox_taken`) may mark an inbox file taken only for bytes a job

@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 import SQLite
 
 /// The durable record of every job, on SQLite (WAL, `synchronous=FULL`: a committed job

@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// Job states, as the socket and CLI name them.
 public enum JobState: String, Sendable, CaseIterable {

@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// Since when the journal's writes fail, and the last reason: what `status` shows for
 /// it, since every write — intake's, claims, outcomes, settings — goes through one place.

@@ -1,6 +1,7 @@
 import Foundation
 import HTTP
 import PhotomemoCore
+import StageKit
 
 /// Delivers one event to its sink: an HTTP POST of the event JSON, signed with
 /// `X-Photomemo-Signature: sha256=<HMAC of the body>`, or a command with the event on

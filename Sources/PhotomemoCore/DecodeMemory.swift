@@ -1,4 +1,5 @@
 import Glibc
+import StageKit
 
 /// The daemon's budget for decoding photos (the job definition's `"memory_mb"`; default
 /// a quarter of the machine's RAM): a decode reserves what it is estimated to need before

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import StageKit
 
 /// Crash-safe file writes: after a crash, `path` holds the old content or the whole new
 /// one, never a torn mix (temp file in the same folder, fsync, rename, fsync the folder).

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import StageKit
 
 /// Crash-injection points for the durability tests (like FreeBSD's fail(9) or TiKV's
 /// fail-rs). `PHOTOMEMO_FAILPOINTS="queue.before_commit=3"` makes the process SIGKILL

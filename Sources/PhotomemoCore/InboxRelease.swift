@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import StageKit
 
 extension InboxOptions.Originals {
     /// What becomes of the inbox file `name` of `folder` (`relative` in the inbox) once what

@@ -1,4 +1,5 @@
 import Glibc
+import StageKit
 
 /// A memo that travels with a photo as a file beside it, in the same folder:
 /// `NAME.EXT.json` or `NAME.json` (a memo line's keys but `photo`, `owner`, `record`), `NAME.EXT.xmp` or

@@ -1,5 +1,6 @@
 import CPosix
 import Glibc
+import StageKit
 
 extension OpenFolder {
     /// Opens `relative` ("a/b/photo.jpg") beneath this folder and nowhere else: no

@@ -1,6 +1,7 @@
 import CPosix
 import Foundation
 import Glibc
+import StageKit
 
 /// A folder held by its descriptor, for writing into a folder others may write too (a
 /// root-run `photomemo gallery DIR` or `asset -o FILE`): everything is made, read, renamed

@@ -1,4 +1,5 @@
 import Glibc
+import StageKit
 
 /// A photo's bytes, read once through one descriptor and checked against the SHA-256
 /// intake recorded, so what a stage probes or decodes is exactly what was hashed.

@@ -1,4 +1,5 @@
 import Glibc
+import StageKit
 
 /// A job's photo, opened once by a stage (validate, compress, upload) and then read from
 /// this descriptor only: never reopened by its path, which another user may have changed.

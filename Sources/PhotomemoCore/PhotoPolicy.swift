@@ -1,4 +1,5 @@
 import Foundation
+import StageKit
 
 /// Where a job's `photo` may point: a path relative to the inbox (`DCIM/2026/IMG_1.jpg`),
 /// or an absolute path under one of the roots allowed with `--allow-root`. Everything else

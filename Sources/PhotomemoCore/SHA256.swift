@@ -1,6 +1,7 @@
 import CCrypto
 import Foundation
 import Synchronization
+import StageKit
 
 /// SHA-256 through OpenSSL's EVP interface; streaming so a 50 MB photo is never read whole.
 public struct SHA256: ~Copyable {

@@ -1,6 +1,7 @@
 import CPosix
 import Foundation
 import Glibc
+import StageKit
 
 /// A child started with posix_spawnp in a process group of its own, with a clean signal
 /// mask, default handlers and exactly `environment`; our ends of its stdin (a socket

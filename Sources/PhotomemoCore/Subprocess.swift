@@ -1,6 +1,7 @@
 import CPosix
 import Foundation
 import Glibc
+import StageKit
 
 /// Runs a program with bytes on its stdin and collects its stdout and the tail of its
 /// stderr, with a deadline that holds until the child is reaped (a child that closes its

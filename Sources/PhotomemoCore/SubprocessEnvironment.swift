@@ -1,4 +1,5 @@
 import Foundation
+import StageKit
 
 /// The environment of an exec stage or exec sink: never the daemon's whole environment
 /// (it holds S3 keys, `PGPASSWORD`, failpoints), only `PATH`, `HOME` and `LANG` when the

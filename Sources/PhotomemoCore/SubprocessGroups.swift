@@ -1,4 +1,5 @@
 import Glibc
+import StageKit
 
 /// The process groups of the subprocesses running now (exec stages, exec sinks), so that
 /// the daemon's shutdown can end them: `terminate()` sends SIGTERM to every group and

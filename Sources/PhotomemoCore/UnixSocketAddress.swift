@@ -1,4 +1,5 @@
 import Glibc
+import StageKit
 
 /// A `sockaddr_un` for a path (or, with a leading `@`, Linux's abstract namespace), built
 /// in one place: the 107-byte limit is checked here instead of being silently truncated.

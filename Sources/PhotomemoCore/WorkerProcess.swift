@@ -1,5 +1,6 @@
 import CPosix
 import Foundation
+import StageKit
 import Glibc
 
 /// A long-lived child (an exec stage's worker) that takes newline-delimited requests on

@@ -1,5 +1,6 @@
 import CXML2
 import Foundation
+import StageKit
 
 /// The memo in an XMP sidecar (what Lightroom, darktable, digiKam and Apple Photos' export
 /// write beside a photo), as the memo-line object a JSON sidecar would be:

@@ -1,4 +1,3 @@
-import PhotomemoCore
 import SQL
 
 /// A PostgreSQL connection as the journal and the record index use any engine

@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// A PostgreSQL failure, sorted so a caller can treat an outage as an outage: `unavailable`
 /// (no server, connection lost, server shutting down) waits and reconnects; `rejected` (the

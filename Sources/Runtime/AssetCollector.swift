@@ -1,6 +1,6 @@
 import EventLoop
 import Index
-import PhotomemoCore
+import StageKit
 
 /// Deletes store objects that no record uses any more (released by record deletes and by
 /// updates that replace an image), off the loop, a batch every couple of seconds or when

@@ -2,6 +2,7 @@ import Foundation
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 import Postgres
 
 /// The engines the job definition's `database` names, opened once at start: the job

@@ -1,5 +1,5 @@
 import EventLoop
-import PhotomemoCore
+import StageKit
 import Postgres
 
 /// Wakes this daemon when another one on the same PostgreSQL database made work or

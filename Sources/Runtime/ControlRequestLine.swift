@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// What one control-socket line is before any command runs, kept apart from the connection
 /// so that it is a pure function of the bytes (the fuzz target `fuzz-request` drives it).

@@ -4,6 +4,7 @@ import Glibc
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 import Stores
 
 /// `photomemo serve`: the daemon's services, started in order and stopped in reverse.
@@ -42,11 +43,23 @@ public final class Daemon {
         /// name and a hash of the home), and how long its claims hold without renewal.
         public var hostID: String?
         public var leaseSeconds: Double = 30
+        /// `serve --http ADDR`: serve GET /metrics and /health there (`HOST:PORT`,
+        /// `[IPV6]:PORT`, or `PORT` on 127.0.0.1); nil: no HTTP at all.
+        public var http: String?
 
         public init(home: String, jobFile: String? = nil) {
             self.home = home
             self.jobFile = jobFile
         }
+    }
+
+    /// Nil when `--http`'s value is one the daemon can bind; else why not.
+    public static func checkHTTPAddress(_ text: String) -> String? {
+        TCPServer.Address(text) == nil ? badHTTPAddress(text) : nil
+    }
+
+    static func badHTTPAddress(_ text: String) -> String {
+        "--http wants HOST:PORT with a numeric address (127.0.0.1:9464, [::1]:9464) or a PORT alone (loopback), got \"\(text)\""
     }
 
     let options: Options

@@ -3,6 +3,7 @@ import Foundation
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 import Stores
 
 /// The daemon's objects made and wired to one another, nothing started yet: the
@@ -41,11 +42,11 @@ struct DaemonBuilder {
         let lane = SerialLane(loop: loop)
         let events = EventBus()
         let wakeup = try LoopWakeup(loop: loop)
-        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, photos: photos, definition: definition, events: events,
+        let scheduler = try Scheduler(loop: loop, journal: journal, quarantine: quarantine, photos: photos, live: live, events: events,
                                       wakeup: wakeup.sender)
         // Stopped after the scheduler: leases are renewed while running stages finish.
         let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler, definition: live)
-        let quota = QuotaMeter(limits: definition.quota, records: records, journal: journal)
+        let quota = QuotaMeter(limits: live.quota, records: records, journal: journal)
         let intake = MemoIntake(photos: photos, live: live, quota: quota)
         let makeReader = { (path: String, name: String) in
             QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)
@@ -72,13 +73,11 @@ struct DaemonBuilder {
         let decodeMemory = opened.decodeMemory
         let reloader = DefinitionReloader(loop: loop, load: opened.load) { loaded in
             do {
-                let next = try loaded.get()
-                let previous = live.current
+                let next = try loaded.get(), previous = live.current
                 try live.replace(with: next)
-                // Those that keep a copy of their own yet (see `LiveDefinition`).
-                quota.limits.value = next.quota
+                // The process's decode budget is set from it (see `LiveDefinition`).
                 decodeMemory.limitBytes = next.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
-                scheduler.replace(definition: next)
+                scheduler.definitionReplaced(previous: previous)
                 // Their processes (exec workers) stop gracefully; the new stages start their own.
                 for entry in previous.stages { (entry.stage as? any LongLivedStage)?.retire() }
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
@@ -110,23 +109,33 @@ struct DaemonBuilder {
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
                                records: records, reload: { reloader.reload($0) })
         var clients: () -> Int = { 0 }  // the server is made after the router it serves
-        let router = ControlRouter([
-            jobs,
-            StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
+        let status = StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
                 backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
-                quota: quota)),
+                quota: quota))
+        let router = ControlRouter([
+            jobs,
+            status,
             RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events, wakeup: wakeup.sender,
                            collectAssets: { collector.collect() }),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
         ])
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
         clients = { [weak control] in control?.clientCount ?? 0 }  // weak: the server holds the router
+        // `--http`: /metrics and /health for monitors, from the same handlers as the socket's.
+        let http = try options.http.map { text in
+            guard let address = TCPServer.Address(text) else { throw PhotomemoError(.badUsage, Daemon.badHTTPAddress(text)) }
+            return try HealthHTTPServer(loop: loop, address: address, routes: status.httpRoutes)
+        }
 
         (self.loop, self.lane, self.wakeup, self.live, self.scheduler) = (loop, lane, wakeup, live, scheduler)
         (self.deliverer, self.reloader) = (deliverer, reloader)
-        services = ServiceGroup(services: (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers]
-                                          + (listener.map { [$0] } ?? []) + tailers + [inbox, control])
+        var started: [any DaemonService] = (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, followers]
+        started += (listener.map { [$0] } ?? []) as [any DaemonService]
+        started += tailers as [any DaemonService]
+        started += [inbox, control] as [any DaemonService]
+        if let http { started.append(http) }
+        services = ServiceGroup(services: started)
     }
 }

@@ -45,4 +45,5 @@ extension Followers: ClosingService {}
 extension InboxWatcher: ClosingService {}
 extension QueueTailer: ClosingService {}
 extension ControlServer: ClosingService {}
+extension HealthHTTPServer: ClosingService {}
 extension Scheduler: DaemonService {}

@@ -1,5 +1,5 @@
 import EventLoop
-import PhotomemoCore
+import StageKit
 
 /// SIGHUP and `photomemo reload`: reads the job definition and builds its stages off the
 /// loop — a slow disk, or a stage opening its store or database, must not stall the

@@ -1,5 +1,6 @@
 import Index
 import PhotomemoCore
+import StageKit
 
 /// Which claimed deliveries start now. Each subscription is its own lane — one delivery in
 /// flight at a time, in change order — and lanes are served round robin (the one served

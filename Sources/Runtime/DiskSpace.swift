@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// A full disk (ENOSPC, or EDQUOT for a quota) is an outage, not the job's fault
 /// (DESIGN.md: outages wait without spending attempts). A stage run that failed or asked

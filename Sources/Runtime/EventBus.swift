@@ -1,5 +1,5 @@
 import Journal
-import PhotomemoCore
+import StageKit
 
 /// Pipeline events (job accepted, stage started/done/retrying/failed, job done/failed)
 /// fanned out on the loop thread to whoever listens: `watch` clients today.

@@ -1,7 +1,7 @@
 import CPosix
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// The line a fatal signal leaves (SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGABRT):
 ///

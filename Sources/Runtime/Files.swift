@@ -1,5 +1,6 @@
 import EventLoop
 import PhotomemoCore
+import StageKit
 import Foundation
 import Glibc
 

@@ -1,7 +1,7 @@
 import EventLoop
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// The daemon's home folder and the names in it (DESIGN.md, "Home folder").
 public struct Home: Sendable {

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// One inbox entry looked at: taken as a photo, left alone, or rejected into quarantine
 /// unread (moved out of InboxScanner.swift unchanged).

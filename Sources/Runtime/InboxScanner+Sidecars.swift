@@ -1,6 +1,7 @@
 import Glibc
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// Memo sidecars (`MemoSidecar`) at intake. A photo taken reads the sidecar beside it (its
 /// job is created with that memo, or fails naming it); a sidecar seen on its own applies

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// The blocking half of inbox intake, run on the intake lane: looks at inbox entries,
 /// hashes complete photos and commits them as jobs in batches; leaves files that are not

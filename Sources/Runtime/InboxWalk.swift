@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// A walk of the inbox tree, or of one folder's subtree, that goes on where it stopped:
 /// each `InboxScanner.step` looks at `inbox.entries_per_turn` entries at most, so a folder

@@ -1,6 +1,6 @@
 import EventLoop
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// What a look at the inbox did, in the log and on the event bus (moved out of
 /// InboxWatcher.swift unchanged).

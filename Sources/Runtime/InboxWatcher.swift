@@ -1,6 +1,6 @@
 import EventLoop
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// Watches the `inbox/` tree and feeds complete photos to the journal.
 ///

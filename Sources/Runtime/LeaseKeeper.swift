@@ -1,7 +1,7 @@
 import EventLoop
 import Foundation
 import Journal
-import PhotomemoCore
+import StageKit
 
 /// Keeps this host's claims alive on a shared job queue, and takes back the jobs of a host
 /// that stopped renewing its own: every third of a lease, off the loop, it renews the

@@ -1,15 +1,15 @@
-import PhotomemoCore
+import StageKit
 
 /// The job definition in force: one value for the whole daemon, swapped on reload in one
 /// place (`replace`). What intake reads on the lane off the loop (join timeout, max bytes,
-/// the inbox section, originals) are cells of this value, set only here, so no reader
-/// keeps a copy of its own that a reload could miss.
+/// the inbox section, originals, quota) are cells of this value, set only here, so no
+/// reader keeps a copy of its own that a reload could miss.
 ///
-/// Adoption: intake, quarantine, the lease keeper and the deliverer's retry policy read it.
-/// The scheduler still keeps its own copy (`Scheduler.replace(definition:)`, which also
-/// migrates parked and running work), as do the quota meter and decode memory; the daemon
-/// builder hands them the new value right after `replace`. A scheduler that reads
-/// `current` here can drop its copy.
+/// Everyone reads it: the scheduler at each claim and outcome (`Scheduler.definition`;
+/// told of a swap only to move waiting jobs off stages that are gone), intake, the inbox
+/// scanner, quarantine, the quota meter, the lease keeper and the deliverer's retry
+/// policy. A stage run keeps the definition it started with. Only the process-wide decode
+/// budget (`DecodeMemory`) is set from it by the daemon builder after a swap.
 final class LiveDefinition: Sendable {
     private let cell: LockedValue<JobDefinition>
     /// `join_timeout_seconds`: how long a memo waits for its photo.
@@ -22,6 +22,8 @@ final class LiveDefinition: Sendable {
     let inbox: LockedValue<InboxOptions>
     /// `inbox.originals`: whether inbox files stay where they are.
     let originals: LockedValue<InboxOptions.Originals>
+    /// `quota`: per-user limits (`QuotaMeter`).
+    let quota: LockedValue<Quota>
 
     init(_ definition: JobDefinition) {
         cell = LockedValue(definition)
@@ -30,6 +32,7 @@ final class LiveDefinition: Sendable {
         memoStage = LockedValue(definition.memoStage)
         inbox = LockedValue(definition.inbox)
         originals = LockedValue(definition.inbox.originalsMode)
+        quota = LockedValue(definition.quota)
     }
 
     var current: JobDefinition { cell.value }
@@ -46,6 +49,7 @@ final class LiveDefinition: Sendable {
         memoStage.value = next.memoStage
         originals.value = next.inbox.originalsMode
         inbox.value = next.inbox
+        quota.value = next.quota
         cell.value = next
     }
 }

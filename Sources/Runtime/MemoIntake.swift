@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// What every way in for memo jobs shares (queue files, socket `enqueue`): where photos
 /// may come from and how long a memo waits for its photo.

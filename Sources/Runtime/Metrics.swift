@@ -1,6 +1,7 @@
 import Foundation
 import Journal
 import PhotomemoCore
+import StageKit
 import Stores
 
 /// The Prometheus text exposition format (version 0.0.4) of the daemon's counters:

@@ -3,6 +3,7 @@ import Foundation
 import Index
 import Notify
 import PhotomemoCore
+import StageKit
 
 /// Delivers queued notifications (webhook and exec sinks) from the record index's
 /// outbox, as `DeliverySchedule` picks them: one in flight per subscription (change

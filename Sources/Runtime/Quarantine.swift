@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Glibc
 import PhotomemoCore
+import StageKit
 
 /// `HOME/quarantine/`: files and queue lines that can never succeed, each with a
 /// `NAME.reason.json` beside it. The reason is written before the file moves in, and both

@@ -1,6 +1,6 @@
 import EventLoop
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// Which file a queue file's path names, followed across replacements: the file being
 /// read is held open, and so is each file that replaced it while its rest was unread

@@ -1,5 +1,6 @@
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// Turns one whole line of a queue file into the job it asks for, as its file's owner's, or
 /// into the reason it is quarantined. No I/O of its own beyond resolving the photo.

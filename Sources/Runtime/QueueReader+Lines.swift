@@ -1,6 +1,7 @@
 import Glibc
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// Whole lines read from the committed position into jobs (`QueueLineFramer` cuts them,
 /// `QueueLineParser` reads each), committed with their position a batch at a time.

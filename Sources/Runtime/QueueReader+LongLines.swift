@@ -2,7 +2,7 @@ import CPosix
 import EventLoop
 import Glibc
 import Journal
-import PhotomemoCore
+import StageKit
 
 /// Lines that are not read as jobs: a line longer than the limit (its end searched for
 /// without reading holes) and lines quarantined whole with their line number and offset.

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// Reads one queue file (`queue.jsonl`, or a user's `queue.d/NAME.jsonl`) from its
 /// committed position to its end, turning complete lines into jobs. Runs on the intake

@@ -1,7 +1,7 @@
 import EventLoop
 import Foundation
 import Journal
-import PhotomemoCore
+import StageKit
 
 /// Tails the queue files of one folder — `HOME/queue.jsonl`, or every
 /// `HOME/queue.d/*.jsonl` — by watching the folder: works before a file exists and

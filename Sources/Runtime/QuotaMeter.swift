@@ -1,12 +1,13 @@
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// Per-user quotas (the definition's `"quota"`), measured when something asks to come in:
 /// a user's records and unfinished jobs against `records`; their records' asset bytes
 /// and their stale temporary files in the inbox against `bytes`. Admins have no quota.
-/// Read on the intake lane and the work pool; limits set on reload, stale bytes after
-/// each inbox rescan.
+/// Read on the intake lane and the work pool; limits are the live definition's (swapped on
+/// reload), stale bytes set after each inbox rescan.
 final class QuotaMeter: Sendable {
     let limits: LockedValue<Quota>
     /// Bytes of each owner's stale files under ignored inbox names (`inbox.stale_temp`).
@@ -14,8 +15,9 @@ final class QuotaMeter: Sendable {
     private let records: any RecordIndex
     private let journal: any JobIntake
 
-    init(limits: Quota, records: any RecordIndex, journal: any JobIntake) {
-        self.limits = LockedValue(limits)
+    /// `limits`: the daemon's `LiveDefinition.quota`.
+    init(limits: LockedValue<Quota>, records: any RecordIndex, journal: any JobIntake) {
+        self.limits = limits
         self.records = records
         self.journal = journal
     }

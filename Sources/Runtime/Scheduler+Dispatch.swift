@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// Starting claimed jobs: in batches per slot, back to the queue when their stage was
 /// paused since the claim, or parked until their last stage is reported.

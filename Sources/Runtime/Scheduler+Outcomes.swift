@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// The outcome recorder: a stage run's outcomes become journal steps (written with
 /// back-off while the journal cannot write), quarantines, events and dependency health.

@@ -1,6 +1,7 @@
 import Foundation
 import Journal
 import PhotomemoCore
+import StageKit
 
 extension Scheduler {
     /// Moves a failed job's inbox photo into quarantine with its reason, and says which

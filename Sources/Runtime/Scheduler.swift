@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// Runs each job's stages in order, owning everything stages must not: concurrency
 /// limits, retries with back-off, dependency outages, the journal and quarantine.
@@ -21,7 +22,10 @@ final class Scheduler {
     /// The job store (`JobQueue`: the SQLite journal today).
     let journal: any JobQueue
     let quarantine: Quarantine
-    private(set) var definition: JobDefinition
+    /// The definition in force, read at each claim and outcome (no copy of it here: a
+    /// reload swaps it in one place). A run keeps the one it started with.
+    let live: LiveDefinition
+    var definition: JobDefinition { live.current }
     /// Jobs in flight and slots taken per stage (`SlotTable`).
     var slots = SlotTable()
     var claiming = false
@@ -67,14 +71,14 @@ final class Scheduler {
     /// Where photos may be: a stage opens a job's photo beneath its folder (`PhotoFile`).
     let photos: PhotoPolicy
 
-    init(loop: EventLoop, journal: any JobQueue, quarantine: Quarantine, photos: PhotoPolicy, definition: JobDefinition, events: EventBus,
+    init(loop: EventLoop, journal: any JobQueue, quarantine: Quarantine, photos: PhotoPolicy, live: LiveDefinition, events: EventBus,
          wakeup: LoopWakeup.Sender) throws {
         self.wakeup = wakeup
         self.photos = photos
         self.loop = loop
         self.journal = journal
         self.quarantine = quarantine
-        self.definition = definition
+        self.live = live
         self.events = events
         wakeTimer = try LoopTimer(loop: loop)
         recordTimer = try LoopTimer(loop: loop)
@@ -86,12 +90,12 @@ final class Scheduler {
 
     func running(stage: String) -> Int { slots.jobs(stage: stage) }
 
-    /// Swaps the job definition; running stages finish with the one they started with and
-    /// their jobs go on at the new one's stages. Jobs waiting at a stage the new definition
-    /// no longer has move to the next one it has (or are done): none is stranded.
-    func replace(definition next: JobDefinition) {
-        let old = definition.stages.map(\.name), new = next.stages.map(\.name)
-        definition = next
+    /// The definition in force was swapped (`LiveDefinition.replace`), `previous` was the
+    /// one before: running stages finish with the one they started with and their jobs go
+    /// on at the new one's stages. Jobs waiting at a stage the new definition no longer has
+    /// move to the next one it has (or are done): none is stranded.
+    func definitionReplaced(previous: JobDefinition) {
+        let old = previous.stages.map(\.name), new = definition.stages.map(\.name)
         guard old != new else { return pump() }
         movingStages = true
         let journal = self.journal

@@ -1,6 +1,7 @@
 import EventLoop
 import Glibc
 import PhotomemoCore
+import StageKit
 
 /// SIGTERM/SIGINT: the daemon's services stopped in reverse order of start, as
 /// swift-service-lifecycle does — the socket and intake first, the scheduler (which lets

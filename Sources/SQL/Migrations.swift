@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 extension SQLConnection {
     /// Brings a schema to its newest version: migration N takes version N-1 to N, each in

@@ -1,6 +1,6 @@
 import CSQLite
 import Glibc
-import PhotomemoCore
+import StageKit
 @_exported import SQL
 
 /// A thin SQLite connection: prepared statements with positional parameters, rows read

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PhotomemoCore
+import StageKit
 
 /// The embedded default: a content-addressed folder (`HOME/store/sha256/ab/cd/<hex>`).
 /// A put copies to `.tmp/` in the same filesystem while hashing (or hard-links a file the

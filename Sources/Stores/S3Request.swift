@@ -1,6 +1,6 @@
 import Foundation
 import HTTP
-import PhotomemoCore
+import StageKit
 
 extension S3Store {
     typealias Response = HTTPRequest.Response

@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// Any S3-compatible store (SeaweedFS, MinIO, Ceph, AWS) over libcurl, which signs with
 /// SigV4 itself (`CURLOPT_AWS_SIGV4`). Path-style URLs: `ENDPOINT/BUCKET/PREFIX/KEY`.

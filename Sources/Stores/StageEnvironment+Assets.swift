@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 extension StageEnvironment {
     /// The asset store `spec` names (nil: the definition's `store`), shared by every part

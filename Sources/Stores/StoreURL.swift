@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// Opens the store a job definition names: `file:DIR` (relative to the home) or
 /// `s3://BUCKET[/PREFIX]?endpoint=URL&region=R`.

@@ -1,7 +1,7 @@
 import ControlProtocol
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// A real `photomemo serve` in a scratch home, for the end-to-end bench: its CPU and RSS
 /// from /proc (so only the daemon counts, not the bench or the CLI), its metrics through

@@ -1,6 +1,6 @@
 import Foundation
 import Journal
-import PhotomemoCore
+import StageKit
 import Postgres
 
 /// The journal's queue under a cluster's load: batched claims by two hosts, claim + record,

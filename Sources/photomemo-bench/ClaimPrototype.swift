@@ -1,6 +1,6 @@
 import Foundation
 import Journal
-import PhotomemoCore
+import StageKit
 import Postgres
 
 /// What batched, set-based statements would give on the same schema (bench-side SQL, not

@@ -1,6 +1,6 @@
 import Foundation
 import Journal
-import PhotomemoCore
+import StageKit
 import Postgres
 
 /// `--cluster`: issue #15's numbers in one run against a throwaway PostgreSQL 15 and

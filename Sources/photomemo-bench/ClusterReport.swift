@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// `--cluster`'s table (docs/benchmarks.md), JSON and an SVG of the add → claim latency distribution.
 struct ClusterReport {

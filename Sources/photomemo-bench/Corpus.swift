@@ -1,6 +1,6 @@
 import CompressStage
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// Realistic 12 MP JPEGs (4032x3024, smooth colour plus sensor-like noise, ~3-5 MB at
 /// Q92) in mixed EXIF orientations, generated once and reused from the same folder.

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Journal
-import PhotomemoCore
+import StageKit
 import Postgres
 
 /// One real daemon (`photomemo serve`, the release binary next to the bench) on a fresh

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// `--e2e N`: N photos dropped into a real daemon running the default job, beside
 /// `djpeg -scale 1/4` (the decode floor) and bench/pillow_ingest.py (Pillow doing the same

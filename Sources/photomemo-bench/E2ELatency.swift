@@ -1,7 +1,7 @@
 import CVips
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 extension E2E {
     /// Drop → `create` event at a socket follower, for 20 small photos 300 ms apart on an

@@ -1,7 +1,7 @@
 import CompressStage
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// `--fairness`'s rows for the attacks on memory and disk: decode bombs, an alert
 /// template of memos, a `.fill.part` that grows. Each starts now and returns how to stop it.

@@ -2,7 +2,7 @@ import CompressStage
 import ControlProtocol
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// `--fairness`: issue 25's table on a real daemon with a real
 /// attacker uid ("nobody") and a real victim uid ("daemon"), as root. Each row runs its

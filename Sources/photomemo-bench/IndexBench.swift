@@ -2,7 +2,7 @@ import Foundation
 import Index
 import IndexStage
 import Journal
-import PhotomemoCore
+import StageKit
 
 /// The record index at size: the index stage's insert rate (one job per run, and the
 /// batches it gets under load), then p50/p99 of a numeric range with a sort and limit 50, and of

@@ -1,6 +1,6 @@
 import Foundation
 import Journal
-import PhotomemoCore
+import StageKit
 
 /// A photo job's journal traffic as the daemon makes it on a lightly loaded host: intake,
 /// then per stage one claim and one record (batches of 1, the most transactions a photo

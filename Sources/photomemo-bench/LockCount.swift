@@ -1,5 +1,4 @@
 import Foundation
-import PhotomemoCore
 import Postgres
 
 /// Counts, per photo, the statements one daemon run sends that matter to the one writer:

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// One measured run: wall time, CPU time (user + system) and peak RSS of the child
 /// processes it spawned, read from wait4's rusage.

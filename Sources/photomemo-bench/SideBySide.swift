@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// Every tool on the same files in one run; a table of photos/s, CPU ms per photo, peak
 /// RSS and CPU ratios, photomemo (1 worker) being the reference.

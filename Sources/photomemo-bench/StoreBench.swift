@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 import Stores
 
 /// MB/s into the local store and into SeaweedFS for the renditions of N photos (random

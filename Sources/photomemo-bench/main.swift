@@ -1,6 +1,7 @@
 import CompressStage
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// photomemo-bench: photomemo's compress stage against the tools people use today, on the
 /// same 12 MP JPEGs in one run, so ratios hold on a shared, noisy machine.

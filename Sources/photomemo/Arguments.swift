@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 
 /// A small, conventional command-line parser: `--name value`, `--name=value`, repeatable
 /// options, `--flag`, `-h/--help`, positionals, `--` to end options. Errors are usage

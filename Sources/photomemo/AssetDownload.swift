@@ -2,6 +2,7 @@ import ControlProtocol
 import Foundation
 import Glibc
 import PhotomemoCore
+import StageKit
 
 /// Receives an `asset` stream (chunk lines, then `asset_end`) into a temp file beside
 /// `path`, checks the byte count (and the SHA-256 when the daemon sent one), and only

@@ -1,6 +1,6 @@
 import ControlProtocol
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// The subcommands that talk to a running daemon through its socket.
 let clientOptions: [OptionSpec] = [
@@ -42,10 +42,49 @@ func simpleCommand(_ command: ControlCommand, _ synopsis: String, _ summary: Str
     }
 }
 
-let retryCommand = simpleCommand(.retry, "ID", "Runs a failed or cancelled job again from the stage where it stopped, with fresh attempts.",
-                                 positionals: 1...1, { [ControlArgument.job: try jobID($0[0])] }) { "job \($0["job"]?.intValue ?? 0) \($0["state"]?.stringValue ?? "")" }
-let cancelCommand = simpleCommand(.cancel, "ID", "Ends a queued, waiting or running job (a running stage finishes; its outcome is dropped).",
-                                  positionals: 1...1, { [ControlArgument.job: try jobID($0[0])] }) { "job \($0["job"]?.intValue ?? 0) cancelled" }
+let retryCommand = jobControlCommand(.retry, states: ["failed", "cancelled"], done: "retried",
+    "Runs a failed or cancelled job again from the stage where it stopped, with fresh attempts; with --state, every such job you may retry.")
+let cancelCommand = jobControlCommand(.cancel, states: ["queued", "waiting"], done: "cancelled",
+    "Ends a queued, waiting or running job (a running stage finishes; its outcome is dropped); with --state, every queued or waiting job you may cancel.")
+
+/// `retry`/`cancel`: one job by ID, or every job in a state (narrowed by stage and time),
+/// a user's own or, for an admin, everyone's.
+func jobControlCommand(_ command: ControlCommand, states: [String], done: String, _ summary: String) -> Command {
+    let name = command.rawValue
+    return clientCommand(name, "ID | --state \(states.joined(separator: "|")) [--stage S] [--since TIME]", summary, extra: [
+        .value("state", "STATE", "act on every job in STATE (\(states.joined(separator: " or "))) instead of one ID"),
+        .value("stage", "STAGE", "with --state: only jobs at (stopped at) STAGE"),
+        .value("since", "TIME", "with --state: only jobs whose state changed at or after TIME (ISO-8601, 2026-12-03T01:00:00Z)"),
+    ], positionals: 0...1) { c, args in
+        let filters = ["stage", "since"].filter { args.value($0) != nil }
+        var request: [String: JSONValue]
+        if let state = args.value("state") {
+            guard args.positionals.isEmpty else { throw UsageError("\(name) takes an ID or --state, not both") }
+            guard states.contains(state) else { throw UsageError("\(name) --state takes \(states.joined(separator: " or ")), got \"\(state)\"") }
+            request = [ControlArgument.state: .string(state)]
+            for f in filters { request[f] = .string(args.value(f)!) }
+        } else {
+            guard filters.isEmpty else { throw UsageError("--\(filters[0]) narrows --state; give --state too") }
+            guard args.positionals.count == 1 else { throw UsageError("\(name) needs a job ID or --state") }
+            request = [ControlArgument.job: try jobID(args.positionals[0])]
+        }
+        let r: JSONValue
+        do { r = try c.request(command, request) } catch let e as PhotomemoError where e.code == .badRequest { throw UsageError(e.message) }
+        if args.has("json") { Output.json(r); return 0 }
+        guard let changed = r["changed"]?.intValue else {
+            Output.line("job \(r["job"]?.intValue ?? 0) \(r["state"]?.stringValue ?? done)")
+            return 0
+        }
+        Output.line("\(changed) \(changed == 1 ? "job" : "jobs") \(done)")
+        for refusal in r["refused"]?.arrayValue ?? [] {
+            StandardStream.err("job \(refusal["job"]?.intValue ?? 0) not \(done): \(refusal["error"]?.stringValue ?? "")\n")
+        }
+        let total = r["refused_total"]?.intValue ?? 0, listed = Int64(r["refused"]?.arrayValue?.count ?? 0)
+        if total > listed { StandardStream.err("and \(total - listed) more not \(done)\n") }
+        if let stopped = r["stopped"]?.stringValue { StandardStream.err("stopped: \(stopped)\n") }
+        return total > 0 || r["stopped"]?.stringValue != nil ? 1 : 0
+    }
+}
 func pauseText(_ r: JSONValue) -> String {
     let stages = (r["paused_stages"]?.arrayValue ?? []).compactMap(\.stringValue)
     return (r["paused"] == .bool(true) ? "paused" : "running") + (stages.isEmpty ? "" : "; paused stages: " + stages.joined(separator: ", "))

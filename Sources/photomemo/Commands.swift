@@ -5,7 +5,7 @@ import ExecStage
 import IndexStage
 import NotifyStage
 import Foundation
-import PhotomemoCore
+import StageKit
 import Runtime
 import ValidateStage
 
@@ -66,6 +66,7 @@ let serveCommand = Command(
         .value("lease", "SECONDS", "on PostgreSQL, how long a claimed job stays this daemon's without renewal (default 30)"),
         .value("store", "URL", "the asset store: file:DIR or s3://BUCKET[/PREFIX]?endpoint=URL&region=R (default: the job definition's \"store\")"),
         .value("log-format", "FORMAT", "text (default) or json: one JSON object per log line"),
+        .value("http", "ADDR", "serve GET /metrics and /health over HTTP at ADDR: HOST:PORT, [IPV6]:PORT, or PORT on 127.0.0.1 (default: off)"),
     ],
     run: { args in
         guard args.positionals.isEmpty else { throw UsageError("serve takes no arguments (got \(args.positionals[0]))") }
@@ -86,6 +87,10 @@ let serveCommand = Command(
         options.graceSeconds = try args.double("grace") ?? options.graceSeconds
         options.sinkTimeoutSeconds = try args.double("sink-timeout") ?? options.sinkTimeoutSeconds
         options.allowPrivateWebhooks = args.has("allow-private-webhooks")
+        if let http = args.value("http") {
+            if let problem = Daemon.checkHTTPAddress(http) { throw UsageError(problem) }
+            options.http = http
+        }
         guard options.sinkTimeoutSeconds > 0 else { throw UsageError("--sink-timeout must be positive") }
         guard options.rescanSeconds >= 0.1 else { throw UsageError("--rescan-interval must be at least 0.1") }
         if let g = args.value("socket-group") {

@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// `photomemo completion bash|zsh`: the shell's completion script, written from the command
 /// table, so a new command or option completes as soon as it is in the table.

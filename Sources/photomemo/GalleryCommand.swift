@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// `photomemo gallery DIR`: the records this user may read as a static site (DESIGN.md,
 /// "Looking at it"). The work is in `Gallery/`; this is the command line and its output.

@@ -1,6 +1,6 @@
 import ControlProtocol
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// jobs, job and enqueue.
 let jobsCommand = clientCommand("jobs", "[--state S] [--limit N] [--cursor C] [--json]",

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// Everything the CLI prints goes through here: unbuffered writes (a stream's line is
 /// flushed at once), colour only on a TTY without `NO_COLOR`, aligned tables.

@@ -1,6 +1,6 @@
 import ControlProtocol
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// CLI for records: query, get, update, delete, asset, changes.
 let queryCommand = clientCommand("query", "PREDICATE [--type T] [--sort KEYS] [--limit N] [--cursor C] [--json]",

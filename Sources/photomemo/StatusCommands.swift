@@ -1,6 +1,6 @@
 import ControlProtocol
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// status, watch and metrics: what the daemon is doing.
 let statusCommand = clientCommand("status", "[--follow] [--json]",

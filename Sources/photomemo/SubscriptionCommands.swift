@@ -1,6 +1,6 @@
 import ControlProtocol
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// CLI for subscriptions: subscribe, unsubscribe, subscriptions.
 let subscribeCommand = clientCommand("subscribe",

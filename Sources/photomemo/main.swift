@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// The longest command's name and two spaces: `subscriptions` ran into its summary.
 let nameWidth = (commands.map(\.name.count).max() ?? 0) + 2

@@ -1,6 +1,7 @@
 import CVips
 import Foundation
 import PhotomemoCore
+import StageKit
 import TestSupport
 import Testing
 @testable import CompressStage

@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 import TestSupport
 import Testing
 @testable import CompressStage

@@ -1,6 +1,5 @@
 import CVips
 import Foundation
-import PhotomemoCore
 import TestSupport
 import Testing
 @testable import CompressStage

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PhotomemoCore
+import StageKit
 import Testing
 @testable import EventLoop
 

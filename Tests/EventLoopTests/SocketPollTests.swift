@@ -1,5 +1,4 @@
 import Glibc
-import PhotomemoCore
 import Testing
 @testable import EventLoop
 

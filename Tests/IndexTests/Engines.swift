@@ -4,7 +4,7 @@ import SQLite
 import TestSupport
 import Testing
 @testable import Index
-import PhotomemoCore
+import StageKit
 
 /// The engines the index suites run on: a SQLite file, and PostgreSQL on a real
 /// throwaway server (TestSupport's PostgresServer).

@@ -1,6 +1,6 @@
 import Foundation
 import Postgres
-import PhotomemoCore
+import StageKit
 import SQLite
 import TestSupport
 import Testing

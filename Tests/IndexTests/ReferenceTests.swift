@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 import SQL
 import Testing
 @testable import Index

@@ -1,6 +1,6 @@
 import Foundation
 import SQLite
-import PhotomemoCore
+import StageKit
 import Testing
 @testable import Index
 

@@ -2,6 +2,7 @@ import Foundation
 import SQLite
 import Journal
 import PhotomemoCore
+import StageKit
 import TestSupport
 import Testing
 

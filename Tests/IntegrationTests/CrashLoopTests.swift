@@ -1,6 +1,5 @@
 import Foundation
 import Journal
-import PhotomemoCore
 import Testing
 
 /// A photo that crashes the daemon (a fatal signal, here SIGSEGV raised by the

@@ -2,7 +2,7 @@ import Foundation
 import SQLite
 import Postgres
 import Journal
-import PhotomemoCore
+import StageKit
 import TestSupport
 import Testing
 

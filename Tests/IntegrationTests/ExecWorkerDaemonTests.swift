@@ -1,4 +1,5 @@
 import Foundation
+import StageKit
 import PhotomemoCore
 import TestSupport
 import Testing

@@ -1,5 +1,4 @@
 import Foundation
-import PhotomemoCore
 import TestSupport
 import Testing
 

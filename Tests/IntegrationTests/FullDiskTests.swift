@@ -1,7 +1,6 @@
 import Foundation
 import SQLite
 import Journal
-import PhotomemoCore
 import TestSupport
 import Testing
 

@@ -1,5 +1,5 @@
 import Testing
-import PhotomemoCore
+import StageKit
 @testable import photomemo
 
 /// The gallery's one HTML helper: record text is escaped in text and attribute contexts,
@@ -40,7 +40,7 @@ struct GalleryHTMLTests {
     }
 
     @Test func aRecordPageEscapesEveryValue() throws {
-        let json = try PhotomemoCore.JSONValue.parse(#"""
+        let json = try StageKit.JSONValue.parse(#"""
             {"id": "r1", "type": "<b>T</b>", "memo": "<img src=x onerror=alert(1)>", "change_tag": "3",
              "fields": {"<k>": "<v>", "list": ["<a>", "b"]}, "exif": {"make": "<Canon>"}, "assets": {}}
             """#)
@@ -53,7 +53,7 @@ struct GalleryHTMLTests {
 
     @Test func gpsIsShownOnlyWhereTheJobKeptIt() throws {
         func page(_ exif: String) throws -> String {
-            let json = try PhotomemoCore.JSONValue.parse(#"{"id": "r1", "type": "Photo", "memo": "m", "exif": \#(exif)}"#)
+            let json = try StageKit.JSONValue.parse(#"{"id": "r1", "type": "Photo", "memo": "m", "exif": \#(exif)}"#)
             let record = try #require(GalleryRecord(json))
             return GalleryPages.record(record, .init(inGallery: [:], hasImage: { _ in true }))
         }

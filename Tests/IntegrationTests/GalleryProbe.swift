@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 import TestSupport
 
 /// What headless Chromium saw when it loaded a page (Fixtures/gallery-probe.py talks to it

@@ -31,6 +31,30 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A tool that sets the time later than the quiet time (a busy machine, rclone hashing
+    /// first) touches a file already taken while its job still runs: the same bytes under a
+    /// new mtime were a second job of the same photo, a duplicate that raced the first.
+    @Test func aTimeSetOnAPhotoWhoseJobStillRunsTakesNothingNew() throws {
+        let d = try DaemonHarness(stages: try KeepOriginalsTests.definition(inbox: #""inbox": {"quiet_after_close": "0s"},"#))
+        try d.start(args: ["--rescan-interval", "0.3"])
+        #expect(try DaemonHarness.run(["pause", "upload", "--home", d.home]).0 == 0)
+        let path = d.home + "/inbox/late-time.jpg"
+        try d.drop("Canon_40D.jpg", as: "late-time.jpg")
+        try d.waitUntil("the photo is a job", timeout: 10) { try d.jobs().count == 1 }
+        #expect(utimes(path, nil) == 0, "the photo stays until its job stores it (errno \(errno))")
+        // The rescans (every 0.3 s) have seen the touched file by then.
+        try d.append(#"{"memo": "a marker after the touch"}"# + "\n")
+        try d.waitUntil("the marker line is a job", timeout: 10) { try d.jobs().contains { $0.memo.contains("a marker after the touch") } }
+        Thread.sleep(forTimeInterval: 1.5)
+        let photoJobs = try d.jobs("photo IS NOT NULL")
+        #expect(photoJobs.count == 1, "one photo, one job: \(photoJobs)")
+        #expect(try DaemonHarness.run(["resume", "upload", "--home", d.home]).0 == 0)
+        try d.waitIdle(jobs: 2)
+        #expect(try d.jobs().allSatisfy { $0.state == "done" })
+        #expect(!FileManager.default.fileExists(atPath: path), "taken, and released once stored")
+        #expect(d.stop().status == 0)
+    }
+
     /// A tool's temporary name (`.part`) closed after writing is never taken, so it is not
     /// held for the quiet time either: it counted in `backlog.inbox_files` for that long, and
     /// a tool rewriting it kept the daemon from ever being idle.

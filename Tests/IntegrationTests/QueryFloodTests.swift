@@ -1,6 +1,6 @@
 import Foundation
 import Index
-import PhotomemoCore
+import StageKit
 import TestSupport
 import Testing
 

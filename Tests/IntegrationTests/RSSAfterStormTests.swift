@@ -1,7 +1,6 @@
 import CompressStage
 import Foundation
 import Index
-import PhotomemoCore
 import TestSupport
 import Testing
 

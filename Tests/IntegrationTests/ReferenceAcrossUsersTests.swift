@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 import Testing
 
 /// Issue 24, item 4: bob deleting his own public record must not cascade into alice's

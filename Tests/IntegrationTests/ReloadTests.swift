@@ -1,5 +1,4 @@
 import Foundation
-import PhotomemoCore
 import SQLite
 import Testing
 

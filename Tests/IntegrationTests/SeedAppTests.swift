@@ -1,6 +1,6 @@
 import CompressStage
 import Foundation
-import PhotomemoCore
+import StageKit
 import TestSupport
 import Testing
 

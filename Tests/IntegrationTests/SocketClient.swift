@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PhotomemoCore
+import StageKit
 
 /// A raw client of the control socket for tests that must misbehave (garbage, never
 /// reading) or measure: newline-delimited JSON over a blocking Unix socket.

@@ -2,6 +2,7 @@ import Foundation
 import Journal
 import Index
 import PhotomemoCore
+import StageKit
 import TestSupport
 import Testing
 

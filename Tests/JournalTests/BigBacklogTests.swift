@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import Journal
-import PhotomemoCore
+import StageKit
 import SQL
 
 /// Questions the scheduler asks on every pump must not walk the whole backlog: one user's

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import Journal
-import PhotomemoCore
+import StageKit
 import Postgres
 import TestSupport
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import Journal
-import PhotomemoCore
+import StageKit
 import SQL
 
 /// Issue 25, fair share per owner: claims take a stage's jobs round robin by owner, so

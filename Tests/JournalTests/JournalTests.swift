@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import Journal
-import PhotomemoCore
+import StageKit
 import Postgres
 import SQLite
 import TestSupport
@@ -136,7 +136,12 @@ final class JournalFixture {
         #expect(try f.journal.takenFailure(name: "DCIM/a.jpg", identity: "3") == "")
         let plain = TakenPhoto(name: "b.jpg", path: f.dir + "/inbox/b.jpg", identity: "4", sha256: "s9")
         _ = try f.journal.commitPhotos([plain])
-        guard case .duplicate = try f.journal.commitPhotos([TakenPhoto(name: "b.jpg", path: plain.path, identity: "5", sha256: "s9")])[0] else {
+        // A plain inbox's file whose job has not finished is still that job's photo: touched
+        // (a tool setting its time late), it is not a second job of the same bytes.
+        #expect(try f.journal.commitPhotos([TakenPhoto(name: "b.jpg", path: plain.path, identity: "5", sha256: "s9")]) == [.alreadyTaken])
+        #expect(try f.journal.isTaken(name: "b.jpg", identity: "5"))
+        // The same bytes under another name are a duplicate, as before.
+        guard case .duplicate = try f.journal.commitPhotos([TakenPhoto(name: "c.jpg", path: f.dir + "/inbox/c.jpg", identity: "6", sha256: "s9")])[0] else {
             Issue.record("not a duplicate"); return
         }
     }

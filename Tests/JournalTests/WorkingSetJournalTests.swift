@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 import Postgres
 import SQL
 import SQLite
@@ -20,11 +20,11 @@ import Testing
         let first = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1)[0]
         // A new job's set is its photo.
         #expect(first.context.working == WorkingSet(photoPath: f.dir + "/inbox/a.jpg", sha256: "x1"))
-        first.context.update { set in
+        try first.context.update { set in
             set.change(.original) { $0.width = 4032 }
             set.put(Self.display)
             set.exif = ["make": "Canon"]
-            set.annotations["text"] = "SALE"
+            try set.annotate("text", "SALE")
         }
         let expected = first.context.working
         _ = try f.record(first, stageName: "one", outcome: .continue(), durationMs: 1, stageCount: 3, retry: policy)

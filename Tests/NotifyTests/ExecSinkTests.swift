@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import Notify
-import PhotomemoCore
 import Testing
 
 /// `Sink.exec` with real child processes: the event on stdin, a clean environment, the

@@ -1,6 +1,5 @@
 import Foundation
 import Notify
-import PhotomemoCore
 import TestSupport
 import Testing
 

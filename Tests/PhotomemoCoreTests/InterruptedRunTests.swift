@@ -1,4 +1,4 @@
-import PhotomemoCore
+import StageKit
 import Testing
 
 /// "Out of attempts" is one rule for a run that asked to retry and one the daemon's end

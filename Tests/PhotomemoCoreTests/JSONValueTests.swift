@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PhotomemoCore
+@testable import StageKit
 
 @Suite struct JSONValueTests {
     @Test func integersStayIntegersAndDoublesStayDoubles() throws {

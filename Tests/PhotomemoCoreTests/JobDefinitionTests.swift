@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 @testable import PhotomemoCore
+@testable import StageKit
 
 /// A stage for definition tests: declares options, does nothing else.
 struct ProbeStage: Stage {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PhotomemoCore
+@testable import StageKit
 
 @Suite struct MemoJobTests {
     func parse(_ s: String) throws -> MemoJob { try MemoJob.parse(line: Array(s.utf8)) }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import PhotomemoCore
+@testable import StageKit
 
 @Suite struct MemoSidecarTests {
     @Test func sidecarNamesOfAPhotoInItsOwnFolderMostSpecificFirst() {

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import PhotomemoCore
+@testable import StageKit
 
 /// `OpenFolder`: nothing is reached through a link, nothing outside the folder is named.
 /// `openBeneath` is tried both ways: openat2 (this kernel has it) and the openat walk

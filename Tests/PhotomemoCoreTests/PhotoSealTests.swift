@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import PhotomemoCore
+@testable import StageKit
 
 /// Which photos a stage trusts intake's hash for (`PhotoSeal`). Each file is read against
 /// a recorded hash that is wrong on purpose: a sealed file is read without hashing (so

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import PhotomemoCore
+@testable import StageKit
 
 /// Intake hashes only the regular file it checked: a FIFO or a link swapped in after the
 /// check is refused at once, never read (a FIFO once froze intake; a link to /dev/zero

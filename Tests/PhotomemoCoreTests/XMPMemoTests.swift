@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PhotomemoCore
+@testable import StageKit
 
 /// XMP sidecars as the tools that write them shape them, and as an attacker would.
 @Suite struct XMPMemoTests {

@@ -2,6 +2,7 @@ import ControlProtocol
 import Foundation
 import Index
 import PhotomemoCore
+import StageKit
 import Testing
 @testable import Runtime
 

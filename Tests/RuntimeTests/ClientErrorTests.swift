@@ -1,6 +1,6 @@
 import ControlProtocol
 import Foundation
-import PhotomemoCore
+import StageKit
 import Testing
 @testable import EventLoop
 @testable import Runtime

@@ -3,7 +3,7 @@ import EventLoop
 import Foundation
 import Index
 import Journal
-import PhotomemoCore
+import StageKit
 import Stores
 @testable import EventLoop
 @testable import Runtime

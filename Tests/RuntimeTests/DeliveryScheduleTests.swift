@@ -1,6 +1,5 @@
 import Foundation
 import Index
-import PhotomemoCore
 import Testing
 @testable import Runtime
 

@@ -1,6 +1,6 @@
 import Foundation
 import Journal
-import PhotomemoCore
+import StageKit
 
 /// The real journal behind a disk whose outcome writes take `delay` seconds (a slow
 /// fsync), or fail while `failing` is set (a full disk that still lets claims through):

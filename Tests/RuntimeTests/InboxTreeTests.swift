@@ -1,6 +1,7 @@
 import Foundation
 import Journal
 import PhotomemoCore
+import StageKit
 import TestSupport
 import Testing
 @testable import Runtime

@@ -1,7 +1,6 @@
 import ControlProtocol
 import Foundation
 import Journal
-import PhotomemoCore
 import Testing
 @testable import Runtime
 

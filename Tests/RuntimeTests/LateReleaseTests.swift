@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Journal
-import PhotomemoCore
+import StageKit
 import TestSupport
 import Testing
 @testable import Runtime

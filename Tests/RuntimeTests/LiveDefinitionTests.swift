@@ -1,4 +1,5 @@
 @testable import PhotomemoCore
+@testable import StageKit
 import Testing
 @testable import Runtime
 
@@ -15,8 +16,11 @@ import Testing
         let intake = MemoIntake(photos: PhotoPolicy(inbox: "/nonexistent", allowedRoots: []), live: live, quota: nil)
         var inbox = InboxOptions()
         inbox.ignore = ["*.tmp"]
-        try live.replace(with: Self.definition(name: "b", join: 5, inbox: inbox))
+        var next = Self.definition(name: "b", join: 5, inbox: inbox)
+        next.quota = Quota(records: 7)
+        try live.replace(with: next)
         #expect(live.current.name == "b")
+        #expect(live.quota.value == Quota(records: 7))  // the quota meter's limits
         #expect(intake.joinTimeoutSeconds.value == 5)
         #expect(intake.inbox.value.ignore == ["*.tmp"])
     }

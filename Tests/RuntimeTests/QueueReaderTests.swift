@@ -1,6 +1,5 @@
 import Foundation
 import Journal
-import PhotomemoCore
 import Testing
 @testable import Runtime
 

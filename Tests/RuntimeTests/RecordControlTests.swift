@@ -3,6 +3,7 @@ import Foundation
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 import Testing
 @testable import Runtime
 

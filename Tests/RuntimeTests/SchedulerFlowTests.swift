@@ -1,6 +1,6 @@
 import Foundation
 import Journal
-import PhotomemoCore
+import StageKit
 import Testing
 @testable import Runtime
 

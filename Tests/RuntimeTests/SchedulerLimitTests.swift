@@ -1,7 +1,7 @@
 import EventLoop
 import Foundation
 import Journal
-import PhotomemoCore
+import StageKit
 import Testing
 @testable import Runtime
 

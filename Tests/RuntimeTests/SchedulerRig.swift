@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Journal
 @testable import PhotomemoCore
+@testable import StageKit
 @testable import Runtime
 
 /// A stage written by the test: `body` decides each run's outcome. It counts the runs
@@ -75,6 +76,8 @@ final class SchedulerRig {
     let events = EventBus()
     let wakeup: LoopWakeup
     let scheduler: Scheduler
+    /// The definition in force, as the daemon's reload swaps it.
+    let live: LiveDefinition
     var journal: Journal { t.journal }
     /// What else the test opened on the loop, closed when `run` stops.
     var closers: [() -> Void] = []
@@ -90,7 +93,8 @@ final class SchedulerRig {
         let def = JobDefinition(name: "test", stages: stages.map { .init(name: $0.name, stage: $0.stage, concurrency: $0.concurrency) },
                                 retry: retry, joinTimeoutSeconds: 600, source: "test", database: StageEnvironment.defaultDatabase,
                                 store: StageEnvironment.defaultStore, inbox: InboxOptions())
-        scheduler = try Scheduler(loop: loop, journal: queue(t.journal), quarantine: t.quarantine, photos: t.photos, definition: def, events: events,
+        live = LiveDefinition(def)
+        scheduler = try Scheduler(loop: loop, journal: queue(t.journal), quarantine: t.quarantine, photos: t.photos, live: live, events: events,
                                   wakeup: wakeup.sender)
     }
 

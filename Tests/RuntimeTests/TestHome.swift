@@ -1,6 +1,7 @@
 import Foundation
 import Journal
 import PhotomemoCore
+import StageKit
 @testable import Runtime
 
 /// A throwaway home folder with the layout, a journal and the intake parts wired up.

@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import Journal
-import PhotomemoCore
 import TestSupport
 import Testing
 @testable import Runtime

@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 import Testing
 @testable import ExecStage
 
@@ -39,6 +39,28 @@ import Testing
             == .retry(reason: "later", after: .milliseconds(250)))
         #expect(try stage(#"echo '{"outcome":"continue","result":{"n":1}}'"#).run(job) == .continue(result: ["n": 1]))
         guard case .retry = try stage("echo not-json").run(job) else { Issue.record("garbage accepted"); return }
+    }
+
+    /// `"annotations"` in a continuing answer go into the working set (the record's fields);
+    /// a bad one is a retry, as a broken program's answer is, and leaves the set as it was.
+    @Test func stdoutAnnotationsGoIntoTheWorkingSet() throws {
+        let job = self.job
+        #expect(try stage(#"echo '{"outcome":"continue","annotations":{"ocr_text":"SALE","labels":["a","b"]}}'"#).run(job) == .continue())
+        #expect(job.working.annotations == ["ocr_text": "SALE", "labels": ["a", "b"]])
+        let plain = JobContext(id: 8, key: "k", photoPath: nil, memo: MemoJob(), results: [:], attempt: 1)
+        guard case .continue = try stage(#"echo '{"annotations":{"pages":3}}'"#).run(plain) else { Issue.record("not continue"); return }
+        #expect(plain.working.annotations == ["pages": 3])
+        // A skip's annotations are not taken.
+        let skipped = JobContext(id: 9, key: "k", photoPath: nil, memo: MemoJob(), results: [:], attempt: 1)
+        _ = try stage(#"echo '{"outcome":"skip","reason":"x","annotations":{"pages":3}}'"#).run(skipped)
+        #expect(skipped.working.annotations.isEmpty)
+        for (bad, why) in [(#"{"memo":"x"}"#, "built-in record key"), (#"{"1st":"x"}"#, "letters, digits and _"),
+                           (#"{"ref":{"ref":"r1"}}"#, "got object"), (#"[1]"#, "must be an object")] {
+            let fresh = JobContext(id: 10, key: "k", photoPath: nil, memo: MemoJob(), results: [:], attempt: 1)
+            let outcome = try stage("echo '{\"annotations\":\(bad)}'").run(fresh)
+            guard case .retry(let reason, _) = outcome else { Issue.record("\(bad): \(outcome)"); continue }
+            #expect(reason.contains(why), "\(reason)")
+        }
     }
 
     @Test func timeoutKillsTheWholeProcessGroup() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import StageKit
 import PhotomemoCore
 import TestSupport
 import Testing
@@ -41,6 +42,9 @@ import Testing
         #expect(s.run(job("fail")) == .fail(reason: "because fail"))
         #expect(s.run(job("unavailable")) == .unavailable(dependency: "exec", reason: "because unavailable"))
         #expect(pid(s.run(job("stderr", id: 2))) == p)
+        let annotated = job("annotate")
+        #expect(s.run(annotated) == .continue())
+        #expect(annotated.working.annotations == ["ocr_text": "SALE"])  // as a one-shot run's stdout
         #expect(pid(s.run(job("continue", id: 3))) == p)  // the same process took every job
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import Index
 import IndexStage
-import PhotomemoCore
+import StageKit
 import Testing
 
 /// `index` on a real record store (the home's SQLite file): a record per job key, updated

@@ -1,7 +1,7 @@
 import Foundation
 import Index
 import NotifyStage
-import PhotomemoCore
+import StageKit
 import Testing
 
 /// `notify` on a real record store: a record change is queued in the outbox once per

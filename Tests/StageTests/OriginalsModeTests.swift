@@ -1,7 +1,7 @@
 import Foundation
 import Index
 import IndexStage
-import PhotomemoCore
+import StageKit
 import Testing
 import UploadStage
 
@@ -37,6 +37,30 @@ import UploadStage
     /// A `create` change is a receipt: the original is stored before it.
     @Test func anIndexBeforeTheUploadIsABadDefinition() {
         #expect(message("", indexFirst: true).contains("index must come after upload"))
+    }
+
+    /// Any stage that stores the job's files, by its declaration (`storesAssets`), not its name.
+    @Test func anIndexBeforeAnyStageThatStoresIsABadDefinition() throws {
+        let h = try StageHome()
+        let registry = StageRegistry([IndexStage.self, MirrorStage.self])
+        let json = #"{"name": "t", "stages": [{"use": "index"}, {"use": "mirror"}]}"#
+        #expect(throws: PhotomemoError.self) { try JobDefinition.load(data: Data(json.utf8), source: "Jobs/t.json", registry: registry, environment: h.environment) }
+        let after = #"{"name": "t", "stages": [{"use": "mirror"}, {"use": "index"}]}"#
+        #expect(try JobDefinition.load(data: Data(after.utf8), source: "Jobs/t.json", registry: registry, environment: h.environment).stages.count == 2)
+        do { _ = try JobDefinition.load(data: Data(json.utf8), source: "Jobs/t.json", registry: registry, environment: h.environment) } catch let e as PhotomemoError {
+            #expect(e.message.contains("index must come after mirror"))
+        }
+    }
+
+    /// A stage of another name that stores the job's files (as a second store would).
+    struct MirrorStage: Stage {
+        static let name = "mirror"
+        static let summary = "stores the job's files elsewhere"
+        static let workload = StageWorkload.io
+        static let options: [StageOption] = []
+        static let storesAssets = true
+        init(options: StageOptions, environment: StageEnvironment) throws {}
+        func run(_ job: JobContext) -> StageOutcome { .continue() }
     }
 
     static func job(_ key: String, sha: String, original: String, photo: String = "DCIM/a.jpg", taken: String = "2020-05-01T10:00:00Z") -> JobContext {

@@ -2,7 +2,7 @@ import ExecStage
 import Foundation
 import IndexStage
 import NotifyStage
-import PhotomemoCore
+import StageKit
 import Testing
 import UploadStage
 import ValidateStage

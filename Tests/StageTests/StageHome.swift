@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// A throwaway daemon home (inbox, renditions) and the environment stages are built with:
 /// the default database (`sqlite:photomemo.sqlite`) and store (`file:store`) in it.

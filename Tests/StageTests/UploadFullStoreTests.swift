@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 import Testing
 import UploadStage
 

@@ -1,5 +1,4 @@
 import Foundation
-import PhotomemoCore
 import Testing
 @testable import UploadStage
 

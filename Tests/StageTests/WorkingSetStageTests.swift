@@ -1,7 +1,7 @@
 import Foundation
 import Index
 import IndexStage
-import PhotomemoCore
+import StageKit
 import Testing
 import UploadStage
 
@@ -36,5 +36,28 @@ import UploadStage
         #expect(record.assets["display"]?["sha256"]?.stringValue == rewritten.sha)
         #expect(record.assets["original"]?["key"]?.stringValue == UploadStageTests.key(photo.sha))
         #expect(record.exif["make"] == "Canon")
+    }
+
+    /// Annotations are fields of the record where no memo gave one of that name: not over
+    /// the job's memo's, and on an update not over a field the record has.
+    @Test func annotationsBecomeFieldsNeverOverAMemosOrTheRecordsOwn() throws {
+        let h = try StageHome()
+        let index = try h.stage(IndexStage.self)
+        func job(_ key: String, memo: [String: JSONValue], _ annotations: [String: JSONValue]) throws -> JobContext {
+            var working = WorkingSet(photoPath: "/srv/inbox/a.jpg", sha256: String(repeating: "a", count: 64))
+            for (name, value) in annotations { try working.annotate(name, value) }
+            return JobContext(id: 1, key: key, photoPath: "/srv/inbox/a.jpg", photoSHA256: String(repeating: "a", count: 64),
+                              memo: MemoJob(photo: "a.jpg", memo: "m", fields: memo, owner: "alice"), results: [:], attempt: 1, working: working)
+        }
+        #expect(try index.run(job("k1", memo: ["text": "by hand"], ["text": "ocr", "labels": ["sale"]])).result?["op"] == "create")
+        func fields() throws -> [String: JSONValue] {
+            try #require(try h.environment.recordIndex().query(PredicateParser.parse("TRUEPREDICATE"), viewer: .admin).records.first).fields
+        }
+        #expect(try fields() == ["text": "by hand", "labels": ["sale"]])
+        // The same bytes again (an update of that record): only the new name is added.
+        #expect(try index.run(job("k2", memo: [:], ["text": "ocr 2", "labels": ["other"], "pages": 2])).result?["op"] == "update")
+        #expect(try fields() == ["text": "by hand", "labels": ["sale"], "pages": 2])
+        let found = try h.environment.recordIndex().query(PredicateParser.parse(#"labels CONTAINS "sale" AND pages == 2"#), viewer: .admin)
+        #expect(found.records.count == 1)
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
+import StageKit
 
 /// A real exec worker in Python (docs/exec-workers.md) for the tests: it answers each job
 /// line by the job's memo text — `continue`, `skip`, `retry`, `fail`, `unavailable`,
-/// `hang`, `exit` (mid-job), `garbage`, `huge` (a 100 MB line), `stderr` — and its result
+/// `hang`, `exit` (mid-job), `garbage`, `huge` (a 100 MB line), `stderr`, `annotate` — and its result
 /// names its pid. `argv[1]`: `serve` (default), `crash` (dies at start with a reason on
 /// stderr), `deaf` (never reads stdin). `$MARKER`, if set, gets "bye" on a clean end of input.
 public enum ExecWorkerScript {
@@ -27,7 +28,9 @@ for line in sys.stdin:
     if say == "stderr":
         sys.stderr.write("note from the worker\n"); sys.stderr.flush()
     answer = {"request": rid}
-    if say in ("skip", "retry", "fail", "unavailable"):
+    if say == "annotate":
+        answer.update(outcome="continue", annotations={"ocr_text": "SALE"})
+    elif say in ("skip", "retry", "fail", "unavailable"):
         answer.update(outcome=say, reason="because " + say)
     else:
         answer.update(pid=os.getpid(), key=job["key"])

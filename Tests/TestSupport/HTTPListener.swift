@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import PhotomemoCore
+import StageKit
 
 /// A real HTTP/1.1 listener on 127.0.0.1 (a random port), on a thread of its own: it
 /// records each request (request line, headers, body) and answers `status` with `body`,

@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// Runs stages on a real photo without a daemon (as NIO's EmbeddedChannel runs handlers
 /// without a loop): a temporary home with the photo in its inbox, one job whose working

@@ -1,6 +1,6 @@
 import FuzzDriver
 import Foundation
-import PhotomemoCore
+import StageKit
 
 // JSONValue.parse on arbitrary bytes: it either refuses with a bad_json error or returns a
 // value that writes back (jsonString) to text it parses to the same value again, and that

@@ -1,5 +1,5 @@
 import FuzzDriver
-import PhotomemoCore
+import StageKit
 
 // A queue line → MemoJob: refused with bad_job (the line goes to quarantine), or a job that
 // survives the way the journal keeps it (job.json) and the way `enqueue` reads a job

@@ -1,6 +1,6 @@
 import Foundation
 import Index
-import PhotomemoCore
+import StageKit
 
 /// A fresh record index in /tmp with a few records holding every field kind (integer,
 /// double, string, date, bool, list of strings, reference), owned by an admin, by "alice"

@@ -1,7 +1,7 @@
 import Foundation
 import FuzzDriver
 import Index
-import PhotomemoCore
+import StageKit
 
 // The query path as `photomemo query` drives it: PredicateParser → PredicateCompiler →
 // SQL run by RecordStore.query on a real SQLite index holding records with every field

@@ -1,6 +1,6 @@
 import Index
 import Journal
-import PhotomemoCore
+import StageKit
 @testable import Runtime
 
 /// The arguments each command reads from its request before it does anything (the

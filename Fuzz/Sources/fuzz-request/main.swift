@@ -1,7 +1,7 @@
 import ControlProtocol
 import FuzzDriver
 import Index
-import PhotomemoCore
+import StageKit
 @testable import Runtime
 
 // A control-socket line as ControlConnection takes it: ControlRequestLine (JSON → id, cmd,

@@ -1,5 +1,6 @@
 import FuzzDriver
 import PhotomemoCore
+import StageKit
 
 // An XMP sidecar's bytes → its memo job (libxml2 under XMPMemo, then the memo-line rules):
 // refused with bad_job (its photo's job fails naming it), or a job that survives the way

@@ -1,6 +1,7 @@
 import ControlProtocol
 import Index
 import PhotomemoCore
+import StageKit
 
 /// A control-socket client as the kernel names it (SO_PEERCRED): never what it says.
 struct Caller: Sendable, Equatable {

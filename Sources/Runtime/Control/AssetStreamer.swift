@@ -1,7 +1,7 @@
 import EventLoop
 import Foundation
 import Index
-import PhotomemoCore
+import StageKit
 
 /// `asset`: a rendition's bytes in chunks, so the daemon never holds a whole original.
 ///

@@ -1,5 +1,4 @@
 import EventLoop
-import PhotomemoCore
 
 /// Asset replies on a connection: chunks are read one at a time, streams taking turns,
 /// and only while the connection's unsent bytes are under `streamWatermark`.

@@ -1,7 +1,7 @@
 import ControlProtocol
 import EventLoop
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// One client of the control socket. Requests are lines of at most 1 MiB; each gets
 /// exactly one reply line with its `id`. What a client costs the daemon is bounded:

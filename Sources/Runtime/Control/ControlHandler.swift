@@ -2,7 +2,7 @@ import ControlProtocol
 import EventLoop
 import Foundation
 import Journal
-import PhotomemoCore
+import StageKit
 
 /// A group of control commands and the dependencies they need, like a swift-nio
 /// ChannelHandler: `handle` for its commands, a default for a connection that goes away.

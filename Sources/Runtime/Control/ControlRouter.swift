@@ -1,5 +1,5 @@
 import ControlProtocol
-import PhotomemoCore
+import StageKit
 
 /// Routes each request to the handler of its command, after the one authorization point
 /// (`AccessPolicy`) has seen the caller (SO_PEERCRED).

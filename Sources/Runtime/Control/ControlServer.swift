@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// The control socket: newline-delimited JSON requests and replies (DESIGN.md, "Control
 /// socket"), many clients at once, all on the loop thread.

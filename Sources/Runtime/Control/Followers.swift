@@ -1,7 +1,7 @@
 import EventLoop
 import Foundation
 import Index
-import PhotomemoCore
+import StageKit
 
 /// Socket-sink subscriptions followed by a connection, as a service of its own: each
 /// follower gets first what it missed after `since`, then new events as they are fanned

@@ -4,17 +4,18 @@ import Foundation
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// jobs, job, watch, enqueue, retry, cancel, pause/resume, reload: the journal's jobs and
 /// the scheduler's switches. A user's are scoped to their own jobs (`AccessPolicy`).
 final class JobHandlers: ControlHandler {
     let commands: Set<ControlCommand> = [.jobs, .job, .watch, .enqueue, .retry, .cancel, .pause, .resume, .reload]
-    private let loop: EventLoop
-    private let journal: any JobJournal
-    private let scheduler: Scheduler
-    private let events: EventBus
+    let loop: EventLoop
+    let journal: any JobJournal
+    let scheduler: Scheduler
+    let events: EventBus
     private let lane: SerialLane
-    private let intake: MemoIntake
+    let intake: MemoIntake
     /// For `enqueue`'s answer about references (RecordStore+References).
     private let records: any RecordIndex
     /// Re-reads the job definition (off the loop) and answers when it is applied or refused.
@@ -168,6 +169,7 @@ final class JobHandlers: ControlHandler {
     }
 
     func retry(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
+        if let filter = try bulkFilter(req, caller, retry: true) { return bulkRetry(filter, caller, reply) }
         let id = try req.requiredInt("job")
         let journal = self.journal, scheduler = self.scheduler, events = self.events
         let join = intake.joinTimeoutSeconds.value, inbox = intake.photos.inbox, photoLocalEnd = scheduler.definition.photoLocalEnd
@@ -227,6 +229,7 @@ final class JobHandlers: ControlHandler {
     }
 
     func cancel(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
+        if let filter = try bulkFilter(req, caller, retry: false) { return bulkCancel(filter, reply) }
         let id = try req.requiredInt("job")
         let journal = self.journal, events = self.events
         loop.reply({ result in

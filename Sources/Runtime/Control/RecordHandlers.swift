@@ -3,7 +3,7 @@ import EventLoop
 import Foundation
 import Index
 import Journal
-import PhotomemoCore
+import StageKit
 
 /// The record commands of the control socket: query, get, update, delete, asset, changes.
 /// The caller (SO_PEERCRED) decides what they see: admins see everything, anyone else what

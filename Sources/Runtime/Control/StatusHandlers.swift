@@ -4,6 +4,7 @@ import Foundation
 import Index
 import Journal
 import PhotomemoCore
+import StageKit
 
 /// status, metrics, hosts and inbox: counts from the journal (the whole cluster's, on a shared
 /// database), live state from the loop (this host's).
@@ -30,8 +31,8 @@ final class StatusHandlers: ControlHandler {
         var quota: QuotaMeter? = nil
     }
 
-    private let loop: EventLoop
-    private let journal: any JobControl
+    let loop: EventLoop
+    let journal: any JobControl
     private let scheduler: Scheduler
     private let live: Sources
     private let started = unixNow()

@@ -3,7 +3,7 @@ import EventLoop
 import Foundation
 import Index
 import Notify
-import PhotomemoCore
+import StageKit
 
 /// subscribe / unsubscribe / subscriptions over the socket. A socket-sink subscription
 /// streams its events to the connection that follows it: first what it missed after

@@ -1,6 +1,6 @@
 import ControlProtocol
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// One run of `photomemo gallery`: fetches the records the caller may read (over the
 /// socket, as the caller), downloads the images their cards and pages show, writes the

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PhotomemoCore
+import StageKit
 
 /// The gallery folder on disk: what it holds, written so a browser or web server never
 /// sees half a file, and the manifest that makes re-runs incremental.

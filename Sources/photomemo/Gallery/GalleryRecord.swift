@@ -1,5 +1,6 @@
 import Foundation
 import PhotomemoCore
+import StageKit
 
 /// A record as the gallery shows it, read from the daemon's record JSON (docs/records-and-queries.md,
 /// "Records and queries"), with the renditions it picks for the card and the page.

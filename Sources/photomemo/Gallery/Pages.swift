@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// The gallery's two kinds of page (`IndexPage.swift`, `RecordPage.swift`), built only
 /// from `HTML` values, so every record value is escaped; neither has any script. This

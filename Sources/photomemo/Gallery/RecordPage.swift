@@ -1,5 +1,5 @@
 import Foundation
-import PhotomemoCore
+import StageKit
 
 /// `r/<id>.html`: one record in full — the display image, the memo, every field, EXIF,
 /// the size of every rendition and the record's own bookkeeping.

@@ -27,6 +27,10 @@ public protocol Stage: Sendable {
     /// Whether a `.continue` result of it names a record it wrote (`"record"`, `"op"`,
     /// `"source"`, `"sha256"`): published to `watch` as `record_create`/`record_update`.
     static var writesRecords: Bool { get }
+    /// Whether it stores the job's files in the asset store (noting each one's
+    /// `storedKey`): a stage whose record is a receipt that the original is safe comes
+    /// after every such stage (the index stage checks it).
+    static var storesAssets: Bool { get }
 
     init(options: StageOptions, environment: StageEnvironment) throws
 
@@ -66,6 +70,7 @@ extension Stage {
     public static var photoLocal: Bool { false }
     public static var readsMemo: Bool { true }
     public static var writesRecords: Bool { false }
+    public static var storesAssets: Bool { false }
     public var maxPhotoBytes: Int64? { nil }
     public var decodesPhotos: Bool { false }
     public func check(alongside stages: [any Stage]) throws {}

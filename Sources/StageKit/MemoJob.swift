@@ -128,6 +128,23 @@ public struct MemoJob: Sendable, Equatable {
         }
     }
 
+    /// A field a stage adds (`WorkingSet.annotate`), by the rules of a new job line's
+    /// field: a name of letters, digits and _ that is no built-in record key or receipt,
+    /// a string, number, bool or list of strings (no reference: a stage's fact links to no
+    /// record), no NUL, and at most a line's size.
+    public static func checkAnnotation(_ name: String, _ v: JSONValue) throws {
+        guard isIdentifier(name) else { throw PhotomemoError(.badJob, "annotation name \"\(name)\" must be letters, digits and _") }
+        guard !reservedFieldNames.contains(name), !receiptFieldNames.contains(name) else {
+            throw PhotomemoError(.badJob, "annotation name \"\(name)\" is a built-in record key")
+        }
+        if case .object = v { throw PhotomemoError(.badJob, "annotation \"\(name)\" must be a string, number, bool or list of strings, got object") }
+        try checkFieldValue(name, v)
+        try refuseNUL(v, at: "annotation \"\(name)\"")
+        guard v.jsonString.utf8.count <= maxLineBytes else {
+            throw PhotomemoError(.badJob, "annotation \"\(name)\" is over \(maxLineBytes) bytes of JSON")
+        }
+    }
+
     static func checkFieldValue(_ name: String, _ v: JSONValue) throws {
         switch v {
         case .string, .int, .double, .bool: return

@@ -53,8 +53,10 @@ public struct WorkingSet: Sendable, Equatable {
     public private(set) var files: [File]
     /// The photo's EXIF as the record stores it (null: not read).
     public var exif: JSONValue?
-    /// What stages add to the record by name (text, labels): the record's facts.
-    public var annotations: [String: JSONValue]
+    /// What stages add to the record by name (text, labels): the record's facts. The index
+    /// writes each as a typed field of the record where no memo gave that field
+    /// (`RecordInput.annotations`). Set with `annotate`, which checks them.
+    public private(set) var annotations: [String: JSONValue]
 
     public init(files: [File] = [], exif: JSONValue? = nil, annotations: [String: JSONValue] = [:]) {
         self.files = files
@@ -76,6 +78,14 @@ public struct WorkingSet: Sendable, Equatable {
     /// gives its new path and hash; the store then stores those).
     public mutating func put(_ file: File) {
         if let i = files.firstIndex(where: { $0.role == file.role }) { files[i] = file } else { files.append(file) }
+    }
+
+    /// Adds a fact the record gets as its field `name` (replacing an earlier stage's of
+    /// that name). The value follows a job line's field rules (`MemoJob.checkAnnotation`):
+    /// a string, number, bool, date string or list of strings. Throws `badJob` otherwise.
+    public mutating func annotate(_ name: String, _ value: JSONValue) throws {
+        try MemoJob.checkAnnotation(name, value)
+        annotations[name] = value
     }
 
     /// Changes the file of `role`, if there is one.

@@ -16,6 +16,7 @@ public enum StageReadme {
             | workload | \(stage.workload == .cpu ? "cpu (one job per core by default)" : "io (four jobs per core by default)") |
             | photo-local (runs on the host that took the photo) | \(stage.photoLocal ? "yes" : "no") |
             | reads the memo | \(stage.readsMemo ? "yes" : "no") |
+            | stores the job's files (asset store) | \(stage.storesAssets ? "yes" : "no") |
             | jobs per run | \(stage.jobsPerRun) |
 
             ## Options (`"with"`)
