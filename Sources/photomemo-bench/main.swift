@@ -22,6 +22,7 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --cluster --claims-only [--json]             # the queue alone: claims/s on PostgreSQL and SQLite
        photomemo-bench --cluster --servers-elsewhere [--count N] [--rounds R]  # daemons on CPU 0, servers on CPU 1
        photomemo-bench --fairness [--seconds S] [--json]   # issue 25's attacks on a real daemon, as root (FairnessBench)
+       photomemo-bench --exec-workers N [--json]  # a Python exec stage: process per job vs 2 workers, N jobs each (ExecWorkersBench)
 """
 
 /// Flags taken out of the argument list one by one; what is left are file names.
@@ -88,6 +89,10 @@ if cluster && args.flag("--claims-only") {
 }
 if args.flag("--fairness") {
     try FairnessBench.run(seconds: Int(args.value("--seconds") ?? "30") ?? 30, json: json)
+    exit(0)
+}
+if let n = args.value("--exec-workers").flatMap(Int.init) {
+    try ExecWorkersBench.run(jobs: n, json: json)
     exit(0)
 }
 if let n = args.value("--index").flatMap(Int.init) {
