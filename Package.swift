@@ -75,7 +75,7 @@ let package = Package(
         .target(name: "CompressStage", dependencies: ["PhotomemoCore", "StageKit", "CVips"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: [
-            "ControlProtocol", "CompressStage", "IndexStage", "Stores", "Index", "Journal", "PhotomemoCore", "StageKit", "Postgres",
+            "ControlProtocol", "CompressStage", "IndexStage", "ExecStage", "Stores", "Index", "Journal", "PhotomemoCore", "StageKit", "Postgres",
         ]),
         .executableTarget(name: "photomemo", dependencies: [
             "PhotomemoCore", "StageKit", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CommentStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",

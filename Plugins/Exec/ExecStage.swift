@@ -26,19 +26,27 @@ import StageKit
 /// The program sees a clean environment (`SubprocessEnvironment`): `PATH`, `HOME`, `LANG`,
 /// the `PHOTOMEMO_*` job variables, and only what the definition names in `env` and
 /// `pass_env`, never the daemon's credentials.
-public struct ExecStage: Stage {
+///
+/// With `"workers": N` the program is started N times and stays running, taking jobs as
+/// JSON lines on stdin and answering each with the outcome object plus its request id
+/// (`ExecWorkerPool`, docs/exec-workers.md).
+public struct ExecStage: LongLivedStage {
     public static let name = "exec"
     public static let summary = "runs an external program per job (job JSON on stdin, outcome by exit code / stdout JSON)"
     public static let workload = StageWorkload.io
     public static let options: [StageOption] = [
         StageOption("command", .stringList, "program and arguments, e.g. [\"./stages/tag.py\", \"--fast\"] (PATH is searched)"),
-        StageOption("timeout_ms", .integer, default: 60_000, "after this long the program's process group gets SIGTERM, and SIGKILL 2 s later"),
+        StageOption("timeout_ms", .integer, default: 60_000, "after this long the program's process group gets SIGTERM, and SIGKILL 2 s later (with workers: per job; the worker is ended and started again)"),
         StageOption("dependency", .string, default: "exec", "name shown as down in status when the program exits 69"),
         StageOption("env", .object, default: .emptyObject,
                     "variables to set for the program, NAME → string value, e.g. {\"MODEL\": \"small\"}"),
         StageOption("pass_env", .stringList, default: [],
                     "names of daemon variables the program gets too, when set (by default it gets only PATH, HOME, LANG and PHOTOMEMO_*)"),
+        StageOption("workers", .integer, default: 0,
+                    "long-lived copies of the program taking jobs as JSON lines (docs/exec-workers.md); 0: a process per job"),
+        StageOption("in_flight", .integer, default: 1, "with workers: jobs a worker is sent before it has answered (1 to 64)"),
     ]
+    static let maxWorkers = 64
 
     let command: [String]
     let timeoutMs: Int
@@ -46,6 +54,8 @@ public struct ExecStage: Stage {
     let home: String
     let env: [String: String]
     let passEnv: [String]
+    /// Set when `workers` > 0.
+    let pool: ExecWorkerPool?
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
         guard let command = options.strings("command"), let program = command.first, !program.isEmpty else {
@@ -67,7 +77,17 @@ public struct ExecStage: Stage {
         self.env = env
         passEnv = options.strings("pass_env") ?? []
         for name in passEnv { try SubprocessEnvironment.checkName(name) }
+        let workers = Int(options.int("workers")!), inFlight = Int(options.int("in_flight")!)
+        guard (0...Self.maxWorkers).contains(workers) else {
+            throw PhotomemoError(.badDefinition, "\"workers\" must be from 0 to \(Self.maxWorkers)")
+        }
+        guard (1...64).contains(inFlight) else { throw PhotomemoError(.badDefinition, "\"in_flight\" must be from 1 to 64") }
+        pool = workers == 0 ? nil : ExecWorkerPool(.init(
+            command: command, environment: SubprocessEnvironment.clean(passing: passEnv, values: env, documented: ["PHOTOMEMO_HOME": home]),
+            workers: workers, inFlight: inFlight, timeoutMs: timeoutMs, dependency: dependency))
     }
+
+    public func retire() { pool?.retire() }
 
     /// Exactly what the program's environment holds for `job`.
     func environment(for job: JobContext) -> [String: String] {
@@ -78,6 +98,7 @@ public struct ExecStage: Stage {
     }
 
     public func run(_ job: JobContext) -> StageOutcome {
+        if let pool { return pool.run(job) }
         let r: Subprocess.Result
         do {
             r = try Subprocess.run(command, stdin: Array((job.json.jsonString + "\n").utf8), environment: environment(for: job),
@@ -105,6 +126,12 @@ public struct ExecStage: Stage {
         let text = String(decoding: stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.isEmpty { return .continue() }
         guard let v = try? JSONValue.parse(text) else { return .retry(.badJSON, "stdout is not JSON: \(text.prefix(200))") }
+        return answer(v, job: job)
+    }
+
+    /// The outcome a JSON answer chooses (stdout of a one-shot run, or a worker's answer
+    /// without its request id), its `annotations` applied to `job`'s working set.
+    static func answer(_ v: JSONValue, job: JobContext) -> StageOutcome {
         let outcome = parseOutcome(v)
         guard case .continue = outcome, let given = v["annotations"] else { return outcome }
         guard case .object(let annotations) = given else { return .retry(.badJSON, "stdout's \"annotations\" must be an object, got \(given.typeName)") }

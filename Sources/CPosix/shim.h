@@ -107,3 +107,48 @@ static inline int pm_openat_beneath(int dirfd, const char *path, int flags) {
 static inline long pm_random_bytes(void *buf, size_t count) {
     return (long)getrandom(buf, count, 0);
 }
+
+#include <signal.h>
+
+/* fork+execve for a long-lived worker that must not outlive the daemon: posix_spawn cannot
+   set PR_SET_PDEATHSIG. The child gets its own process group, a clean signal mask, default
+   SIGPIPE/TERM/INT/HUP/CHLD, `in`/`out`/`err` as 0/1/2, and SIGKILL when the spawning
+   thread ends (keep that thread alive as long as the child). Only async-signal-safe calls
+   between fork and exec; `path` is already resolved. Returns the pid, or -1 with
+   *spawn_errno set (the exec's own errno, reported through a close-on-exec pipe). */
+static inline pid_t pm_spawn_dying_with_parent(const char *path, char *const argv[], char *const envp[],
+                                               int in, int out, int err, int *spawn_errno) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) { *spawn_errno = errno; return -1; }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) { *spawn_errno = errno; close(report[0]); close(report[1]); return -1; }
+    if (pid == 0) {
+        int sigs[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD};
+        for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, 0);
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != parent) _exit(127);  /* the daemon died before the prctl */
+        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) { int e = errno; (void)!write(report[1], &e, sizeof e); _exit(127); }
+        execve(path, argv, envp);
+        int e = errno;
+        (void)!write(report[1], &e, sizeof e);
+        _exit(127);
+    }
+    setpgid(pid, pid);  /* also here: a kill(-pid) right after we return must find the group */
+    close(report[1]);
+    int e = 0;
+    ssize_t n;
+    while ((n = read(report[0], &e, sizeof e)) < 0 && errno == EINTR) {}
+    close(report[0]);
+    if (n == (ssize_t)sizeof e) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        *spawn_errno = e;
+        return -1;
+    }
+    return pid;
+}

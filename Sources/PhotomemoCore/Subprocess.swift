@@ -119,5 +119,5 @@ public struct Subprocess {
 
     private static let adoptOrphans: Bool = pm_become_child_subreaper() == 0
 
-    static func nowNs() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    public static func nowNs() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }

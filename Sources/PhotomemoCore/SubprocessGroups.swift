@@ -5,11 +5,16 @@ import StageKit
 /// the daemon's shutdown can end them: `terminate()` sends SIGTERM to every group and
 /// makes each running `Subprocess.run` escalate to SIGKILL after its grace; `killAll()`
 /// is the last word before `exit`. Once stopping, no new subprocess starts.
+///
+/// Long-lived groups (exec workers, `WorkerProcess`) are stopped gracefully instead: their
+/// `stop` closes their stdin and ends them later if they do not exit; `waitForAll` lets
+/// the daemon give them that time after its loop has ended.
 public final class SubprocessGroups: Sendable {
     public static let shared = SubprocessGroups()
 
     private struct State {
         var live: Set<pid_t> = []
+        var longLived: [pid_t: @Sendable () -> Void] = [:]
         var stopping = false
     }
 
@@ -28,18 +33,37 @@ public final class SubprocessGroups: Sendable {
         }
     }
 
+    /// Records a long-lived group with its graceful `stop`; false when stopping.
+    func register(_ pgid: pid_t, stop: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { s in
+            s.live.insert(pgid)
+            s.longLived[pgid] = stop
+            return !s.stopping
+        }
+    }
+
     func unregister(_ pgid: pid_t) {
-        _ = state.withLock { $0.live.remove(pgid) }
+        state.withLock { s in
+            s.live.remove(pgid)
+            s.longLived[pgid] = nil
+        }
+    }
+
+    /// Waits (blocking: after the loop has ended) until no group is live, or `ms` passed.
+    public func waitForAll(upToMs ms: Int) {
+        let deadline = Subprocess.nowNs() + UInt64(ms) * 1_000_000
+        while liveCount > 0 && Subprocess.nowNs() < deadline { usleep(20_000) }
     }
 
     /// SIGTERM to every live group; each run sends SIGKILL after its grace if the group
     /// is still there. Idempotent.
     public func terminate() {
-        let groups = state.withLock { s -> Set<pid_t> in
+        let (groups, longLived) = state.withLock { s in
             s.stopping = true
-            return s.live
+            return (s.live, s.longLived)
         }
-        for g in groups { kill(-g, SIGTERM) }
+        for g in groups where longLived[g] == nil { kill(-g, SIGTERM) }
+        for stop in longLived.values { stop() }
     }
 
     /// SIGKILL to every live group (the daemon is about to exit and will not reap them).

@@ -142,6 +142,9 @@ public final class Daemon {
         notify.send("READY=1\nSTATUS=serving \(home.root) with job \(definition.name)\nMAINPID=\(getpid())")
         // The controller's signal watchers hold it unowned: it lives as long as the loop runs.
         withExtendedLifetime((daemon, shutdown)) { loop.run() }
+        // Exec workers were asked to stop (stdin closed): give them the time to, then end them.
+        SubprocessGroups.shared.waitForAll(upToMs: 3000)
+        SubprocessGroups.shared.killAll()
         let rc = loop.close()
         if rc != 0 { Log.error("event loop closed with \(loop.handleCount) handles still open") }
         Log.notice("stopped")

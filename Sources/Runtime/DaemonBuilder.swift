@@ -78,6 +78,8 @@ struct DaemonBuilder {
                 // The process's decode budget is set from it (see `LiveDefinition`).
                 decodeMemory.limitBytes = next.memoryMB.map { Int64($0) << 20 } ?? DecodeMemory.defaultLimitBytes
                 scheduler.definitionReplaced(previous: previous)
+                // Their processes (exec workers) stop gracefully; the new stages start their own.
+                for entry in previous.stages { (entry.stage as? any LongLivedStage)?.retire() }
                 Log.notice("reloaded job definition \(next.name) from \(next.source)")
                 return .success(next)
             } catch {

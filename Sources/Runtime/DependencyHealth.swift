@@ -6,21 +6,25 @@ struct DependencyHealth {
     private(set) var up: [String: Bool] = [:]
     /// The dependencies each stage found down.
     private var usedBy: [String: Set<String>] = [:]
+    /// Why each dependency that is down is (the stage's last reason), for `status`.
+    private(set) var reasons: [String: String] = [:]
 
     /// The journal's writes, reported by the scheduler itself.
     static let journal = "journal"
 
     func isDown(_ dependency: String) -> Bool { up[dependency] == false }
 
-    mutating func down(_ dependency: String, reportedBy stage: String? = nil) {
+    mutating func down(_ dependency: String, reportedBy stage: String? = nil, reason: String? = nil) {
         if let stage { usedBy[stage, default: []].insert(dependency) }
         up[dependency] = false
+        reasons[dependency] = reason
     }
 
     /// Marks `dependency` up; true if it was down (the caller says so once).
     mutating func answers(_ dependency: String) -> Bool {
         guard up[dependency] == false else { return false }
         up[dependency] = true
+        reasons[dependency] = nil
         return true
     }
 

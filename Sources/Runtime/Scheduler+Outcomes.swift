@@ -124,8 +124,8 @@ extension Scheduler {
                 for key in ["source", "sha256"] { if let v = result[key] { change[key] = v } }
                 events.publish("record_\(op)", job: id, change, to: to)
             }
-        case .unavailable(let dep, _):
-            health.down(dep, reportedBy: stage)
+        case .unavailable(let dep, let error):
+            health.down(dep, reportedBy: stage, reason: error.message)
         default: break
         }
         switch t.kind {

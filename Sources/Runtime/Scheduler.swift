@@ -48,6 +48,7 @@ final class Scheduler {
     /// Dependencies a stage (or the journal) reported unreachable, and whether they answer again.
     var health = DependencyHealth()
     var dependencies: [String: Bool] { health.up }
+    var dependencyReasons: [String: String] { health.reasons }
     /// Job → stage of every job in flight (leases cover them until recorded).
     var runningJobs: [Int64: String] = [:]
     /// Of those, the jobs whose run returned and whose outcome is being written: not what

@@ -23,6 +23,7 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --cluster --servers-elsewhere [--count N] [--rounds R]  # daemons on CPU 0, servers on CPU 1
        photomemo-bench --fairness [--seconds S] [--json]   # issue 25's attacks on a real daemon, as root (FairnessBench)
        photomemo-bench --retention N [--json]   # journal bytes after N jobs without and with retention (RetentionBench)
+       photomemo-bench --exec-workers N [--json]  # a Python exec stage: process per job vs 2 workers, N jobs each (ExecWorkersBench)
 """
 
 /// Flags taken out of the argument list one by one; what is left are file names.
@@ -93,6 +94,10 @@ if args.flag("--fairness") {
 }
 if let n = args.value("--retention").flatMap(Int.init) {
     try RetentionBench.run(jobs: max(1, n), json: json)
+    exit(0)
+}
+if let n = args.value("--exec-workers").flatMap(Int.init) {
+    try ExecWorkersBench.run(jobs: n, json: json)
     exit(0)
 }
 if let n = args.value("--index").flatMap(Int.init) {

@@ -45,6 +45,9 @@ func printStatus(_ s: JSONValue) {
     let deps = (s["dependencies"]?.objectValue ?? [:]).sorted { $0.key < $1.key }
         .map { "\($0.key) " + ($0.value == "up" ? Output.tint("up", .green) : Output.tint("down", .red)) }
     Output.line("deps        " + deps.joined(separator: "  "))
+    for (dep, why) in (s["dependency_reasons"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+        Output.line("            " + Output.tint("\(dep): " + Output.text(why.stringValue ?? "?"), .red))
+    }
     if let failing = s["journal_write_error"]?.objectValue {
         Output.line("journal     " + Output.tint("failing since \(failing["since"]?.stringValue ?? "?"): "
             + Output.text(failing["error"]?.stringValue ?? "?"), .red))

@@ -38,6 +38,7 @@ final class ControlRig {
         let loop = rig.loop, lane = SerialLane(loop: rig.loop)
         let intake = MemoIntake(photos: rig.t.photos, joinTimeoutSeconds: 600)
         let followers = try Followers(loop: loop, records: records)
+        let collector = try AssetCollector(loop: loop, records: records, assets: assets, trashSeconds: { 0 })
         let jobs = JobHandlers(loop: loop, journal: rig.journal, scheduler: rig.scheduler, events: rig.events, lane: lane, intake: intake,
                                records: records, reload: { $0(.failure(PhotomemoError(.badDefinition, "no reload in this test"))) })
         let recordHandlers = RecordHandlers(loop: loop, records: records, assets: assets, journal: rig.journal, events: rig.events,
@@ -53,11 +54,14 @@ final class ControlRig {
             SubscriptionHandlers(loop: loop, records: records, followers: followers),
             ReprocessHandler(loop: loop, journal: rig.journal, records: records, assets: assets, scheduler: rig.scheduler,
                              folder: rig.t.home.reprocess),
+            MaintenanceHandlers(loop: loop, parts: .init(backup: .sqlite(path: rig.journal.path), journal: rig.journal, records: records,
+                                                         store: assets, scratch: root + "/renditions/.verify",
+                                                         definition: { [scheduler = rig.scheduler] in scheduler.definition }, collector: collector)),
         ]
         router = ControlRouter(handlers)
         conn = ControlConnection(pipe: try PipeConnection(loop: loop), commands: router)
         let conn = self.conn
-        rig.closers = [{ followers.close() }, { conn.close() }]
+        rig.closers = [{ followers.close() }, { collector.close() }, { conn.close() }]
     }
 
     /// Runs `calls` one after another (each after the previous one's reply); returns the

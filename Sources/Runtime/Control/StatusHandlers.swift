@@ -167,6 +167,8 @@ final class StatusHandlers: ControlHandler {
                             "inbox_stale": .int(Int64(snapshot.inboxStale.count)),
                             "inbox_stale_bytes": .int(snapshot.inboxStale.bytes)],
                 "dependencies": .object(deps),
+                // A stage's reason can quote its program's stderr: an admin's to read, like the journal's errors.
+                "dependency_reasons": .object(snapshot.dependencyReasons.mapValues { .string(caller.isAdmin ? $0 : Self.withheld) }),
                 "queue_files": .array(queueFiles),
                 "quota": quotaReport,
                 "verify": snapshot.lastVerify?.counts ?? .null,
@@ -189,6 +191,8 @@ final class StatusHandlers: ControlHandler {
         let running: [String: Int]
         /// Every dependency seen, `journal` always: down while its writes fail.
         let dependencies: [String: Bool]
+        /// Why those a stage reported are down (its outcome's reason).
+        let dependencyReasons: [String: String]
         let journalWriteFailure: JournalWriteFailure?
         let backlog: (inboxFiles: Int, queueUnreadBytes: Int64)
         /// Inbox entries left alone: not backlog, they never become jobs.
@@ -209,7 +213,7 @@ final class StatusHandlers: ControlHandler {
         deps["journal"] = deps["journal", default: true] && writeFailure == nil
         return LoopSnapshot(started: started, paused: s.paused, pausedStages: s.pausedStages, definition: s.definition.name,
                             stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
-                            dependencies: deps, journalWriteFailure: writeFailure, backlog: live.backlog(), inboxSkipped: live.inboxSkipped().count,
+                            dependencies: deps, dependencyReasons: s.dependencyReasons, journalWriteFailure: writeFailure, backlog: live.backlog(), inboxSkipped: live.inboxSkipped().count,
                             inboxStale: live.inboxStale().values.reduce((0, 0)) { ($0.0 + 1, $0.1 + $1.bytes) }, clients: live.clients(),
                             watchers: live.watching(), lastVerify: live.lastVerify())
     }

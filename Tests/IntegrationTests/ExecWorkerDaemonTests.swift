@@ -1,0 +1,80 @@
+import Foundation
+import StageKit
+import PhotomemoCore
+import TestSupport
+import Testing
+
+/// `exec` workers under the real daemon: they outlive jobs, not the daemon (SIGKILL leaves
+/// no orphan and the jobs finish after the restart), a reload replaces them, SIGTERM ends them.
+@Suite(.serialized) struct ExecWorkerDaemonTests {
+    func harness(marker: String, slowMs: Int) throws -> DaemonHarness {
+        let script = try ExecWorkerScript.install()
+        return try DaemonHarness(stages: """
+            {"name": "workers", "stages": [{"use": "exec", "with": {"command": ["python3", "\(script)", "serve", "\(marker)"],
+              "workers": 2, "timeout_ms": 20000, "env": {"SLOW_MS": "\(slowMs)"}}, "concurrency": 2}],
+             "retry": {"max_attempts": 4, "base_ms": 50, "max_ms": 200}}
+            """)
+    }
+
+    func workers(_ marker: String) -> [Int32] { BoundedResourceTests.processes(with: marker) }
+
+    func pids(_ d: DaemonHarness) throws -> Set<Int64> {
+        Set(try d.jobs().compactMap { try? JSONValue.parse($0.results)["exec"]?["pid"]?.intValue })
+    }
+
+    @Test func aSIGKILLedDaemonLeavesNoWorkerAndItsJobsFinishAfterTheRestart() throws {
+        let marker = "pm-worker-\(UInt32.random(in: 0...UInt32.max))"
+        // Each job takes 4 s: a worker left behind would not notice its closed pipes before that.
+        let d = try harness(marker: marker, slowMs: 4000)
+        try d.start()
+        for i in 0..<4 { try d.append(#"{"memo":"continue","fields":{"n":"\#(i)"}}"# + "\n") }
+        try d.waitUntil("two workers run") { workers(marker).count == 2 }
+        try d.waitUntil("jobs are in flight") { (try d.stateCounts()["running"] ?? 0) > 0 }
+        #expect(d.stop(SIGKILL).status == SIGKILL)
+        try d.waitUntil("the workers died with the daemon", timeout: 2) { workers(marker).isEmpty }
+        try d.start()
+        try d.waitIdle(jobs: 4, timeout: 40)
+        #expect(try d.stateCounts()["done"] == 4)
+        #expect(try pids(d).count >= 1 && pids(d).count <= 2)  // two long-lived workers took all four
+        #expect(d.stop().status == 0)
+        #expect(workers(marker).isEmpty)
+    }
+
+    @Test func reloadReplacesTheWorkersAndSIGTERMEndsThemGracefully() throws {
+        let marker = "pm-worker-\(UInt32.random(in: 0...UInt32.max))"
+        let d = try harness(marker: marker, slowMs: 0)
+        try d.start()
+        try d.append(#"{"memo":"continue"}"# + "\n")
+        try d.waitIdle(jobs: 1)
+        let before = Set(workers(marker))
+        #expect(!before.isEmpty)  // started as jobs need them
+        #expect(try DaemonHarness.run(["reload", "--home", d.home]).0 == 0)
+        try d.waitUntil("the old workers ended", timeout: 10) { Set(workers(marker)).isDisjoint(with: before) }
+        try d.append(#"{"memo":"continue"}"# + "\n")
+        try d.waitIdle(jobs: 2)
+        let after = try #require(try d.jobs().last.flatMap { try JSONValue.parse($0.results)["exec"]?["pid"]?.intValue })
+        #expect(!before.contains(Int32(after)))
+        let start = Date()
+        #expect(d.stop().status == 0)
+        #expect(Date().timeIntervalSince(start) < 5)
+        #expect(workers(marker).isEmpty)
+        #expect(!d.log.contains("did not end"))
+    }
+}
+
+extension ExecWorkerDaemonTests {
+    @Test func aWorkerThatCrashesAtStartShowsItsStageDownWithTheReasonInStatus() throws {
+        let script = try ExecWorkerScript.install()
+        let d = try DaemonHarness(stages: """
+            {"name": "crashing", "stages": [{"use": "exec", "with": {"command": ["python3", "\(script)", "crash"], "workers": 1,
+              "dependency": "tagger"}}], "retry": {"max_attempts": 4, "base_ms": 50, "max_ms": 200}}
+            """)
+        try d.start()
+        try d.append(#"{"memo":"continue"}"# + "\n")
+        try d.waitUntil("the tagger is down", timeout: 15) { try json(d, ["status"])["dependencies"]?["tagger"] == "down" }
+        let reason = try json(d, ["status"])["dependency_reasons"]?["tagger"]?.stringValue ?? ""
+        #expect(reason.contains("crashed at start 3 times") && reason.contains("no model file"), "\(reason)")
+        #expect(try d.stateCounts()["failed"] == nil)  // waiting, its attempts not all spent
+        #expect(d.stop().status == 0)
+    }
+}
