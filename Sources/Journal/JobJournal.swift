@@ -74,10 +74,12 @@ public protocol JobControl: AnyObject, Sendable {
     /// Prunes one batch of jobs finished longer ago than `retention` (one transaction).
     func pruneBatch(retention: Retention, limit: Int, now: Double) throws -> PruneBatch
     /// `photomemo reprocess` (`Journal+Reprocess`): which keys are jobs already, queueing
-    /// a batch at a stage (returns the keys queued), and the reprocess jobs by state.
+    /// a batch at a stage (returns the keys queued), the reprocess jobs by state and how
+    /// many finished since a time.
     func existingKeys(_ keys: [String]) throws -> Set<String>
     func enqueueReprocess(_ jobs: [ReprocessJob], stageIndex: Int, now: Double) throws -> [String]
     func reprocessCounts() throws -> [JobState: Int]
+    func reprocessFinishedCount(since: Double) throws -> Int
     /// Outcome counts per stage, and the latencies of the last `window` successful runs.
     func stageStats(window: Int) throws -> [String: StageStats]
     func stageHistograms(boundsMs: [Double]) throws -> [String: (buckets: [Int], sumMs: Double, count: Int)]

@@ -62,6 +62,17 @@ extension Journal {
         }
     }
 
+    /// Reprocess jobs that finished since `since` (`status`'s reprocess rate): the last
+    /// minute's finish events alone are read, however many reprocess jobs there are.
+    public func reprocessFinishedCount(since: Double) throws -> Int {
+        try read { db in
+            Int(try db.queryOne("""
+                SELECT count(*) FROM job_events e JOIN jobs j ON j.id = e.job_id
+                WHERE e.event = 'finished' AND e.at >= ? AND j.origin = 'reprocess'
+                """, [.double(since)])!.int(0)!)
+        }
+    }
+
     /// Reprocess jobs by state (`status`'s `reprocess`), read from their own index.
     public func reprocessCounts() throws -> [JobState: Int] {
         try read { db in

@@ -22,7 +22,7 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --cluster --claims-only [--json]             # the queue alone: claims/s on PostgreSQL and SQLite
        photomemo-bench --cluster --servers-elsewhere [--count N] [--rounds R]  # daemons on CPU 0, servers on CPU 1
        photomemo-bench --fairness [--seconds S] [--json]   # issue 25's attacks on a real daemon, as root (FairnessBench)
-       photomemo-bench --retention N [--json]   # journal bytes after N jobs without and with retention (RetentionBench)
+       photomemo-bench --retention N [--chart FILE.svg] [--json]  # journal size over N jobs without and with retention (RetentionBench)
        photomemo-bench --exec-workers N [--json]  # a Python exec stage: process per job vs 2 workers, N jobs each (ExecWorkersBench)
 """
 
@@ -80,7 +80,8 @@ let soak = args.value("--soak").flatMap(Int.init)
 let rounds = max(1, Int(args.value("--rounds") ?? "3") ?? 3)
 let uploadPhotos = args.value("--upload").flatMap(Int.init)
 let e2e = args.value("--e2e").flatMap(Int.init)
-let chart = args.value("--chart") ?? NSTemporaryDirectory() + "photomemo-e2e-cpu-by-stage.svg"
+let chartPath = args.value("--chart")
+let chart = chartPath ?? NSTemporaryDirectory() + "photomemo-e2e-cpu-by-stage.svg"
 let before = args.value("--before")
 let cluster = args.flag("--cluster")
 let elsewhere = args.flag("--servers-elsewhere")
@@ -93,7 +94,7 @@ if args.flag("--fairness") {
     exit(0)
 }
 if let n = args.value("--retention").flatMap(Int.init) {
-    try RetentionBench.run(jobs: max(1, n), json: json)
+    try RetentionBench.run(jobs: max(1, n), chart: chartPath ?? NSTemporaryDirectory() + "photomemo-retention-journal.svg", json: json)
     exit(0)
 }
 if let n = args.value("--exec-workers").flatMap(Int.init) {

@@ -53,6 +53,11 @@ func printStatus(_ s: JSONValue) {
             + Output.text(failing["error"]?.stringValue ?? "?"), .red))
     }
     Output.line("throughput  \(String(format: "%.2f", s["throughput"]?["jobs_per_s"]?.doubleValue ?? 0)) jobs/s (\(s["throughput"]?["jobs_last_minute"]?.intValue ?? 0) in the last minute)")
+    let reprocess = s["reprocess"] ?? .null
+    if ["queued", "running", "waiting"].contains(where: { (reprocess[$0]?.intValue ?? 0) > 0 }) {
+        Output.line("reprocess   " + ["queued", "running", "waiting", "done", "failed"].map { "\($0) \(reprocess[$0]?.intValue ?? 0)" }.joined(separator: "  ")
+            + "  (\(s["throughput"]?["reprocess_last_minute"]?.intValue ?? 0) in the last minute)")
+    }
     Output.line()
     let stages = s["stages"]?.objectValue ?? [:]
     // Pipeline order when the daemon says it, else by name.

@@ -73,7 +73,10 @@ import Testing
         #expect(Set(updates) == Set(before.keys) && updates.count == 4, "\(changes.dropFirst(changesBefore))")  // and the edit
         // The copies of the originals are gone once stored again; status counts the jobs.
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: d.home + "/reprocess")) ?? []).isEmpty)
-        #expect(try json(d, ["status"])["reprocess"]?["done"]?.intValue == 3)
+        let status = try json(d, ["status"])
+        #expect(status["reprocess"]?["done"]?.intValue == 3)
+        // Its rate: the three finished within the last minute (the photos' own jobs are not counted).
+        #expect(status["throughput"]?["reprocess_last_minute"]?.intValue == 3)
         #expect(try DaemonHarness.run(["metrics", "--home", d.home]).1.contains(#"photomemo_reprocess_jobs{state="done"} 3"#))
         #expect(d.stop().status == 0)
     }

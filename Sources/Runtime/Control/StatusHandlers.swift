@@ -118,6 +118,7 @@ final class StatusHandlers: ControlHandler {
             let reprocess = read([:]) { try journal.reprocessCounts() }
             let stats = read([:]) { try journal.stageStats(window: 1000) }
             let lastMinute = read(0) { try journal.finishedCount(since: unixNow() - 60) }
+            let reprocessLastMinute = read(0) { try journal.reprocessFinishedCount(since: unixNow() - 60) }
             var stages: [String: JSONValue] = [:]
             for name in snapshot.stageNames {
                 let s = stats[name] ?? StageStats()
@@ -172,7 +173,8 @@ final class StatusHandlers: ControlHandler {
                 "queue_files": .array(queueFiles),
                 "quota": quotaReport,
                 "verify": snapshot.lastVerify?.counts ?? .null,
-                "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60)],
+                "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60),
+                               "reprocess_last_minute": .int(Int64(reprocessLastMinute)), "reprocess_per_s": .double(Double(reprocessLastMinute) / 60)],
                 "clients": ["connected": .int(Int64(snapshot.clients)), "watching": .int(Int64(snapshot.watchers))],
                 // The engine's own words can name another user's keys (PostgreSQL's DETAIL):
                 // an admin's to read. Anyone sees that, and since when, the journal fails.
