@@ -20,6 +20,8 @@ public protocol JobIntake: AnyObject, Sendable {
     func commitPhotos(_ photos: [TakenPhoto], now: Double) throws -> [IntakeOutcome]
     /// How many of `owner`'s jobs are queued, running or waiting, counted up to `limit`.
     func unfinishedJobs(owner: String, limit: Int) throws -> Int
+    /// Of those, how many may still add a record (not past `recordStage`, not a reprocess).
+    func jobsBeforeTheirRecord(owner: String, recordStage: Int, limit: Int) throws -> Int
     /// Whether an inbox file with this name and identity is already a job.
     func isTaken(name: String, identity: String) throws -> Bool
     /// Whether it is a photo its own job stored and finished (its release missed it).

@@ -104,6 +104,21 @@ extension Journal {
         return .created(job: id, state: .waiting)
     }
 
+    /// How many of `owner`'s unfinished jobs may still add a record, counted up to `limit`:
+    /// those not past `recordStage` (the stage writing records: a job beyond it has its
+    /// record, counted already) and not a reprocess (its record exists). A quota counts
+    /// these with the records: counting every unfinished job counted a record twice while
+    /// its job ran the stages after index, and refused a user one below their quota.
+    public func jobsBeforeTheirRecord(owner: String, recordStage: Int, limit: Int) throws -> Int {
+        let index = dialect == .sqlite ? " INDEXED BY jobs_owner_unfinished" : ""
+        return try read { db in
+            Int(try db.queryOne("""
+                SELECT count(*) FROM (SELECT 1 FROM jobs\(index) WHERE owner = ? AND state IN ('queued', 'running', 'waiting')
+                    AND stage_index <= ? AND origin <> 'reprocess' LIMIT ?) t
+                """, [.text(owner), .int(Int64(recordStage)), .int(Int64(limit))])?.int(0) ?? 0)
+        }
+    }
+
     /// How many of `owner`'s jobs are unfinished (queued, running or waiting), counted up to `limit`.
     public func unfinishedJobs(owner: String, limit: Int) throws -> Int {
         // SQLite has no statistics and would pick jobs_owner, every job the owner ever had.

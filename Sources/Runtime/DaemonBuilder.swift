@@ -46,7 +46,7 @@ struct DaemonBuilder {
                                       wakeup: wakeup.sender)
         // Stopped after the scheduler: leases are renewed while running stages finish.
         let leases = try LeaseKeeper(loop: loop, queue: journal, scheduler: scheduler, definition: live)
-        let quota = QuotaMeter(limits: live.quota, records: records, journal: journal)
+        let quota = QuotaMeter(limits: live.quota, records: records, journal: journal, recordStage: { live.current.recordStage })
         let intake = MemoIntake(photos: photos, live: live, quota: quota)
         let makeReader = { (path: String, name: String) in
             QueueReader(path: path, name: name, journal: journal, quarantine: quarantine, intake: intake)

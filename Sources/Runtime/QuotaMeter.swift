@@ -14,12 +14,15 @@ final class QuotaMeter: Sendable {
     let staleBytes = LockedValue<[String: Int64]>([:])
     private let records: any RecordIndex
     private let journal: any JobIntake
+    /// The live definition's `recordStage`: unfinished jobs past it have their record.
+    private let recordStage: @Sendable () -> Int
 
     /// `limits`: the daemon's `LiveDefinition.quota`.
-    init(limits: LockedValue<Quota>, records: any RecordIndex, journal: any JobIntake) {
+    init(limits: LockedValue<Quota>, records: any RecordIndex, journal: any JobIntake, recordStage: @escaping @Sendable () -> Int) {
         self.limits = limits
         self.records = records
         self.journal = journal
+        self.recordStage = recordStage
     }
 
     /// What one user has and may still add, as measured now; refusals name what counts.
@@ -55,10 +58,11 @@ final class QuotaMeter: Sendable {
         return Allowance(owner: owner, limits: limits, records: records, bytes: bytes)
     }
 
-    /// Records (with unfinished jobs) and bytes `owner` counts against a quota.
+    /// Records (with the unfinished jobs that will add one) and bytes `owner` counts against a quota.
     func usage(owner: String, limits: Quota? = nil) throws -> (records: Int, bytes: Int64) {
         let stored = try records.usage(owner: owner)
-        let open = try journal.unfinishedJobs(owner: owner, limit: (limits ?? self.limits.value).records.map { $0 + 1 } ?? .max)
+        let open = try journal.jobsBeforeTheirRecord(owner: owner, recordStage: recordStage(),
+                                                     limit: (limits ?? self.limits.value).records.map { $0 + 1 } ?? .max)
         return (stored.records + open, stored.bytes + (staleBytes.value[owner] ?? 0))
     }
 

@@ -36,6 +36,9 @@ public struct JobDefinition: Sendable {
     /// The first stage that reads the memo (`Stage.readsMemo`; the stage count if none): a
     /// memo joins its photo's job only while the job is before it.
     public let memoStage: Int
+    /// The first stage that writes records (`Stage.writesRecords`; the stage count if
+    /// none): a job past it has its record.
+    public let recordStage: Int
 
     public init(name: String, stages: [StageEntry], retry: RetryPolicy, joinTimeoutSeconds: Int, source: String,
                 database: String, store: String, inbox: InboxOptions) {
@@ -49,6 +52,7 @@ public struct JobDefinition: Sendable {
         self.inbox = inbox
         photoLocalEnd = (stages.lastIndex { type(of: $0.stage).photoLocal } ?? -1) + 1
         memoStage = stages.firstIndex { type(of: $0.stage).readsMemo } ?? stages.count
+        recordStage = stages.firstIndex { type(of: $0.stage).writesRecords } ?? stages.count
     }
 
     static let topKeys = ["name", "stages", "retry", "join_timeout_s", "database", "store", "inbox", "quota", "memory_mb", "retention", "trash"]

@@ -31,3 +31,27 @@ import StageKit
         #expect(try f.journal.counts()[.running] == 3)
     }
 }
+
+/// A records quota counts a user's records and the unfinished jobs that will add one.
+extension ReprocessJournalTests {
+    /// A job past the stage that writes records has its record (counted as a record); a
+    /// reprocess job updates one. Counting them too refused a user one below their quota
+    /// while a job ran notify (QuotaTests on PostgreSQL saw "quota of 2 records: 2" after 1).
+    @Test(arguments: Engine.allCases) func aQuotaCountsOnlyTheJobsThatWillAddARecord(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let hers = (0..<3).map { QueuedMemo(memo: MemoJob(memo: "m", owner: "alice"), photo: .none, key: "a\($0)", source: "test") }
+        _ = try f.journal.commitMemos(hers, position: nil, joinTimeoutSeconds: 60)
+        #expect(try f.journal.enqueueReprocess([reprocess("r0", "alice")], stageIndex: 0).count == 1)
+        // One of her fresh jobs goes through stages 0 and 1 (1: the record's, here) to 2.
+        for stage in 0..<2 {
+            let job = try #require(try f.journal.claim(stageIndex: stage, stageName: "s\(stage)", limit: 1).first)
+            #expect(job.context.key.hasPrefix("a"))
+            _ = try f.record(job, stageName: "s\(stage)", outcome: .continue(), durationMs: 1, stageCount: 3, retry: .default)
+        }
+        #expect(try f.journal.unfinishedJobs(owner: "alice", limit: 100) == 4)
+        #expect(try f.journal.jobsBeforeTheirRecord(owner: "alice", recordStage: 1, limit: 100) == 2)
+        #expect(try f.journal.jobsBeforeTheirRecord(owner: "alice", recordStage: 2, limit: 100) == 3)  // at the record's stage: not written yet
+        #expect(try f.journal.jobsBeforeTheirRecord(owner: "alice", recordStage: 1, limit: 1) == 1)
+        #expect(try f.journal.jobsBeforeTheirRecord(owner: "bob", recordStage: 1, limit: 100) == 0)
+    }
+}
