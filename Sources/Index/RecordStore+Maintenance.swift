@@ -12,12 +12,15 @@ extension RecordStore {
         Int(try db.queryOne("SELECT version FROM index_schema_version")?.int(0) ?? 0)
     }
 
-    /// Records with assets in id order, `limit` after `after` (keyset paging, so a run over
+    /// Records with assets (live and trashed) in id order, `limit` after `after` (keyset paging, so a run over
     /// a million records never holds the index for long): each record's id and `assets`.
     public func assetPage(after: String, limit: Int) throws -> [(id: String, assets: JSONValue)] {
         try reading { db in
-            try db.query("SELECT id, assets FROM records WHERE id > ? AND assets <> '{}' ORDER BY id LIMIT ?",
-                         [.text(after), .int(Int64(limit))]).map { row in
+            // The trash's too: a trashed record may be restored, and its assets with it.
+            try db.query("""
+                SELECT id, assets FROM (SELECT id, assets FROM records UNION ALL SELECT id, assets FROM trash) AS held
+                WHERE id > ? AND assets <> '{}' ORDER BY id LIMIT ?
+                """, [.text(after), .int(Int64(limit))]).map { row in
                 (row.string(0) ?? "", (try? JSONValue.parse(row.string(1) ?? "{}")) ?? .emptyObject)
             }
         }

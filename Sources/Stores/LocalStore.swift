@@ -142,7 +142,9 @@ public struct LocalStore: AssetStore {
     }
 
     public func delete(key: String) throws {
-        do { try syscall("unlink", blocking: { unlink(path(key)) }) } catch let e as SystemError where e.errno != ENOENT {
+        do { try syscall("unlink", blocking: { unlink(path(key)) }) } catch let e as SystemError {
+            // Gone already is deleted (as S3 answers): a key released twice is not an error.
+            guard e.errno != ENOENT else { return }
             throw StoreFailure(.transient, "cannot delete \(key): \(e.reason)")
         }
     }

@@ -56,7 +56,7 @@ let restoreCommand = Command(
     })
 
 let verifyCommand = clientCommand("verify", "[--repair] [--rate MIB] [--json]",
-    "Reads every record's assets back from the store and checks their sha256; lists damaged and missing ones and orphaned objects (in the store, needed by no record and no unfinished job). --repair makes damaged or missing renditions again from a good original and deletes orphans. Reads at most --rate MiB/s (default 32; 0: no cap) so serving goes on. Exit 1 while something is damaged or missing. Admins only.",
+    "Reads every record's assets (the trash's too) back from the store and checks their sha256; lists damaged and missing ones and orphaned objects (in the store, needed by no record and no unfinished job). --repair makes damaged or missing renditions again from a good original and deletes orphans. Reads at most --rate MiB/s (default 32; 0: no cap) so serving goes on. Exit 1 while something is damaged or missing. Admins only.",
     extra: [.flag("repair", "re-make renditions from their original, delete orphans"),
             .value("rate", "MIB", "MiB per second verify may read from the store (default 32; 0: no cap)")]) { c, args in
     var req: [String: JSONValue] = [ControlArgument.repair: .bool(args.has("repair"))]

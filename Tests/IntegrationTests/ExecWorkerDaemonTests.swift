@@ -24,20 +24,34 @@ import Testing
 
     @Test func aSIGKILLedDaemonLeavesNoWorkerAndItsJobsFinishAfterTheRestart() throws {
         let marker = "pm-worker-\(UInt32.random(in: 0...UInt32.max))"
-        // Each job takes 4 s: a worker left behind would not notice its closed pipes before that.
-        let d = try harness(marker: marker, slowMs: 4000)
+        // Each job takes 6 s: a worker left behind notices its closed pipes only when it
+        // answers, seconds after the daemon died. (Checked red with the spawn's
+        // PR_SET_PDEATHSIG taken out: both workers outlived the daemon.)
+        let d = try harness(marker: marker, slowMs: 6000)
         try d.start()
         for i in 0..<4 { try d.append(#"{"memo":"continue","fields":{"n":"\#(i)"}}"# + "\n") }
         try d.waitUntil("two workers run") { workers(marker).count == 2 }
         try d.waitUntil("jobs are in flight") { (try d.stateCounts()["running"] ?? 0) > 0 }
+        // Watched from the kill itself: reaping the daemon (Process.waitUntilExit) can wait
+        // for what its children hold, which hid a surviving worker until its job ended.
+        let pid = try #require(d.process?.processIdentifier)
+        kill(pid, SIGKILL)
+        try d.waitUntil("the daemon died", timeout: 5) { !Self.isAlive(pid) }
+        try d.waitUntil("the workers died with the daemon", timeout: 1.5) { workers(marker).isEmpty }
         #expect(d.stop(SIGKILL).status == SIGKILL)
-        try d.waitUntil("the workers died with the daemon", timeout: 2) { workers(marker).isEmpty }
         try d.start()
-        try d.waitIdle(jobs: 4, timeout: 40)
+        try d.waitIdle(jobs: 4, timeout: 60)
         #expect(try d.stateCounts()["done"] == 4)
         #expect(try pids(d).count >= 1 && pids(d).count <= 2)  // two long-lived workers took all four
         #expect(d.stop().status == 0)
         #expect(workers(marker).isEmpty)
+    }
+
+    /// Whether `pid` runs (not gone, not a zombie waiting to be reaped).
+    static func isAlive(_ pid: Int32) -> Bool {
+        guard let stat = FileManager.default.contents(atPath: "/proc/\(pid)/stat"),
+              let close = stat.lastIndex(of: UInt8(ascii: ")")), close + 2 < stat.count else { return false }
+        return stat[close + 2] != UInt8(ascii: "Z")
     }
 
     @Test func reloadReplacesTheWorkersAndSIGTERMEndsThemGracefully() throws {

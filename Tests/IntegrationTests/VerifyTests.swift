@@ -69,6 +69,32 @@ import Testing
         #expect(missing.first?["repair_error"]?.stringValue?.contains("an original cannot be made again") == true, "\(report.jsonString)")
     }
 
+    /// A trashed record's assets are checked and repaired like a live one's: it may be
+    /// restored (verify read only live records, so a restore brought back a broken photo).
+    @Test func aTrashedRecordsAssetsAreVerifiedAndRepaired() throws {
+        let d = try DaemonHarness(stages: BackupRestoreTests.definition)
+        try d.start()
+        try d.drop("Canon_40D.jpg")
+        try d.waitIdle(jobs: 1)
+        let record = try #require(try json(d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue?.first)
+        let id = try #require(record["id"]?.stringValue)
+        let key = try #require(record["assets"]?["display"]?["key"]?.stringValue)
+        #expect(try DaemonHarness.run(["delete", id, "--home", d.home]).0 == 0)
+        let fd = open(store(d, key), O_WRONLY)
+        _ = pwrite(fd, "X", 1, 100)
+        close(fd)
+        let (status, found) = try verify(d)
+        #expect(status == 1)
+        #expect(found["damaged"]?.arrayValue?.map { "\($0["record"]?.stringValue ?? "") \($0["asset"]?.stringValue ?? "")" } == ["\(id) display"],
+                "\(found.jsonString)")
+        let (_, repaired) = try verify(d, ["--repair"])
+        #expect(repaired["repaired"]?.intValue == 1, "\(repaired.jsonString)")
+        #expect(try SHA256.hexOfFile(atPath: store(d, key)).hex == record["assets"]?["display"]?["sha256"]?.stringValue)
+        #expect(try DaemonHarness.run(["restore-record", id, "--home", d.home]).0 == 0)
+        #expect(try verify(d).0 == 0)
+        #expect(d.stop().status == 0)
+    }
+
     /// The objects of a job that is not done are not orphans: a failed job's renditions wait
     /// for `retry`, which resumes from them.
     @Test func objectsOfJobsNotDoneAreNotOrphans() throws {

@@ -64,6 +64,9 @@ func chunkedDigest(_ store: any AssetStore, _ key: String, size: Int64, chunk: I
         try store.delete(key: key)
         #expect(try store.head(key: key) == nil)
         #expect(try store.list(prefix: "sha256/").isEmpty)
+        // Deleting what is gone is done, as on S3: the asset collector retried such a key
+        // every round, warning each time, and never forgot it.
+        try store.delete(key: key)
     }
 
     @Test func aFileThatChangedSinceHashingIsRefusedAndLeavesNoObject() throws {
@@ -130,6 +133,7 @@ func chunkedDigest(_ store: any AssetStore, _ key: String, size: Int64, chunk: I
         #expect(try store.list(prefix: "sha256/") == [key])
         try store.delete(key: key)
         #expect(try store.head(key: key) == nil)
+        try store.delete(key: key)  // gone already: done
     }
 
     @Test func rangedGetsReadAnObjectInChunks() throws {
