@@ -39,11 +39,17 @@ final class ExecWorkerPool: @unchecked Sendable {
         var startFailures = 0
         var nextStartAt: UInt64 = 0
         var stderrTail: [String] = []
+        /// This second's logged stderr lines, and those not logged since the last one was.
+        var stderrSecond: (start: UInt64, logged: Int) = (0, 0)
+        var stderrDropped = 0
 
         var busy: Int { pending.values.filter { $0.outcome == nil }.count }
     }
 
     static let maxAnswerBytes = 1 << 20  // a control-socket request line's limit
+    /// Stderr lines a worker gets into the log a second: one printing a line per pixel
+    /// would fill the disk through it. The rest are counted, the count logged with the next.
+    static let stderrLinesPerSecond = 100
     static let startFailuresForDown = 3
     static let startWindowNs: UInt64 = 5_000_000_000
 
@@ -160,6 +166,7 @@ final class ExecWorkerPool: @unchecked Sendable {
                 return end(i, process, because: "worker pid \(process.pid) answered a line that is not an answer to a job it has: \(text)")
             }
             answer["request"] = nil
+            logDroppedStderr(i, "worker pid \(process.pid)")
             pending.answer = .object(answer)
             pending.outcome = ExecStage.parseOutcome(.object(answer))
             slots[i].answered = true
@@ -168,12 +175,25 @@ final class ExecWorkerPool: @unchecked Sendable {
         case .lineTooLong:
             end(i, process, because: "worker pid \(process.pid) answered a line longer than \(Self.maxAnswerBytes) bytes")
         case .stderr(let line):
-            Log.info("worker pid \(process.pid): \(line)", stage: ExecStage.name)
             slots[i].stderrTail = Array((slots[i].stderrTail + [line]).suffix(3))
+            let now = Subprocess.nowNs()
+            if now - slots[i].stderrSecond.start >= 1_000_000_000 { slots[i].stderrSecond = (now, 0) }
+            guard slots[i].stderrSecond.logged < Self.stderrLinesPerSecond else { return slots[i].stderrDropped += 1 }
+            slots[i].stderrSecond.logged += 1
+            logDroppedStderr(i, "worker pid \(process.pid)")
+            Log.info("worker pid \(process.pid): \(line)", stage: ExecStage.name)
         case .exited(let status, let signal):
             let how = signal.map { "was killed by signal \($0)" } ?? "exited with status \(status ?? -1)"
             exited(i, how: "worker pid \(process.pid) \(how)")
         }
+    }
+
+    /// Logs how many of slot `i`'s stderr lines were left out of the log since the last
+    /// one logged (the lock held): with the next line logged, an answer, or its exit.
+    private func logDroppedStderr(_ i: Int, _ who: String) {
+        guard slots[i].stderrDropped > 0 else { return }
+        Log.info("\(who): \(slots[i].stderrDropped) stderr lines not logged (over \(Self.stderrLinesPerSecond) a second)", stage: ExecStage.name)
+        slots[i].stderrDropped = 0
     }
 
     /// Ends slot `i`'s worker (the lock held): its unanswered jobs retry with `reason`.
@@ -189,6 +209,7 @@ final class ExecWorkerPool: @unchecked Sendable {
     private func exited(_ i: Int, how: String) {
         let now = Subprocess.nowNs()
         let why = tail(i)
+        logDroppedStderr(i, how)
         defer {
             // Its jobs retry, or wait without spending attempts once the program is down.
             for p in slots[i].pending.values where p.outcome == nil {

@@ -22,6 +22,34 @@ import Testing
         Set(try d.jobs().compactMap { try? JSONValue.parse($0.results)["exec"]?["pid"]?.intValue })
     }
 
+    /// A worker printing 20,000 stderr lines for one job (as one printing a line per pixel
+    /// or per echoed memo) gets 100 a second into the daemon's log and a count of the rest,
+    /// not 20,000 lines: the log must not fill the disk. The job is done as usual.
+    @Test func aWorkerFloodingStderrDoesNotFloodTheLog() throws {
+        let d = try DaemonHarness(stages: "{}")
+        let worker = d.root + "/flood.py"
+        try """
+            import json, sys
+            for line in sys.stdin:
+                job = json.loads(line)
+                for i in range(20000): print("flood %d" % i, file=sys.stderr)
+                sys.stderr.flush()
+                print(json.dumps({"request": job["request"], "outcome": "continue"}), flush=True)
+            """.write(toFile: worker, atomically: true, encoding: .utf8)
+        try """
+            {"name": "flood", "stages": [{"use": "exec", "with": {"command": ["python3", "\(worker)"], "workers": 1, "timeout_ms": 20000}}]}
+            """.write(toFile: d.jobFile, atomically: true, encoding: .utf8)
+        try d.start()
+        try d.append(#"{"memo":"one"}"# + "\n")
+        try d.waitIdle(jobs: 1)
+        #expect(try d.jobs().first?.state == "done")
+        let log = try String(contentsOfFile: d.logPath, encoding: .utf8)
+        let logged = log.split(separator: "\n").filter { $0.contains(": flood ") }.count
+        #expect(logged >= 100 && logged <= 1000, "\(logged) stderr lines logged")
+        #expect(log.contains("stderr lines not logged (over 100 a second)"))
+        #expect(d.stop().status == 0)
+    }
+
     @Test func aSIGKILLedDaemonLeavesNoWorkerAndItsJobsFinishAfterTheRestart() throws {
         let marker = "pm-worker-\(UInt32.random(in: 0...UInt32.max))"
         // Each job takes 6 s: a worker left behind notices its closed pipes only when it

@@ -26,4 +26,56 @@ struct MaintenanceAccessTests {
         // The admin may.
         #expect(try json(d, ["verify"])["ok"]?.intValue == 3)
     }
+
+    /// A backup is the whole journal, written by the daemon (root) by path: into a folder
+    /// another user owns, or one in a folder they may rename or fill, they could swap in
+    /// a file of their own for photomemo.sqlite (SQLite writes into an existing empty
+    /// file: everyone's records, readable by them) or a symlink. Refused before writing;
+    /// a new folder in a sticky /tmp-like folder is fine.
+    @Test func aBackupIntoAFolderAnotherUserCanChangeIsRefused() throws {
+        let d = try users.start()
+        let base = d.root + "/folders"
+        mkdir(base, 0o755)
+        let nobody = getpwnam(users.bob)!.pointee.pw_uid
+        func folder(_ name: String, mode: mode_t, owner: uid_t) -> String {
+            let path = base + "/" + name
+            mkdir(path, mode)
+            chmod(path, mode)
+            chown(path, owner, 0)
+            return path
+        }
+        let theirs = folder("bobs-empty", mode: 0o755, owner: nobody)
+        let open = folder("world-writable", mode: 0o777, owner: 0)
+        let under = folder("bobs-parent", mode: 0o755, owner: nobody) + "/backup"
+        let link = base + "/link-to-bobs"
+        symlink(base + "/bobs-parent", link)
+        for (dir, words) in [(theirs, "belongs to \(users.bob)"), (open, "mode 777"), (under, "bobs-parent belongs to \(users.bob)"),
+                             (link + "/backup", "bobs-parent belongs to \(users.bob)")] {
+            let (status, _, err) = try DaemonHarness.run(["backup", dir, "--home", d.home])
+            #expect(status == 1 && err.contains(words), "\(dir): \(err)")
+            #expect((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] == [], "\(dir) written")
+        }
+        let sticky = folder("sticky", mode: 0o1777, owner: 0)
+        #expect(try json(d, ["backup", sticky + "/backup"])["manifest"] != nil)
+    }
+
+    /// `restore` checks each file the manifest names by reading it whole: a symlink to
+    /// /dev/zero or a FIFO no one writes (in a backup someone tampered with) is refused
+    /// at once, not read forever (it went on past SIGTERM: only SIGKILL ended it).
+    @Test func restoreRefusesWhatIsNotARegularFile() throws {
+        let d = try users.start()
+        let dir = d.root + "/backup"
+        _ = try json(d, ["backup", dir])
+        let database = dir + "/photomemo.sqlite"
+        let saved = d.root + "/photomemo.sqlite.saved"
+        #expect(rename(database, saved) == 0)
+        for (what, make) in [("symlink", { symlink("/dev/zero", database) }), ("fifo", { mkfifo(database, 0o600) })] {
+            unlink(database)
+            #expect(make() == 0)
+            let target = d.root + "/restored-\(what)"
+            let (status, _, err) = try DaemonHarness.spawn(["/usr/bin/timeout", "-s", "KILL", "10", DaemonHarness.binary, "restore", dir, "--home", target])
+            #expect(status == 1 && err.contains("file photomemo.sqlite is not a regular file"), "\(what): \(status) \(err)")
+            #expect(!FileManager.default.fileExists(atPath: target), "\(target) written")
+        }
+    }
 }

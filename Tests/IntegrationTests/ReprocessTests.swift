@@ -1,4 +1,6 @@
 import Foundation
+import Index
+import PhotomemoCore
 import StageKit
 import TestSupport
 import Testing
@@ -134,6 +136,62 @@ import Testing
         for (id, r) in try Self.records(d) {
             #expect((r["change_tag"] == before[id]?["change_tag"]) == (id != bobs), "\(id)")
         }
+        #expect(d.stop().status == 0)
+    }
+
+    /// Reprocess jobs are unfinished jobs: a user with 1,101 records asking for all of them
+    /// gets 1,000 queued (and 1,000 originals copied to HOME/reprocess), told why it
+    /// stopped, and `too_many_jobs` when asking again, as `enqueue` and `retry` do.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")))
+    func aUserReprocessStopsAtTheirUnfinishedJobsCap() throws {
+        let users = WhoMayDoWhatTests()
+        let d = try users.start(stages: Self.definition(width: 60))
+        let png = d.root + "/bob.png"  // a small original: the copies cost little
+        try makePNG(png, mode: "grey", width: 64, height: 48)
+        chmod(png, 0o644)
+        #expect(try DaemonHarness.run(as: users.bob, ["/bin/cp", png, d.home + "/inbox/.bob.png.part"]).0 == 0)
+        #expect(try DaemonHarness.run(as: users.bob, ["/bin/mv", d.home + "/inbox/.bob.png.part", d.home + "/inbox/bob.png"]).0 == 0)
+        try d.waitIdle(jobs: 1)
+        let assets = try #require(try Self.records(d).values.first?["assets"])
+        d.stop()
+        // 1,100 more records of bob's with that original, straight into the index.
+        _ = try RecordStore(path: d.home + "/photomemo.sqlite").apply(batch: (0..<1100).map {
+            RecordInput(jobKey: "copy\($0)", photoSHA256: nil, memo: MemoJob(memo: "copy \($0)", type: "Photo", owner: users.bob),
+                        assets: assets, exif: .emptyObject, width: nil, height: nil)
+        }, now: unixNow())
+        try d.start(args: ["--socket-group", "nogroup"])
+        #expect(try DaemonHarness.run(["pause", "--home", d.home]).0 == 0)  // the jobs stay queued
+        let (status, out, err) = try users.cli(users.bob, d, ["reprocess", "TRUEPREDICATE", "--json"])
+        let answer = try JSONValue.parse(out)
+        #expect(status == 1 && answer["enqueued"]?.intValue == 1000, "\(out) \(err)")
+        #expect(answer["stopped"]?.stringValue?.contains("1000 unfinished jobs") == true, "\(out)")
+        #expect(try d.jobs("origin = 'reprocess'").count == 1000)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: d.home + "/reprocess").count == 1000)
+        let (again, _, why) = try users.cli(users.bob, d, ["reprocess", "TRUEPREDICATE"])
+        #expect(again == 1 && why.contains("1000 unfinished jobs"), "\(why)")
+        #expect(d.stop().status == 0)
+    }
+
+    /// A cancelled reprocess job's copy of its original leaves HOME/reprocess with it (the
+    /// original stays in the store): else reprocess, cancel and an update, again and again,
+    /// fill the disk with copies no job will use. Retrying it then says the photo is gone.
+    @Test func aCancelledReprocessJobLeavesNoCopyBehind() throws {
+        let d = try DaemonHarness(stages: Self.definition(width: 60))
+        try d.start()
+        try Self.dropPNG(d, "a.png", width: 300)
+        try Self.dropPNG(d, "b.png", width: 310)
+        try d.waitIdle(jobs: 2)
+        _ = try json(d, ["pause"])
+        #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 2)
+        let copies = { try FileManager.default.contentsOfDirectory(atPath: d.home + "/reprocess").count }
+        #expect(try copies() == 2)
+        let jobs = try d.jobs("origin = 'reprocess'").map(\.id).sorted()
+        _ = try json(d, ["cancel", String(jobs[0])])
+        #expect(try copies() == 1)
+        _ = try json(d, ["cancel", "--state", "queued"])
+        #expect(try copies() == 0)
+        let (status, _, err) = try DaemonHarness.run(["retry", String(jobs[0]), "--home", d.home])
+        #expect(status == 1 && err.contains("photo is gone"), "\(err)")
         #expect(d.stop().status == 0)
     }
 

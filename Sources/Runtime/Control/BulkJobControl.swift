@@ -77,9 +77,11 @@ extension JobHandlers {
     }
 
     func bulkCancel(_ filter: JobFilter, _ reply: @escaping Reply) {
-        let journal = self.journal
+        let journal = self.journal, copies = intake.photos.daemonsOwn
         runBulk(filter, event: "job_cancelled", reply) { page in
-            BulkBatch(changed: try journal.cancel(jobs: page.map(\.id), state: filter.state, now: unixNow()))
+            let cancelled = try journal.cancel(jobs: page.map(\.id), state: filter.state, now: unixNow())
+            ReprocessHandler.removeCopies(ofCancelled: try cancelled.map { try journal.job($0)?.key }, in: copies)
+            return BulkBatch(changed: cancelled)
         }
     }
 

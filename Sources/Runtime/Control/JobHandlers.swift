@@ -232,14 +232,16 @@ final class JobHandlers: ControlHandler {
     func cancel(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         if let filter = try bulkFilter(req, caller, retry: false) { return bulkCancel(filter, reply) }
         let id = try req.requiredInt("job")
-        let journal = self.journal, events = self.events
+        let journal = self.journal, events = self.events, copies = intake.photos.daemonsOwn
         loop.reply({ result in
             if case .success(let r) = result { events.publish("job_cancelled", job: id, to: .owner(r["owner"]?.stringValue)) }
             reply(result)
         }) {
-            let owner = try journal.job(id)?.memo.owner
+            let job = try journal.job(id)
+            let owner = job?.memo.owner
             try AccessPolicy.checkJob(id, owner: owner, by: caller)
             try journal.cancel(job: id, now: unixNow())
+            ReprocessHandler.removeCopies(ofCancelled: [job?.key], in: copies)
             return ["job": .int(id), "state": "cancelled", "owner": owner.map(JSONValue.string) ?? .null]
         }
     }

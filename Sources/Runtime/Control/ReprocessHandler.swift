@@ -49,10 +49,13 @@ final class ReprocessHandler: ControlHandler {
             if case .success(let r) = result, (r["enqueued"]?.intValue ?? 0) > 0 { scheduler.pump() }
             reply(result)
         }) {
+            // Reprocess jobs are unfinished jobs like any: a user stays within the cap, so
+            // one request over 100,000 records neither jumps it nor copies 100,000 originals.
+            try MemoIntake.checkRoom(for: caller, in: journal, then: "reprocess")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             var (matched, enqueued) = (0, 0)
             var missing: [String] = []
-            var cursor: String?
+            var cursor: String?, stopped: String?
             repeat {
                 let page = try records.query(predicate, type: type, sort: [], limit: Self.pageSize, cursor: cursor, viewer: caller.viewer,
                                              maxBytes: nil)
@@ -60,8 +63,14 @@ final class ReprocessHandler: ControlHandler {
                 matched += mine.count
                 let keyed = mine.map { (ReprocessJob.key(record: $0.id, changeTag: $0.changeTag, from: from), $0) }
                 let existing = try journal.existingKeys(keyed.map(\.0))
+                var fresh = keyed.filter { !existing.contains($0.0) }
+                let room = try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal)
+                if room < fresh.count {
+                    fresh = Array(fresh.prefix(max(0, room)))
+                    stopped = "\(caller.name) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; reprocess again once some have finished"
+                }
                 var batch: [ReprocessJob] = []
-                for (key, r) in keyed where !existing.contains(key) {
+                for (key, r) in fresh {
                     guard let job = try Self.job(key: key, record: r, caller: caller, assets: assets, folder: folder) else {
                         if missing.count < Self.maxListed { missing.append(r.id) }
                         continue
@@ -70,9 +79,9 @@ final class ReprocessHandler: ControlHandler {
                 }
                 enqueued += try journal.enqueueReprocess(batch, stageIndex: stageIndex, now: unixNow()).count
                 cursor = page.cursor
-            } while cursor != nil
+            } while cursor != nil && stopped == nil
             return ["enqueued": .int(Int64(enqueued)), "matched": .int(Int64(matched)), "from": .string(from),
-                    "without_original": .array(missing.map(JSONValue.string))]
+                    "without_original": .array(missing.map(JSONValue.string)), "stopped": stopped.map(JSONValue.string) ?? .null]
         }
     }
 
@@ -99,6 +108,18 @@ final class ReprocessHandler: ControlHandler {
         return index
     }
 
+    /// The name (before its format's extension) of the copy a reprocess job with `key` runs from.
+    static func copyStem(_ key: String) -> String { String(SHA256.hex(Data(key.utf8)).prefix(32)) }
+
+    /// Removes the copies of cancelled reprocess jobs (the originals stay in the store):
+    /// a cancelled job is not run again unless retried, and the copies of jobs a user
+    /// queues and cancels, again and again, would otherwise fill the disk.
+    static func removeCopies(ofCancelled keys: [String?], in folder: String?) {
+        let stems = Set(keys.compactMap { $0.flatMap { $0.hasPrefix("reprocess:") ? copyStem($0) + "." : nil } })
+        guard let folder, !stems.isEmpty, let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where stems.contains(String(name.prefix(33))) { unlink(folder + "/" + name) }
+    }
+
     /// The record's job: its original copied out of the store for it (nil when the record
     /// has no stored original, or the store has lost it). It runs as the record's owner
     /// when an admin asks, else as the user, who may write the record.
@@ -106,7 +127,7 @@ final class ReprocessHandler: ControlHandler {
         guard let original = r.assets["original"], let stored = original["key"]?.stringValue,
               let sha = original["sha256"]?.stringValue ?? r.sha256 else { return nil }
         let format = original["format"]?.stringValue ?? "jpeg"
-        let path = folder + "/" + String(SHA256.hex(Data(key.utf8)).prefix(32)) + "." + format
+        let path = folder + "/" + copyStem(key) + "." + format
         do { try assets.get(key: stored, to: path) } catch let e as StoreFailure where e.kind == .permanent {
             Log.error("reprocess: record \(r.id)'s original \(stored) cannot be read from \(assets.name): \(e)")
             return nil

@@ -9,17 +9,46 @@ import Stores
 enum BackupFolder {
     /// Makes `dir` (mode 0750), or accepts it when it is an empty folder; anything else is
     /// refused before a byte is written, so nothing of what is there is ever overwritten.
-    static func createEmpty(_ dir: String, what: String) throws {
+    /// Returns the path to write through: `dir` with its parent's symlinks resolved.
+    static func createEmpty(_ dir: String, what: String) throws -> String {
+        let dir = try onlyAdminsCanChange(dir, what: what)
         var st = stat()
         if lstat(dir, &st) == 0 {
             guard st.st_mode & S_IFMT == S_IFDIR else { throw PhotomemoError(.badUsage, "\(what) \(dir) exists and is not a folder") }
+            guard UnixUser.isAdmin(uid: st.st_uid), st.st_mode & 0o022 == 0 else {
+                throw PhotomemoError(.badUsage, "\(what) \(dir) belongs to \(UnixUser.nameOrNumber(st.st_uid)) (mode \(String(st.st_mode & 0o7777, radix: 8))): "
+                    + "another user could read or swap what is written there; name a new folder")
+            }
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
             guard entries.isEmpty else {
                 throw PhotomemoError(.badUsage, "\(what) \(dir) is not empty (\(entries.count) entries): name a new or empty folder")
             }
-            return
+            return dir
         }
         try syscall("mkdir \(dir)", blocking: { mkdir(dir, 0o750) })
+        return dir
+    }
+
+    /// `dir` with its parent resolved (realpath), once every folder above it is one only
+    /// admins can change: owned by root or the daemon's user, and writable by group or
+    /// others only when sticky (as /tmp, where no one else can rename what we make). The
+    /// daemon writes the journal there by path as root: a folder another user may rename
+    /// or fill lets them swap in a symlink, or a file of theirs, and read or redirect it.
+    static func onlyAdminsCanChange(_ dir: String, what: String) throws -> String {
+        let parent = (dir as NSString).deletingLastPathComponent
+        guard let p = realpath(parent, nil) else { throw PhotomemoError(.badUsage, "\(what) \(dir): its parent folder \(parent) does not exist") }
+        let real = String(cString: p)
+        free(p)
+        var path = ""
+        for name in [""] + real.split(separator: "/").map(String.init) {
+            path = name.isEmpty ? "/" : (path == "/" ? "" : path) + "/" + name
+            let st = try Files.lstatEntry(path)
+            guard UnixUser.isAdmin(uid: st.st_uid), st.st_mode & 0o022 == 0 || st.st_mode & S_ISVTX != 0 else {
+                throw PhotomemoError(.badUsage, "\(what) \(dir): \(path) belongs to \(UnixUser.nameOrNumber(st.st_uid)) (mode \(String(st.st_mode & 0o7777, radix: 8))), "
+                    + "so another user could swap what is written there; name a folder only root or the daemon's user can change")
+            }
+        }
+        return (real == "/" ? "" : real) + "/" + (dir as NSString).lastPathComponent
     }
 
     /// The manifest entry of `dir/name`: its size and sha256, read back from the disk.

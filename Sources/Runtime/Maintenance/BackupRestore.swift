@@ -22,13 +22,14 @@ public enum BackupRestore {
     }
 
     /// `database`: for a PostgreSQL backup, the empty database to restore into.
-    public static func restore(from dir: String, home: String, database: String? = nil) throws -> Summary {
+    public static func restore(from dir: String, home asked: String, database: String? = nil) throws -> Summary {
         let manifest = try BackupManifest(folder: dir)
         let postgres = manifest.engine == "postgres"
         if postgres && database == nil {
             throw PhotomemoError(.badUsage, "\(dir) is a PostgreSQL backup: name the empty database to restore it into with --database postgres://USER@HOST:PORT/DB")
         }
         try checkSchemas(manifest, postgres: postgres, dir: dir)
+        let home = try BackupFolder.onlyAdminsCanChange(asked, what: "--home")
         try checkTarget(home)
         let bytes = try checkFiles(manifest, dir: dir)
         if let database { try checkEmpty(database) }
@@ -92,7 +93,10 @@ public enum BackupRestore {
         }
         var total: Int64 = 0
         func check(_ path: String, bytes: Int64?, sha256: String, what: String) throws {
-            guard Files.exists(path) else { throw PhotomemoError(.badBackup, "\(what) is missing: \(path)") }
+            var st = stat()
+            guard lstat(path, &st) == 0 else { throw PhotomemoError(.badBackup, "\(what) is missing: \(path)") }
+            // Not a symlink, FIFO or device: one could lead out of the folder or never end.
+            guard st.st_mode & S_IFMT == S_IFREG else { throw PhotomemoError(.badBackup, "\(what) is not a regular file: \(path)") }
             let (hex, size) = try SHA256.hexOfFile(atPath: path)
             guard bytes == nil || bytes == size, hex == sha256 else {
                 throw PhotomemoError(.badBackup, "\(what) is damaged: \(path) has sha256 \(hex) (\(size) bytes), the manifest says \(sha256)\(bytes.map { " (\($0) bytes)" } ?? "")")

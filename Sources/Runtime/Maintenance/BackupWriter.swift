@@ -25,8 +25,8 @@ struct BackupWriter {
     let definitionSource: String
     let cancelled: @Sendable () -> Bool
 
-    func write(to dir: String) throws -> BackupManifest {
-        try BackupFolder.createEmpty(dir, what: "backup folder")
+    func write(to asked: String) throws -> BackupManifest {
+        let dir = try BackupFolder.createEmpty(asked, what: "backup folder")
         var files: [BackupManifest.File] = []
         let engine: String, schemas: [String: Int]
         var recordKeys: Set<String>? = nil
