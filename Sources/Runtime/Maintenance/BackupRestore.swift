@@ -39,12 +39,14 @@ public enum BackupRestore {
         try? FileManager.default.removeItem(atPath: staging)
         try syscall("mkdir \(staging)", blocking: { mkdir(staging, 0o750) })
         do {
+            // Each copy is hashed again: the backup's files may change after the check (a
+            // folder another user can write), and only bytes the manifest names are restored.
             for f in manifest.files where f.path != "database.pgdump" {
-                _ = try BackupFolder.copy(dir + "/" + f.path, to: staging + "/" + f.path)
+                try copyChecked(dir + "/" + f.path, to: staging + "/" + f.path, sha256: f.sha256, what: "file \(f.path)")
             }
             try syscall("mkdir \(staging)/store", blocking: { mkdir(staging + "/store", 0o750) })
             for o in manifest.objects where o.copied {
-                _ = try BackupFolder.copy(dir + "/store/" + o.key, to: staging + "/store/" + o.key)
+                try copyChecked(dir + "/store/" + o.key, to: staging + "/store/" + o.key, sha256: o.sha256, what: "object \(o.key)")
             }
             try BackupFolder.syncFolders(under: staging + "/store")
             try DurableFile.fsyncFolder(staging)
@@ -60,6 +62,13 @@ public enum BackupRestore {
         }
         return Summary(home: home, engine: manifest.engine, objects: manifest.objects.filter(\.copied).count, bytes: bytes,
                        jobDefinition: manifest.jobDefinition.map { home + "/" + $0 })
+    }
+
+    static func copyChecked(_ source: String, to target: String, sha256: String, what: String) throws {
+        let (hex, size) = try BackupFolder.copy(source, to: target)
+        guard hex == sha256 else {
+            throw PhotomemoError(.badBackup, "\(what) changed while it was restored: \(source) now has sha256 \(hex) (\(size) bytes), the manifest says \(sha256)")
+        }
     }
 
     static func checkSchemas(_ m: BackupManifest, postgres: Bool, dir: String) throws {
