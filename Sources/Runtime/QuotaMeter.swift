@@ -4,7 +4,7 @@ import PhotomemoCore
 import StageKit
 
 /// Per-user quotas (the definition's `"quota"`), measured when something asks to come in:
-/// a user's records and unfinished jobs against `records`; their records' asset bytes
+/// a user's records and the unfinished jobs adding one against `records`; their records' asset bytes
 /// and their stale temporary files in the inbox against `bytes`. Admins have no quota.
 /// Read on the intake lane and the work pool; limits are the live definition's (swapped on
 /// reload), stale bytes set after each inbox rescan.
@@ -38,7 +38,7 @@ final class QuotaMeter: Sendable {
         /// else the `over_quota` error saying why.
         mutating func take(bytes more: Int64 = 0) -> PhotomemoError? {
             if let max = limits.records, records + taken >= max {
-                return PhotomemoError(.overQuota, "\(owner) is at their quota of \(max) records (their records and unfinished jobs: \(records + taken)); delete records with --purge (the trash keeps counting them) to add more")
+                return PhotomemoError(.overQuota, "\(owner) is at their quota of \(max) records (their records and jobs adding one: \(records + taken)); delete records with --purge (the trash keeps counting them) to add more")
             }
             if let max = limits.bytes, bytes + takenBytes + more > max || (more == 0 && bytes + takenBytes >= max) {
                 let what = more > 0 ? "a photo of \(more) bytes would take \(owner) past" : "\(owner) is at"
