@@ -201,6 +201,14 @@ final class DaemonHarness {
     }
 }
 
+extension DaemonHarness {
+    /// Whether the store in use (the home's folder, or S3 under `PHOTOMEMO_TEST_BACKEND=postgres+s3`) holds `key`.
+    func storeHolds(_ key: String) -> Bool {
+        if let s3 { return s3.fetchWithCurl("pm/" + key) != nil }
+        return FileManager.default.fileExists(atPath: home + "/store/" + key)
+    }
+}
+
 /// Runs `photomemo ARGS --home HOME --json` against the harness's daemon, expects exit 0
 /// and returns the parsed result.
 func json(_ d: DaemonHarness, _ args: [String]) throws -> JSONValue {

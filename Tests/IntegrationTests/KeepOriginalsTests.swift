@@ -38,11 +38,6 @@ import Testing
     static func sha(_ photo: String) throws -> String { try SHA256.hexOfFile(atPath: testPhotos.appendingPathComponent(photo).path).hex }
 
     /// Whether the daemon's store (its folder, or the harness's S3 bucket) holds `key`.
-    func stored(_ d: DaemonHarness, _ key: String) -> Bool {
-        if let s3 = d.s3 { return s3.fetchWithCurl("pm/" + key) != nil }
-        return FileManager.default.fileExists(atPath: d.home + "/store/" + key)
-    }
-
     func records(_ d: DaemonHarness) throws -> [JSONValue] { try json(d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue ?? [] }
     func changes(_ d: DaemonHarness) throws -> [JSONValue] { try json(d, ["changes", "--since", "0"])["changes"]?.arrayValue ?? [] }
 
@@ -128,7 +123,7 @@ import Testing
         let first = try #require(try records(d).first)
         let id = try #require(first["id"]?.stringValue)
         let oldKey = try #require(first["assets"]?["original"]?["key"]?.stringValue)
-        #expect(stored(d, oldKey))
+        #expect(d.storeHolds(oldKey))
 
         try replace(d, "a.jpg", with: "Canon_40D.jpg")
         try d.waitIdle(jobs: 2, timeout: 60)
@@ -156,8 +151,8 @@ import Testing
         let pushed = [follower.readLine(timeout: 10), follower.readLine(timeout: 10)]
         #expect(pushed.map { $0?["op"] } == ["create", "update"] && pushed.first??["record"]?["source"] == "a.jpg", "\(pushed)")
         #expect(pushed.first??["record"]?["sha256"]?.stringValue == nikon && pushed.last??["record"]?["sha256"] == now.first?["sha256"])
-        try d.waitUntil("the old original leaves the store") { !stored(d, oldKey) }
-        #expect(stored(d, newKey))
+        try d.waitUntil("the old original leaves the store") { !d.storeHolds(oldKey) }
+        #expect(d.storeHolds(newKey))
 
         // Touched (same bytes, new mtime): not taken again.
         #expect(utimes(d.home + "/inbox/a.jpg", nil) == 0)

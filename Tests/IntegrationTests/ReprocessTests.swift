@@ -66,9 +66,8 @@ import Testing
             #expect(try DaemonHarness.run(["asset", id, "display", "-o", out, "--home", d.home]).0 == 0)
             #expect(FileManager.default.fileExists(atPath: out))
             let old = try #require(before[id]?["assets"]?["display"]?["key"]?.stringValue)
-            let store = KeepOriginalsTests()  // its folder, or the harness's S3 bucket
-            #expect(store.stored(d, display["key"]!.stringValue!))
-            try d.waitUntil("the old display of \(id) is released") { !store.stored(d, old) }
+            #expect(d.storeHolds(display["key"]!.stringValue!))
+            try d.waitUntil("the old display of \(id) is released") { !d.storeHolds(old) }
         }
         let changes = try json(d, ["changes", "--since", "0"])["changes"]?.arrayValue ?? []
         let updates = changes.dropFirst(changesBefore).filter { $0["op"] == "update" }.compactMap { $0["record_id"]?.stringValue }

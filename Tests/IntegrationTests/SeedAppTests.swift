@@ -49,7 +49,7 @@ import Testing
         #expect(updated["fields"]?["name"] == "renamed" && updated["fields"]?["salesPrice"] == 600 && updated["fields"]?["code"] == "A-002")
         #expect(updated["assets"]?["display"]?["key"]?.stringValue != oldDisplay)
         #expect(updated["assets"]?["display"]?["height"] == 1147)  // the new image is a portrait (orientation 6)
-        try d.waitUntil("the replaced image leaves the store") { !FileManager.default.fileExists(atPath: d.home + "/store/" + oldDisplay) }
+        try d.waitUntil("the replaced image leaves the store") { !d.storeHolds(oldDisplay) }
 
         // Delete by code.
         let doomed = try #require(try records(d, #"code == "B-002""#).first?["id"]?.stringValue)
@@ -127,13 +127,13 @@ import Testing
         #expect(deleted["deleted"]?.arrayValue?.count == 3 && deleted["trashed"]?.arrayValue?.count == 3)
         #expect(try records(d, "TRUEPREDICATE").isEmpty)
         #expect(try json(d, ["trash"])["records"]?.arrayValue?.count == 3)
-        #expect(keys.allSatisfy { FileManager.default.fileExists(atPath: d.home + "/store/" + $0) })
+        #expect(keys.allSatisfy { d.storeHolds($0) })
         #expect(try json(d, ["restore-record", restaurant])["restored"]?.arrayValue?.count == 3)
         #expect(try records(d, "TRUEPREDICATE").count == 3 && records(d, "TRUEPREDICATE", ["--type", "Photo"]).count == 2)
         let purged = try json(d, ["delete", restaurant, "--purge"])
         #expect(purged["deleted"]?.arrayValue?.count == 3 && purged["trashed"] == [])
         try d.waitUntil("the photos' assets leave the store") {
-            keys.allSatisfy { !FileManager.default.fileExists(atPath: d.home + "/store/" + $0) }
+            keys.allSatisfy { !d.storeHolds($0) }
         }
         #expect(d.stop().status == 0)
     }
