@@ -110,23 +110,22 @@ extension Journal {
     /// these with the records: counting every unfinished job counted a record twice while
     /// its job ran the stages after index, and refused a user one below their quota.
     public func jobsBeforeTheirRecord(owner: String, recordStage: Int, limit: Int) throws -> Int {
-        let index = dialect == .sqlite ? " INDEXED BY jobs_owner_unfinished" : ""
-        return try read { db in
-            Int(try db.queryOne("""
-                SELECT count(*) FROM (SELECT 1 FROM jobs\(index) WHERE owner = ? AND state IN ('queued', 'running', 'waiting')
-                    AND stage_index <= ? AND origin <> 'reprocess' LIMIT ?) t
-                """, [.text(owner), .int(Int64(recordStage)), .int(Int64(limit))])?.int(0) ?? 0)
-        }
+        try countUnfinished(owner: owner, " AND stage_index <= ? AND origin <> 'reprocess'", [.int(Int64(recordStage))], limit: limit)
     }
 
     /// How many of `owner`'s jobs are unfinished (queued, running or waiting), counted up to `limit`.
     public func unfinishedJobs(owner: String, limit: Int) throws -> Int {
+        try countUnfinished(owner: owner, "", [], limit: limit)
+    }
+
+    /// `owner`'s unfinished jobs matching `condition` too, counted up to `limit`.
+    private func countUnfinished(owner: String, _ condition: String, _ params: [SQLValue], limit: Int) throws -> Int {
         // SQLite has no statistics and would pick jobs_owner, every job the owner ever had.
         let index = dialect == .sqlite ? " INDEXED BY jobs_owner_unfinished" : ""
         return try read { db in
             Int(try db.queryOne("""
-                SELECT count(*) FROM (SELECT 1 FROM jobs\(index) WHERE owner = ? AND state IN ('queued', 'running', 'waiting') LIMIT ?) t
-                """, [.text(owner), .int(Int64(limit))])?.int(0) ?? 0)
+                SELECT count(*) FROM (SELECT 1 FROM jobs\(index) WHERE owner = ? AND state IN ('queued', 'running', 'waiting')\(condition) LIMIT ?) t
+                """, [.text(owner)] + params + [.int(Int64(limit))])?.int(0) ?? 0)
         }
     }
 }
