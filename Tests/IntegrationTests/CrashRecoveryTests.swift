@@ -54,6 +54,22 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// Killed while jobs are claimed ahead (four running, four held for the slots): the
+    /// held ones never ran; after the restart every job ran its effect once.
+    @Test func killedWithJobsClaimedAhead() throws {
+        let d = try DaemonHarness()
+        try d.start(env: ["EFFECT_SLEEP": "2"])
+        try feed(d, photos: Self.photos, lines: 3)
+        try d.waitUntil("four jobs run and four are claimed ahead") {
+            d.lines("runs.log").count == 4 && (try? d.stateCounts()["running"]) == 8
+        }
+        #expect(d.stop(SIGKILL).status == SIGKILL)
+        #expect(d.lines("runs.log").count == 4)
+        try d.start()
+        try expectEverythingOnce(d, jobs: 9)
+        #expect(d.stop().status == 0)
+    }
+
     @Test func killedMidStageThenAgainAfterRestart() throws {
         let d = try DaemonHarness()
         try d.start(env: ["EFFECT_SLEEP": "2"])
