@@ -29,6 +29,8 @@ final class StatusHandlers: ControlHandler {
         let hostWindowSeconds: Double
         /// Per-user quotas, when set: a user's `status` shows what they use of theirs.
         var quota: QuotaMeter? = nil
+        /// Records in the trash: an owner's, or everyone's for nil.
+        var trashCount: (@Sendable (_ owner: String?) throws -> Int)? = nil
         /// The last `verify` run, when there was one since the daemon started.
         var lastVerify: () -> VerifyReport? = { nil }
     }
@@ -98,7 +100,7 @@ final class StatusHandlers: ControlHandler {
     func status(_ caller: Caller, _ reply: @escaping Reply) {
         let journal = self.journal, host = live.host, database = live.database
         let loopState = loopSnapshot()
-        let quota = live.quota
+        let quota = live.quota, trashCount = live.trashCount
         let queueFiles = live.queueFiles().filter { caller.isAdmin || $0.owner == caller.uid }.sorted { $0.name < $1.name }.map { f in
             JSONValue.object(["name": .string(f.name), "owner": f.owner.map { .string(UnixUser.nameOrNumber($0)) } ?? .null,
                               "unread_bytes": .int(f.unreadBytes), "error": f.refused.map(JSONValue.string) ?? .null])
@@ -174,6 +176,8 @@ final class StatusHandlers: ControlHandler {
                 "queue_files": .array(queueFiles),
                 "quota": quotaReport,
                 "verify": snapshot.lastVerify?.counts ?? .null,
+                // Deleted records kept for the `"trash"` time: the caller's own, an admin's all.
+                "trash": trashCount.map { count in ["records": .int(Int64(read(0) { try count(caller.isAdmin ? nil : caller.name) }))] } ?? .null,
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60),
                                "reprocess_last_minute": .int(Int64(reprocessLastMinute)), "reprocess_per_s": .double(Double(reprocessLastMinute) / 60)],
                 "clients": ["connected": .int(Int64(snapshot.clients)), "watching": .int(Int64(snapshot.watchers))],
