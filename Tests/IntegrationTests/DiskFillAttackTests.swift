@@ -13,7 +13,8 @@ extension WhoMayDoWhatTests {
         let unmount = try FullDiskTests().smallDisk(d, megabytes: 48)
         defer { unmount() }
         try makeDropBoxes(d)
-        try d.start(args: ["--socket-group", "nogroup"])
+        let port = HTTPHealthTests.freePort()
+        try d.start(args: ["--socket-group", "nogroup", "--http", "127.0.0.1:\(port)"])
         _ = try alicesPhotoSeconds(d, "before", count: 1)
 
         let fill = d.home + "/inbox/.fill.part"
@@ -40,11 +41,14 @@ extension WhoMayDoWhatTests {
             let deps = try cliJSON(alice, d, ["status"])["dependencies"]
             return deps?["disk"] == "down" || deps?["journal"] == "down"
         }
+        let health = try HTTPHealthTests.get(port, "/health")
+        #expect(health.status == 503 && health.body.contains("disk: down"), "\(health)")
         #expect(d.process?.isRunning == true)
 
         // The operator removes bob's file: the outage ends and alice goes on.
         unlink(fill)
         _ = try alicesPhotoSeconds(d, "after", count: 2)
+        #expect(try HTTPHealthTests.get(port, "/health").status == 200)
         let (status, _, err) = try cli(alice, d, ["enqueue", "--memo", "after the fill"])
         #expect(status == 0, "\(err)")
         try d.waitUntil("alice's memos are records", timeout: 60) {
