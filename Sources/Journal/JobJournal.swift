@@ -51,6 +51,8 @@ public protocol JobIntake: AnyObject, Sendable {
 /// What the control plane asks and changes: jobs, their history, retry and cancel,
 /// counts and per-stage statistics.
 public protocol JobControl: AnyObject, Sendable {
+    /// Write transactions committed since the process started (the metrics' counters).
+    var committed: JournalCommits { get }
     func job(_ id: Int64) throws -> JobSummary?
     /// Newest first, `before` an id, optionally of one state and one owner.
     func jobsPage(state: JobState?, before: Int64?, limit: Int, owner: String?, maxBytes: Int) throws -> (jobs: [JobSummary], more: Bool)

@@ -24,6 +24,10 @@ public final class Journal: @unchecked Sendable {
     /// host renews it); nil on SQLite, where a restart resumes what was running.
     public let leaseSeconds: Double?
     private let writeHealth = JournalWriteHealth()
+    /// Write transactions committed so far, and of them those that waited for the disk
+    /// (SQLite's fsync of the WAL; PostgreSQL's WAL flush): the metrics' journal counters.
+    private let commits = LockedValue(JournalCommits())
+    public var committed: JournalCommits { commits.value }
     /// Nil while writes commit; since when and why they fail (`status` shows it).
     public var writeFailure: JournalWriteFailure? { writeHealth.current }
 
@@ -65,6 +69,7 @@ public final class Journal: @unchecked Sendable {
                 return try body(db)
             }
             writeHealth.succeeded()
+            commits.withLock { $0.transactions += 1; if durable { $0.durable += 1 } }
             return result
         } catch {
             writeHealth.failed(error)

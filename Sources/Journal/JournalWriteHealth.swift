@@ -23,3 +23,11 @@ final class JournalWriteHealth: Sendable {
         failure.withLock { $0 = JournalWriteFailure(since: $0?.since ?? now, error: "\(error)") }
     }
 }
+
+/// Write transactions the journal committed since the process started (`Journal.write`;
+/// a PostgreSQL claim is one statement outside it and not counted).
+public struct JournalCommits: Sendable, Equatable {
+    public var transactions = 0
+    /// Those whose commit waited for the disk (all but SQLite's claims).
+    public var durable = 0
+}

@@ -39,7 +39,7 @@ final class LeaseKeeper: ClosingService {
     private func tick() {
         guard !busy else { return }
         busy = true
-        let queue = self.queue, running = Array(scheduler.runningJobs.keys), started = self.started
+        let queue = self.queue, running = scheduler.leasedJobs, started = self.started
         let maxAttempts = definition.current.retry.maxAttempts
         loop.submit({ () -> Result<ResumeCounts, Error> in
             Result {

@@ -26,6 +26,10 @@ enum Metrics {
         family("photomemo_paused", "gauge", "1 when the whole pipeline is paused.")
         sample("photomemo_paused", [], snapshot.paused ? 1 : 0)
 
+        let commits = journal.committed
+        family("photomemo_journal_transactions_total", "counter", "Journal write transactions committed, by whether the commit waited for the disk.")
+        sample("photomemo_journal_transactions_total", [("durable", "true")], Double(commits.durable))
+        sample("photomemo_journal_transactions_total", [("durable", "false")], Double(commits.transactions - commits.durable))
         family("photomemo_jobs", "gauge", "Jobs in the journal by state.")
         for (state, n) in try journal.counts().sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             sample("photomemo_jobs", [("state", state.rawValue)], Double(n))

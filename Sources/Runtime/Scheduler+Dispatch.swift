@@ -11,7 +11,7 @@ extension Scheduler {
     /// since the claim go back to the queue instead (a paused stage starts no run).
     func dispatchClaimed(_ claimed: [ClaimedJob], definition def: JobDefinition) {
         let isPaused = { (job: ClaimedJob) in self.paused || self.pausedStages.contains(def.stages[job.stageIndex].name) }
-        release(claimed.filter(isPaused), definition: def)
+        release(claimed.filter(isPaused), definition: def, because: "not started: the stage was paused after the job was claimed")
         let runnable = claimed.filter { !isPaused($0) }
         for index in Set(runnable.map(\.stageIndex)).sorted() {
             let jobs = runnable.filter { $0.stageIndex == index }
@@ -22,10 +22,10 @@ extension Scheduler {
         }
     }
 
-    /// Puts claimed jobs back in the queue unstarted (no attempt spent); a write that
-    /// fails is tried again with back-off, like an outcome. Stopping, they stay claimed and
-    /// resume at the next start, as parked jobs do.
-    func release(_ jobs: [ClaimedJob], definition def: JobDefinition, failures: Int = 0) {
+    /// Puts claimed jobs back in the queue unstarted (no attempt spent); `reason` goes in
+    /// their history. A write that fails is tried again with back-off, like an outcome.
+    /// Stopping, they stay claimed and resume at the next start, as parked jobs do.
+    func release(_ jobs: [ClaimedJob], definition def: JobDefinition, because reason: String, failures: Int = 0) {
         guard !jobs.isEmpty else { return }
         if failures == 0 { releasing += jobs.count }
         if let suspect = crashSuspectRunning, jobs.contains(where: { $0.context.id == suspect }) { crashSuspectRunning = nil }
@@ -33,21 +33,21 @@ extension Scheduler {
         let claims = jobs.map { (job: $0, stage: def.stages[$0.stageIndex].name) }
         loop.submit({ () -> Error? in
             do {
-                try journal.release(claims, reason: "not started: the stage was paused after the job was claimed", now: unixNow())
+                try journal.release(claims, reason: reason, now: unixNow())
                 return nil
             } catch { return error }
         }) { [unowned self] error in
             if let error, !self.stopping {
                 let delay = def.retry.delayMs(afterFailures: failures + 1)
-                Log.error("cannot put \(jobs.count) jobs of a paused stage back in the queue: \(error); trying again in \(delay) ms")
-                self.unrecorded.append { [unowned self] in self.release(jobs, definition: def, failures: failures + 1) }
+                Log.error("cannot put \(jobs.count) claimed jobs back in the queue: \(error); trying again in \(delay) ms")
+                self.unrecorded.append { [unowned self] in self.release(jobs, definition: def, because: reason, failures: failures + 1) }
                 self.recordTimer.start(afterMs: UInt64(delay)) { [unowned self] in self.retryUnrecorded() }
                 return
             }
             self.releasing -= jobs.count
             for (job, stage) in claims {
                 if let error { Log.error("cannot put the job back in the queue: \(error)", job: job.context.id, stage: stage) }
-                else { Log.info("back in the queue: the stage was paused after the claim", job: job.context.id, stage: stage) }
+                else { Log.info("back in the queue, \(reason)", job: job.context.id, stage: stage) }
             }
             // Queued again: if the stage was resumed meanwhile, nothing else may wake it
             // (SQLite has no NOTIFY, and the next wake-up looks only at waiting jobs).
@@ -57,12 +57,12 @@ extension Scheduler {
     }
 
     /// The parked jobs among `jobs` (whose stage was just reported): each gives back the
-    /// slot it held, and they run.
+    /// slot it held, and they wait ahead (claimed ahead, they may find no slot free yet).
     func unpark(_ jobs: [ClaimedJob], run: Bool) {
         let next = jobs.compactMap { parked.removeValue(forKey: $0.context.id) }
         for (job, def) in next { slots.unpark(def.stages[job.stageIndex].name) }
         guard run, let def = next.first?.definition else { return }
-        dispatchClaimed(next.map(\.job), definition: def)
+        hold(next.map(\.job), definition: def)
     }
 
     /// Runs one slot's jobs (one, or a batch) and records their outcomes in one transaction.
@@ -95,6 +95,7 @@ extension Scheduler {
             return (outcomes, Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15)
         }) { [unowned self] run in
             self.slots.returned(entry.name)
+            self.startAhead()  // the slot's next job first: its run need not wait for this one's outcome
             for job in jobs { self.recording.insert(job.context.id) }
             self.logRunning()
             self.record(jobs, run.outcomes, ms: run.ms, entry: entry, definition: def)

@@ -59,6 +59,9 @@ final class Scheduler {
     /// its stage and is dispatched right after that stage is reported, so a job's events
     /// keep their order and it is never in two stages at once.
     var parked: [Int64: (job: ClaimedJob, definition: JobDefinition)] = [:]
+    /// Jobs claimed ahead, per stage, in claiming order (`Scheduler+Ahead`): each starts
+    /// the moment a slot of its stage is free, without a claim in between.
+    var ahead: [String: [(job: ClaimedJob, definition: JobDefinition)]] = [:]
     /// Jobs claimed for a stage paused since (parked, or claimed while the pause was
     /// written) that go back to the queue instead of starting: their writes in flight.
     var releasing = 0
@@ -87,6 +90,10 @@ final class Scheduler {
     }
 
     var runningCount: Int { slots.jobCount }
+
+    /// Every job this host holds a claim on: running, parked for its next stage, or
+    /// claimed ahead. Their leases are renewed (`LeaseKeeper`).
+    var leasedJobs: [Int64] { Array(runningJobs.keys) + parked.keys.map { $0 } + ahead.values.flatMap { $0.map(\.job.context.id) } }
 
     func running(stage: String) -> Int { slots.jobs(stage: stage) }
 
@@ -129,7 +136,7 @@ final class Scheduler {
             if error == nil {
                 if stage != nil { self.pausedStages = nextStages } else { self.paused = value }
                 self.events.publish(value ? "paused" : "resumed", job: nil, stage.map { ["stage": .string($0)] } ?? [:], to: .everyone)
-                if !value { self.pump() }
+                if value { self.startAhead() } else { self.pump() }
             }
             done(error)
         }
@@ -158,6 +165,7 @@ final class Scheduler {
         stopping = true
         wakeTimer.stop()
         onIdle = done
+        releaseAhead(because: "not started: the daemon stopped") { _ in true }
         retryUnrecorded()  // once more now; what still fails resumes at the next start
         checkIdle()
     }
@@ -181,11 +189,15 @@ final class Scheduler {
     }
 
     func pump() {
+        startAhead()
         guard !stopping, !paused, !movingStages else { return }
         guard !claiming else { pumpAgain = true; return }
         let def = definition
+        // Per stage, the jobs to claim: a run's worth per free slot, and while every
+        // outcome is written, up to a job per slot more to hold ahead.
         let free = def.stages.enumerated()
-            .map { i, s in (i, s.name, slots.free(s.name, concurrency: s.concurrency)) }
+            .map { i, s in (i, s.name, max(0, slots.free(s.name, concurrency: s.concurrency)) * type(of: s.stage).jobsPerRun
+                                       + (unrecorded.isEmpty ? aheadRoom(s.name, concurrency: s.concurrency) : 0)) }
             .filter { $0.2 > 0 && !pausedStages.contains($0.1) }
         guard !free.isEmpty, crashSuspectRunning == nil else { return }
         claiming = true
@@ -206,8 +218,7 @@ final class Scheduler {
                     }
                     return (claimed, !claimed.isEmpty, try journal.nextWakeAt(), nil)
                 }
-                for (index, name, slots) in free {
-                    let limit = slots * type(of: def.stages[index].stage).jobsPerRun
+                for (index, name, limit) in free {
                     claimed += try journal.claim(stageIndex: index, stageName: name, limit: limit, crashSuspects: false,
                                                  photoLocalEnd: def.photoLocalEnd, now: now)
                 }
@@ -226,7 +237,8 @@ final class Scheduler {
                 self.parked[job.context.id] = (job, def)
                 self.slots.park(def.stages[job.stageIndex].name)
             }
-            self.dispatchClaimed(result.claimed.filter { self.parked[$0.context.id] == nil }, definition: def)
+            let unparked = result.claimed.filter { self.parked[$0.context.id] == nil }
+            if result.suspect { self.dispatchClaimed(unparked, definition: def) } else { self.hold(unparked, definition: def) }
             if let error = result.error {
                 // The journal cannot write (a full disk, most likely): an outage, shown in status.
                 self.health.down(DependencyHealth.journal)

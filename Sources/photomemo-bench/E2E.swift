@@ -10,6 +10,9 @@ enum E2E {
     struct Tool {
         var photosPerSecond = 0.0, cpuMsPerPhoto = 0.0, failures = 0
         var stages: [String: Double] = [:]  // CPU ms per photo by stage (daemon only)
+        /// Journal write transactions a photo (all, durable), from its metrics; fsyncs a photo (strace).
+        var transactions: (all: Double, durable: Double)?
+        var syncs: Double?
     }
 
     static let stageOrder = ["validate", "compress", "upload", "index", "notify", "other"]
@@ -72,14 +75,21 @@ enum E2E {
                 try? FileManager.default.removeItem(atPath: out)
             }
         }
+        // Counted, not timed: a pass of each daemon with strace attached.
+        for (name, path) in [("photomemo", binary)] + (before.map { [("before", $0)] } ?? []) {
+            StandardStream.err("fsyncs: \(name)          \r")
+            best[name]?.syncs = try syncsPerPhoto(files, home: scratch + "/syncs-\(name)", binary: path)
+        }
         StandardStream.err("latency: 20 small photos, 300 ms apart\r")
         let latency = try Latency.run(home: scratch + "/latency", binary: binary)
+        let latencyBefore = try before.map { try Latency.run(home: scratch + "/latency-before", binary: $0) }
         var rss: (first: Int, last: Int, peak: Int, photos: Int, rate: Double)?
         if let soak {
             rss = try daemonSoak(files, photos: soak, home: scratch + "/soak", binary: binary)
         }
         StandardStream.err(String(repeating: " ", count: 60) + "\r")
-        let report = Report(count: files.count, rounds: rounds, load: load, tools: best, perRound: perRound, latency: latency, rss: rss)
+        let report = Report(count: files.count, rounds: rounds, load: load, tools: best, perRound: perRound, latency: latency,
+                            latencyBefore: latencyBefore, rss: rss)
         let floor = best["djpeg"]?.cpuMsPerPhoto
         if let b = best["before"] {
             try Chart.write(before: (b.stages, "before (--before, this run)", floor), after: (best["photomemo"]?.stages ?? [:], floor), to: chart)
@@ -97,6 +107,7 @@ enum E2E {
         try d.start()
         defer { d.stop() }
         let cpu0 = d.cpuSeconds, stages0 = try d.stageCPU(), vips0 = d.threadCPU(named: "libvips worker")
+        let txns0 = journalTransactions(d)
         let t0 = Date()
         for i in files.indices { try d.drop(String(format: "p%05d.jpg", i)) }
         var ended = (done: 0, failed: 0)
@@ -113,6 +124,7 @@ enum E2E {
         var t = Tool(photosPerSecond: n / wall, cpuMsPerPhoto: cpu / n * 1000, failures: ended.failed)
         for (s, v) in stages1 { t.stages[s] = (v - (stages0[s] ?? 0)) / n * 1000 }
         t.stages["other"] = max(0, t.cpuMsPerPhoto - t.stages.values.reduce(0, +))
+        if let a = txns0, let b = journalTransactions(d) { t.transactions = ((b.all - a.all) / n, (b.durable - a.durable) / n) }
         return t
     }
 

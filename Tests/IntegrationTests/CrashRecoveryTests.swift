@@ -54,6 +54,25 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// Killed while jobs are claimed ahead (four running, four held for the slots): the
+    /// held ones never ran; after the restart every job ran its effect once.
+    @Test func killedWithJobsClaimedAhead() throws {
+        let d = try DaemonHarness()
+        try d.start(env: ["EFFECT_SLEEP": "10"])  // the window to see it in (killed as soon as seen)
+        try feed(d, photos: Self.photos, lines: 3)
+        var seen = ""
+        try d.waitUntil("four jobs run and four are claimed ahead") {
+            seen = "\(d.lines("runs.log").count) runs, \((try? d.stateCounts()) ?? [:])"
+            return (try? d.stateCounts()["running"]) == 8
+        }
+        #expect(seen.hasPrefix("4 runs, "), "last seen: \(seen)")
+        #expect(d.stop(SIGKILL).status == SIGKILL)
+        #expect(d.lines("runs.log").count == 4)
+        try d.start()
+        try expectEverythingOnce(d, jobs: 9)
+        #expect(d.stop().status == 0)
+    }
+
     @Test func killedMidStageThenAgainAfterRestart() throws {
         let d = try DaemonHarness()
         try d.start(env: ["EFFECT_SLEEP": "2"])
