@@ -114,8 +114,9 @@ public struct CompressStage: Stage {
         ])
     }
 
-    /// Decodes once and produces every rendition in memory.
-    func make(_ photo: PhotoBytes, key: String = "") throws -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
+    /// Decodes once and produces every rendition in memory; `jpegScale` overrides the JPEG
+    /// decode scale (tests compare scales with it).
+    func make(_ photo: PhotoBytes, key: String = "", jpegScale: JPEGScale? = nil) throws -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
         guard let loader = Vips.loader(for: photo) else { throw Vips.Failure(description: "not an image libvips can read") }
         guard let format = Self.loaders[loader] else {
             throw Vips.Failure(description: "format \(loader.replacingOccurrences(of: "load_buffer", with: "")) is not accepted")
@@ -132,13 +133,12 @@ public struct CompressStage: Stage {
         let (bw, bh) = plan.base
         let (storedW, storedH) = swapped ? (bh, bw) : (bw, bh)
 
-        // Shrink-on-load (JPEG): the largest DCT scale that still covers the base.
-        let shrink: Int = format != "jpeg" ? 1 : [8, 4, 2].first { (s: Int) -> Bool in
-            (header.width + s - 1) / s >= storedW && (header.height + s - 1) / s >= storedH
-        } ?? 1
-        // Reserved before any pixel is decoded, given back when the renditions are made.
+        // Shrink-on-load (JPEG): the smallest DCT scale that still covers the base.
+        let scale = format != "jpeg" ? .full : jpegScale ?? JPEGScale(width: header.width, height: header.height, covering: (storedW, storedH))
+        // Reserved before any pixel is decoded, given back when the renditions are made; at
+        // libvips' shrink, the larger decode, since which decoder takes the photo shows later.
         let need = DecodeEstimate.bytes(width: header.width, height: header.height, bands: header.bands, wide: !header.isUchar,
-                                        format: format, progressive: (header.int("jpeg-multiscan") ?? 0) != 0, shrink: shrink, base: (bw, bh))
+                                        format: format, progressive: (header.int("jpeg-multiscan") ?? 0) != 0, shrink: scale.shrink, base: (bw, bh))
         switch decodeMemory.reserve(need, for: key) {
         case .reserved: break
         case .wait(let why): throw DecodeMemoryWait(reason: why)
@@ -147,10 +147,10 @@ public struct CompressStage: Stage {
         defer { decodeMemory.release(need) }
         var image = header
         if format == "jpeg" {
-            if let direct = try Vips.jpegDirect(photo, shrink: shrink, header: header) {
+            if let direct = try Vips.jpegDirect(photo, eighths: scale.eighths, header: header) {
                 image = direct
-            } else if shrink > 1 {
-                image = try Vips.jpeg(photo, shrink: shrink)
+            } else if scale.shrink > 1 {
+                image = try Vips.jpeg(photo, shrink: scale.shrink)
             }
         }
         // The resampler takes 8-bit pixels: 16-bit and float images convert before it,

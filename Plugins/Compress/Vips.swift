@@ -166,12 +166,12 @@ enum Vips {
         return VipsImageRef(p, source: photo)
     }
 
-    /// A JPEG decoded by libjpeg-turbo straight into memory at 1/`shrink` scale, with the
+    /// A JPEG decoded by libjpeg-turbo straight into memory at `eighths`/8 scale, with the
     /// header's metadata; nil for a JPEG it does not take (CMYK, ...): use `jpeg`.
-    static func jpegDirect(_ photo: PhotoBytes, shrink: Int, header: VipsImageRef) throws -> VipsImageRef? {
+    static func jpegDirect(_ photo: PhotoBytes, eighths: Int, header: VipsImageRef) throws -> VipsImageRef? {
         var out: UnsafeMutablePointer<VipsImage>?
         var message = [CChar](repeating: 0, count: 256)
-        let rc = pm_jpeg_decode(photo.bytes.baseAddress, photo.count, Int32(clamping: shrink), header.ptr, &out, &message, message.count)
+        let rc = pm_jpeg_decode(photo.bytes.baseAddress, photo.count, Int32(clamping: eighths), header.ptr, &out, &message, message.count)
         if rc == 1 { return nil }
         guard rc == 0, let out else {
             throw Failure(description: "JPEG load failed: \(text(message))")

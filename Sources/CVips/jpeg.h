@@ -26,9 +26,10 @@ static void pm_jpeg_emit_message(j_common_ptr c, int level) {
     if (level < 0) pm_jpeg_error_exit(c);  /* a warning: the data is damaged */
 }
 
-/* 0: *out holds the pixels at 1/shrink scale, with `like`'s metadata (the header image).
-   1: not a gray or YCbCr/RGB JPEG (CMYK, ...): use libvips. -1: damaged, `message` says why. */
-static inline int pm_jpeg_decode(const void *buf, size_t len, int shrink, VipsImage *like, VipsImage **out,
+/* 0: *out holds the pixels at eighths/8 scale (1..8; sides rounded up), with `like`'s
+   metadata (the header image). 1: not a gray or YCbCr/RGB JPEG (CMYK, ...): use libvips.
+   -1: damaged, `message` says why. */
+static inline int pm_jpeg_decode(const void *buf, size_t len, int eighths, VipsImage *like, VipsImage **out,
                                  char *message, size_t message_len) {
     struct jpeg_decompress_struct cinfo;
     struct pm_jpeg_error err;
@@ -54,8 +55,8 @@ static inline int pm_jpeg_decode(const void *buf, size_t len, int shrink, VipsIm
         jpeg_destroy_decompress(&cinfo);
         return 1;
     }
-    cinfo.scale_num = 1;
-    cinfo.scale_denom = (unsigned int)shrink;
+    cinfo.scale_num = (unsigned int)eighths;
+    cinfo.scale_denom = 8;
     /* Merged upsampling: chroma upsampled with the colour conversion in one SIMD pass
        (~8% of the decode); the difference is gone after the resize to rendition size. */
     cinfo.do_fancy_upsampling = FALSE;

@@ -72,6 +72,13 @@ final class BenchDaemon {
         return (Int(jobs?["done"]?.intValue ?? 0), Int(jobs?["failed"]?.intValue ?? 0))
     }
 
+    /// Bytes the daemon has hashed so far (`photomemo_sha256_bytes_total`).
+    func hashedBytes() throws -> Int64 {
+        let text = String(decoding: try cli(["metrics"]), as: UTF8.self)
+        let line = text.split(separator: "\n").first { $0.hasPrefix("photomemo_sha256_bytes_total ") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int64($0) } ?? 0
+    }
+
     /// CPU seconds per stage from `metrics` (`photomemo_stage_cpu_seconds_total`).
     func stageCPU() throws -> [String: Double] {
         let text = String(decoding: try cli(["metrics"]), as: UTF8.self)
@@ -95,9 +102,13 @@ final class BenchDaemon {
             .map { ProcStat.cpuSeconds($0.fields) }.reduce(0, +)
     }
 
-    var rssKB: Int {
+    var rssKB: Int { status(kB: "VmRSS:") }
+    /// The daemon's peak RSS so far (the kernel's high-water mark).
+    var peakRSSKB: Int { status(kB: "VmHWM:") }
+
+    private func status(kB field: String) -> Int {
         guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+              let line = s.split(separator: "\n").first(where: { $0.hasPrefix(field) }) else { return 0 }
         return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
     }
 

@@ -13,6 +13,8 @@ enum E2E {
         /// Journal write transactions a photo (all, durable), from its metrics; fsyncs a photo (strace).
         var transactions: (all: Double, durable: Double)?
         var syncs: Double?
+        var peakRSSKB = 0                   // the daemon's VmHWM (daemon only)
+        var hashPasses = 0.0                // SHA-256 bytes over the photos' bytes (daemon only)
     }
 
     static let stageOrder = ["validate", "compress", "upload", "index", "notify", "other"]
@@ -22,10 +24,7 @@ enum E2E {
     static func run(files: [String], rounds: Int, soak: Int?, chart: String, before: String?, json: Bool) throws {
         let scratch = NSTemporaryDirectory() + "photomemo-e2e-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("photomemo").path
-        guard FileManager.default.isExecutableFile(atPath: binary) else {
-            throw BenchDaemon.Failure("\(binary) not found: swift build -c release --product photomemo")
-        }
+        let binary = try photomemoBinary()
         let load = loadAverage()
         var warm = Measurement()
         spawn(["cat"] + files, into: &warm)
@@ -39,25 +38,9 @@ enum E2E {
         let djpeg = which("djpeg") != nil
         for round in 0..<rounds {
             perRound.append([:])
-            // The floor brackets the daemons: half the files before them, half after, so a
-            // drift of the machine's speed within the round moves both sides alike. The two
-            // daemons swap places each round.
-            var floor = Measurement()
-            func decode(_ part: ArraySlice<String>) {
-                StandardStream.err("round \(round + 1)/\(rounds): djpeg    \r")
-                for f in part { measureCPU(["djpeg", "-scale", "1/4", "-outfile", "/dev/null", f], into: &floor) }
-            }
-            if djpeg { decode(files[..<(files.count / 2)]) }
-            var daemons = [("photomemo", binary)] + (before.map { [("before", $0)] } ?? [])
-            if round % 2 == 1 { daemons.reverse() }
-            for (name, path) in daemons {
-                StandardStream.err("round \(round + 1)/\(rounds): \(name.padding(toLength: 9, withPad: " ", startingAt: 0))\r")
-                keep(name, try daemonRun(files, home: scratch + "/\(name)-\(round)", binary: path))
-                try? FileManager.default.removeItem(atPath: scratch + "/\(name)-\(round)")
-            }
-            if djpeg {
-                decode(files[(files.count / 2)...])
-                keep("djpeg", Tool(photosPerSecond: n / floor.wall, cpuMsPerPhoto: floor.cpu / n * 1000, failures: floor.failures))
+            for (name, t) in try floorAndDaemons(files, round: round, rounds: rounds, scale: djpeg ? "1/4" : nil, binary: binary,
+                                                 before: before, scratch: scratch) {
+                keep(name, t)
             }
             if let script = pillowScript() {
                 StandardStream.err("round \(round + 1)/\(rounds): Pillow   \r")
@@ -100,13 +83,40 @@ enum E2E {
         else { print(report.text + "chart (CPU per photo by stage, before and after): \(chart)") }
     }
 
+    /// One round of the daemons beside the floor (`djpeg -scale SCALE`, nil: not run) on the
+    /// same files: the floor brackets the daemons, half the files before them and half
+    /// after, so a drift of the machine's speed within the round moves both sides alike;
+    /// photomemo and `before` swap places each round. Keyed "photomemo", "before", "djpeg".
+    static func floorAndDaemons(_ files: [String], round: Int, rounds: Int, scale: String?, binary: String, before: String?,
+                                scratch: String) throws -> [String: Tool] {
+        var out: [String: Tool] = [:]
+        var floor = Measurement()
+        func decode(_ part: ArraySlice<String>) {
+            guard let scale else { return }
+            StandardStream.err("round \(round + 1)/\(rounds): djpeg    \r")
+            for f in part { measureCPU(["djpeg", "-scale", scale, "-outfile", "/dev/null", f], into: &floor) }
+        }
+        decode(files[..<(files.count / 2)])
+        var daemons = [("photomemo", binary)] + (before.map { [("before", $0)] } ?? [])
+        if round % 2 == 1 { daemons.reverse() }
+        for (name, path) in daemons {
+            StandardStream.err("round \(round + 1)/\(rounds): \(name.padding(toLength: 9, withPad: " ", startingAt: 0))\r")
+            out[name] = try daemonRun(files, home: scratch + "/\(name)-\(round)", binary: path)
+            try? FileManager.default.removeItem(atPath: scratch + "/\(name)-\(round)")
+        }
+        decode(files[(files.count / 2)...])
+        let n = Double(files.count)
+        if scale != nil { out["djpeg"] = Tool(photosPerSecond: n / floor.wall, cpuMsPerPhoto: floor.cpu / n * 1000, failures: floor.failures) }
+        return out
+    }
+
     /// One pass: every file staged, the daemon idle, then all dropped at once.
     static func daemonRun(_ files: [String], home: String, binary: String) throws -> Tool {
         let d = try BenchDaemon(home: home, binary: binary)
         for (i, f) in files.enumerated() { try d.stage(f, as: String(format: "p%05d.jpg", i)) }
         try d.start()
         defer { d.stop() }
-        let cpu0 = d.cpuSeconds, stages0 = try d.stageCPU(), vips0 = d.threadCPU(named: "libvips worker")
+        let cpu0 = d.cpuSeconds, stages0 = try d.stageCPU(), vips0 = d.threadCPU(named: "libvips worker"), hashed0 = try d.hashedBytes()
         let txns0 = journalTransactions(d)
         let t0 = Date()
         for i in files.indices { try d.drop(String(format: "p%05d.jpg", i)) }
@@ -125,7 +135,19 @@ enum E2E {
         for (s, v) in stages1 { t.stages[s] = (v - (stages0[s] ?? 0)) / n * 1000 }
         t.stages["other"] = max(0, t.cpuMsPerPhoto - t.stages.values.reduce(0, +))
         if let a = txns0, let b = journalTransactions(d) { t.transactions = ((b.all - a.all) / n, (b.durable - a.durable) / n) }
+        t.peakRSSKB = d.peakRSSKB
+        let bytes = files.compactMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }.reduce(0, +)
+        t.hashPasses = Double(try d.hashedBytes() - hashed0) / Double(max(1, bytes))
         return t
+    }
+
+    /// The release `photomemo` next to the bench.
+    static func photomemoBinary() throws -> String {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("photomemo").path
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw BenchDaemon.Failure("\(binary) not found: swift build -c release --product photomemo")
+        }
+        return binary
     }
 
     static func pillowScript() -> String? {

@@ -32,6 +32,9 @@ extension E2E {
             if let p = tools["photomemo"] {
                 out += "\nphotomemo CPU per photo by stage (ms): "
                 out += E2E.stageOrder.map { String(format: "%@ %.1f", $0, p.stages[$0] ?? 0) }.joined(separator: ", ") + "\n"
+                out += String(format: "photomemo peak RSS %d MB; SHA-256 passes over each photo's bytes: %.2f",
+                              p.peakRSSKB / 1024, p.hashPasses)
+                    + (tools["before"].map { String(format: " (before: %.2f)\n", $0.hashPasses) } ?? "\n")
                 if let dj = tools["djpeg"] {
                     out += String(format: "CPU per photo / djpeg floor: %.2fx (target ≤ 1.40x)\n", p.cpuMsPerPhoto / dj.cpuMsPerPhoto)
                 }
@@ -84,7 +87,8 @@ extension E2E {
             var o: [String: Any] = ["photos": count, "rounds": rounds, "load": load,
                                     "latency_ms": ["p50": pct(0.5), "max": latency.max() ?? 0, "all": latency]]
             for (k, t) in tools {
-                var tool: [String: Any] = ["photos_per_s": t.photosPerSecond, "cpu_ms_per_photo": t.cpuMsPerPhoto, "failures": t.failures, "stages_ms": t.stages]
+                var tool: [String: Any] = ["photos_per_s": t.photosPerSecond, "cpu_ms_per_photo": t.cpuMsPerPhoto, "failures": t.failures, "stages_ms": t.stages,
+                                           "peak_rss_kb": t.peakRSSKB, "hash_passes": t.hashPasses]
                 if let x = t.transactions { tool["journal_transactions_per_photo"] = ["all": x.all, "durable": x.durable] }
                 if let x = t.syncs { tool["fsyncs_per_photo"] = x }
                 o[k] = tool

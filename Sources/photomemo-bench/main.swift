@@ -10,6 +10,7 @@ import StageKit
 ///   photomemo-bench --soak N                                 RSS over N photos, 2 workers
 ///   photomemo-bench --upload N                               MB/s into the local store and SeaweedFS
 ///   photomemo-bench --e2e N [--soak M] [--before PHOTOMEMO]   a real daemon beside djpeg and Pillow (E2E.swift)
+///   photomemo-bench --48mp [N] [--before PHOTOMEMO]          48 MP JPEGs through a real daemon beside djpeg -scale 1/8
 ///   photomemo-bench --worker W --out DIR FILE...             (internal: one measured child)
 let usage = """
 usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [--json]
@@ -18,6 +19,8 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --index N [--json]       # record index: insert rate, query p50/p99 over N records
        photomemo-bench --e2e N [--soak M] [--rounds R] [--chart FILE.svg] [--before PHOTOMEMO] [--json]
                                                 # N photos through a real daemon beside djpeg and Pillow
+       photomemo-bench --48mp [N] [--rounds R] [--before PHOTOMEMO] [--json]
+                                                # N (8) 48 MP JPEGs through a real daemon beside djpeg -scale 1/8 (Bench48MP)
        photomemo-bench --cluster [--count N] [--rounds R] [--json]  # PostgreSQL + S3: claims, NOTIFY, daemon (ClusterBench)
        photomemo-bench --cluster --claims-only [--json]             # the queue alone: claims/s on PostgreSQL and SQLite
        photomemo-bench --cluster --servers-elsewhere [--count N] [--rounds R]  # daemons on CPU 0, servers on CPU 1
@@ -105,14 +108,22 @@ if let n = args.value("--index").flatMap(Int.init) {
     try IndexBench.run(records: n, json: json)
     exit(0)
 }
-let corpusCount = e2e ?? count
-let corpusDir = args.value("--corpus") ?? NSTemporaryDirectory() + "photomemo-bench-corpus-\(corpusCount)"
+// `--48mp` alone or with a count.
+let mp48: Int? = args.rest.firstIndex(of: "--48mp").map { i in
+    args.rest.remove(at: i)
+    guard i < args.rest.count, let n = Int(args.rest[i]) else { return 8 }
+    args.rest.remove(at: i)
+    return max(1, n)
+}
+let corpusCount = e2e ?? mp48 ?? count
+let corpusDir = args.value("--corpus") ?? NSTemporaryDirectory() + "photomemo-bench-corpus-\(mp48 == nil ? "" : "48mp-")\(corpusCount)"
 let files: [String]
 if let dir = args.value("--photos") {
     files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.lowercased().hasSuffix(".jpg") || $0.lowercased().hasSuffix(".jpeg") }
         .sorted().map { dir + "/" + $0 }
 } else {
-    files = try Corpus.make(in: corpusDir, count: corpusCount)
+    files = mp48 == nil ? try Corpus.make(in: corpusDir, count: corpusCount)
+        : try Corpus.make(in: corpusDir, count: corpusCount, width: Bench48MP.width, height: Bench48MP.height)
 }
 guard args.rest.isEmpty, !files.isEmpty else {
     StandardStream.err((usage + "\n"))
@@ -135,6 +146,10 @@ if let uploadPhotos {
     exit(0)
 }
 
+if mp48 != nil {
+    try Bench48MP.run(files: files, rounds: rounds, before: before, json: json)
+    exit(0)
+}
 if e2e != nil {
     try E2E.run(files: files, rounds: Int(rounds), soak: soak, chart: chart, before: before, json: json)
     exit(0)
