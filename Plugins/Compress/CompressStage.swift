@@ -42,6 +42,9 @@ public struct CompressStage: Stage {
     /// Every photo is decoded whole (`fail_on=warning`): validate may skip its data scan.
     public var decodesPhotos: Bool { true }
     let outputRoot: String
+    /// HEIC through photomemo's own HEIF path (HEIFDecode.swift); false: libvips' heifload
+    /// for every HEIC (photomemo-bench compares the two in one run).
+    public var decodesHEIFDirectly = true
     /// The daemon's decode memory budget (`"memory_mb"`).
     let decodeMemory: DecodeMemory
 
