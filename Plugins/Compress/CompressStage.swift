@@ -127,7 +127,11 @@ public struct CompressStage: Stage {
         // libheif applies HEIF rotations itself; EXIF orientation matters for the rest.
         let orientation = format == "heic" ? 1 : header.orientation
         let meta = PhotoMetadata(image: header, format: format, orientation: orientation)
-        let swapped = (5...8).contains(orientation)
+        // HEIC: photomemo's own decode at the tile floor when it handles the file, which then
+        // applies the HEIF rotation and mirror itself (after the resize); libvips' otherwise.
+        let heif = format == "heic" && decodesHEIFDirectly ? HEIFDecode.handling(photo, header: header) : nil
+        let turn = heif?.orientation ?? orientation
+        let swapped = (5...8).contains(turn)
 
         // Every size, checked before decoding. The base: the largest rendition's scale
         // (never enlarged; renditions enlarge from it).
@@ -140,8 +144,9 @@ public struct CompressStage: Stage {
             (header.width + s - 1) / s >= storedW && (header.height + s - 1) / s >= storedH
         } ?? 1
         // Reserved before any pixel is decoded, given back when the renditions are made.
-        let need = DecodeEstimate.bytes(width: header.width, height: header.height, bands: header.bands, wide: !header.isUchar,
-                                        format: format, progressive: (header.int("jpeg-multiscan") ?? 0) != 0, shrink: shrink, base: (bw, bh))
+        let need = heif.map { DecodeEstimate.heif($0.file, base: (bw, bh)) }
+            ?? DecodeEstimate.bytes(width: header.width, height: header.height, bands: header.bands, wide: !header.isUchar,
+                                    format: format, progressive: (header.int("jpeg-multiscan") ?? 0) != 0, shrink: shrink, base: (bw, bh))
         switch decodeMemory.reserve(need, for: key) {
         case .reserved: break
         case .wait(let why): throw DecodeMemoryWait(reason: why)
@@ -149,7 +154,16 @@ public struct CompressStage: Stage {
         }
         defer { decodeMemory.release(need) }
         var image = header
-        if format == "jpeg" {
+        if let heif {
+            do {
+                image = try heif.decoded(photo, width: storedW, height: storedH, like: header)
+            } catch is HEVCDecoder.Failure {
+                // Damage libde265 reports: libvips decides, as before (with its own reservation).
+                var libvips = self
+                libvips.decodesHEIFDirectly = false
+                return try libvips.make(photo, key: key)
+            }
+        } else if format == "jpeg" {
             if let direct = try Vips.jpegDirect(photo, shrink: shrink, header: header) {
                 image = direct
             } else if shrink > 1 {
@@ -163,7 +177,7 @@ public struct CompressStage: Stage {
         if image.width != storedW || image.height != storedH {
             image = try image.resampled(width: storedW, height: storedH)
         }
-        if orientation != 1 { image = try image.uprighted(orientation: orientation) }
+        if turn != 1 { image = try image.uprighted(orientation: turn) }
         if !wide { image = try Self.toSRGB8(image) }
         if image.hasAlpha { image = try image.flattenedOnWhite() }
         if !keepMetadata || stripGPS { Self.removeGPS(image) }

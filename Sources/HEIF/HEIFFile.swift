@@ -16,7 +16,9 @@ public struct HEIFFile: Sendable {
     /// Transforms in the order the file lists them (HEIF applies them in that order).
     public enum Transform: Sendable, Equatable {
         case rotate(quarterTurnsAnticlockwise: Int)
-        case mirror(horizontalAxis: Bool)  // imir axis 1: top and bottom swap; axis 0: left and right
+        /// imir: axis 0 swaps top and bottom, axis 1 left and right, as libheif reads it
+        /// (ISO/IEC 23008-12's wording, "a vertical axis", reads the other way round).
+        case mirror(topToBottom: Bool)
     }
 
     /// The decoded image's size (the grid's output, or the item's `ispe`), before transforms.

@@ -16,7 +16,7 @@ enum Property {
             self = .size(try b.u32(), try b.u32())
         case "hvcC": self = .hevc(try HEVCConfig(b))
         case "irot": self = .transform(.rotate(quarterTurnsAnticlockwise: try b.u8() & 3))
-        case "imir": self = .transform(.mirror(horizontalAxis: try b.u8() & 1 == 1))
+        case "imir": self = .transform(.mirror(topToBottom: try b.u8() & 1 == 0))
         case "clap": self = .cleanAperture
         case "colr":
             switch try b.fourCC() {
