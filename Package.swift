@@ -2,7 +2,7 @@
 import PackageDescription
 
 // The pipeline reads from the layout:
-//   Sources/CUV, CSQLite, CPQ, CCrypto, CPosix, CVips, CDe265, CCurl, CXML2  thin system-library targets (C headers only)
+//   Sources/CUV, CSQLite, CPQ, CCrypto, CPosix, CVips, CAVCodec, CDe265, CCurl, CXML2  thin system-library targets (C headers only)
 //   Sources/StageKit                the stage contract, pure Swift (no C): Stage, StageOutcome, JobContext, WorkingSet,
 //                                   options, registry, environment, job definitions, PhotomemoError, RetryPolicy,
 //                                   JobStateMachine, JSON, logging
@@ -51,6 +51,8 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CAVCodec", path: "Sources/CAVCodec", pkgConfig: "libavcodec",
+                       providers: [.apt(["libavcodec-dev"])]),
         .systemLibrary(name: "CDe265", path: "Sources/CDe265", pkgConfig: "libde265",
                        providers: [.apt(["libde265-dev"])]),
         .systemLibrary(name: "CXML2", path: "Sources/CXML2", pkgConfig: "libxml-2.0",
@@ -77,7 +79,7 @@ let package = Package(
         .target(name: "NotifyStage", dependencies: ["StageKit", "Index"], path: "Plugins/Notify"),
         .target(name: "IndexStage", dependencies: ["StageKit", "Index"], path: "Plugins/Index"),
         .target(name: "UploadStage", dependencies: ["PhotomemoCore", "StageKit", "Stores"], path: "Plugins/Upload"),
-        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "StageKit", "CVips", "HEIF", "CDe265"], path: "Plugins/Compress"),
+        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "StageKit", "CVips", "HEIF", "CAVCodec", "CDe265"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: [
             "ControlProtocol", "CompressStage", "IndexStage", "ExecStage", "Stores", "Index", "Journal", "PhotomemoCore", "StageKit", "Postgres",

@@ -1,100 +1,100 @@
-import CDe265
+import CAVCodec
 import HEIF
 
-/// libde265 decoding a HEIF photo's tiles: ONE decoder for all of them (the parameter sets
-/// pushed once, then each tile's NAL units), on the calling thread (no worker threads: one
-/// photo per core). libheif, under libvips' heifload, makes a decoder and a thread per tile.
-/// Each tile is an intra picture; it is handed out as soon as it is decoded and released
-/// before the next, so the decoder holds about one tile.
+/// libavcodec's HEVC decoder for a HEIF photo's tiles: ONE decoder for all of them (the
+/// `hvcC` record as its extradata, then each tile's length-prefixed NAL units as a packet),
+/// one thread (photos run in parallel instead). libheif, under libvips' heifload, makes a
+/// libde265 decoder and a thread per tile; libavcodec took 0.66-0.72x libde265's CPU on the
+/// same tiles (docs/benchmarks.md). Each tile is an intra picture, handed out as soon as it
+/// is decoded, so the decoder holds about one tile.
 final class HEVCDecoder {
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
-    /// A decoded tile's planes (8-bit), valid only during the `decode` callback.
+    /// A decoded tile's planes (8-bit 4:2:0), valid only during the `decode` callback.
     struct Planes {
         let y: UnsafePointer<UInt8>, cb: UnsafePointer<UInt8>, cr: UnsafePointer<UInt8>
         let yStride: Int, cStride: Int
         let width: Int, height: Int
     }
 
-    private let context: UnsafeMutableRawPointer
+    private var context: UnsafeMutablePointer<AVCodecContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var frame: UnsafeMutablePointer<AVFrame>?
     private let bytes: UnsafeRawBufferPointer
-    private let lengthSize: Int
+    /// A tile's data with libavcodec's zeroed padding after it (its readers may overread).
+    private var buffer: [UInt8] = []
+
+    private static let quiet: Void = av_log_set_level(AV_LOG_QUIET)  // failures are reported as Failure
 
     init(_ config: HEVCConfig, bytes: UnsafeRawBufferPointer) throws {
-        guard let c = de265_new_decoder() else { throw Failure(description: "libde265 cannot make a decoder") }
-        context = c
+        Self.quiet
         self.bytes = bytes
-        lengthSize = config.lengthSize
-        for r in config.parameterSets { try push(UnsafeRawBufferPointer(rebasing: bytes[r])) }
+        guard let codec = avcodec_find_decoder(AV_CODEC_ID_HEVC), let c = avcodec_alloc_context3(codec),
+              let extradata = av_mallocz(config.record.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
+            throw Failure(description: "libavcodec has no HEVC decoder")
+        }
+        context = c
+        packet = av_packet_alloc()
+        frame = av_frame_alloc()
+        extradata.copyMemory(from: bytes.baseAddress! + config.record.lowerBound, byteCount: config.record.count)
+        c.pointee.extradata = extradata.assumingMemoryBound(to: UInt8.self)
+        c.pointee.extradata_size = Int32(config.record.count)
+        c.pointee.thread_count = 1
+        // Damage is an error, not a concealed picture: libvips (fail_on=warning) then decides.
+        c.pointee.err_recognition = AV_EF_EXPLODE | AV_EF_BITSTREAM | AV_EF_BUFFER
+        guard packet != nil, frame != nil, avcodec_open2(c, codec, nil) == 0 else { throw Failure(description: "cannot open libavcodec's HEVC decoder") }
     }
 
-    deinit { de265_free_decoder(context) }
-
-    private func push(_ nal: UnsafeRawBufferPointer) throws {
-        guard let base = nal.baseAddress, let n = Int32(exactly: nal.count) else { return }
-        let err = de265_push_NAL(context, base, n, 0, nil)
-        guard err == DE265_OK else { throw Failure(description: String(cString: de265_get_error_text(err))) }
+    deinit {
+        av_frame_free(&frame)
+        av_packet_free(&packet)
+        avcodec_free_context(&context)  // frees the extradata too
     }
 
-    /// Decodes one tile from its extents (concatenated when there are several) and passes
-    /// its planes to `body`. Any error or warning from libde265 is a `Failure`: the stage
-    /// then decodes the photo with libvips, which decides whether the damage is fatal.
+    /// Decodes one tile from its extents (concatenated) and passes its planes to `body`. An
+    /// error from libavcodec is a `Failure`: the stage then decodes the photo with libvips,
+    /// which decides whether the damage is fatal.
     func decode(_ extents: [Range<Int>], _ body: (Planes) throws -> Void) throws {
-        if extents.count == 1 {
-            try decode(UnsafeRawBufferPointer(rebasing: bytes[extents[0]]), body)
-        } else {
-            let joined = extents.flatMap { bytes[$0] }
-            try joined.withUnsafeBytes { try decode($0, body) }
-        }
-    }
-
-    private func decode(_ data: UnsafeRawBufferPointer, _ body: (Planes) throws -> Void) throws {
-        // Length-prefixed NAL units (hvcC's lengthSize), each pushed without its length.
-        var at = 0
-        while at < data.count {
-            guard data.count - at >= lengthSize else { throw Failure(description: "tile data ends inside a NAL length") }
-            var n = 0
-            for i in 0..<lengthSize { n = n << 8 | Int(data[at + i]) }
-            at += lengthSize
-            guard n <= data.count - at else { throw Failure(description: "NAL unit of \(n) bytes, \(data.count - at) left") }
-            try push(UnsafeRawBufferPointer(rebasing: data[at..<(at + n)]))
-            at += n
-        }
-        // The end of the stream: the picture is decoded and output now, not held for reordering.
-        guard de265_flush_data(context) == DE265_OK else { throw Failure(description: "libde265 cannot flush") }
-        var more: Int32 = 1, got = false
-        while more != 0 {
-            let err = de265_decode(context, &more)
-            guard err == DE265_OK || err == DE265_ERROR_WAITING_FOR_INPUT_DATA else {
-                throw Failure(description: String(cString: de265_get_error_text(err)))
-            }
-            while let image = de265_peek_next_picture(context) {
-                defer { de265_release_next_picture(context) }
+        guard let context, let packet, let frame else { throw Failure(description: "no decoder") }
+        buffer.removeAll(keepingCapacity: true)
+        for r in extents { buffer.append(contentsOf: bytes[r]) }
+        buffer.append(contentsOf: repeatElement(0, count: Int(AV_INPUT_BUFFER_PADDING_SIZE)))
+        guard let size = Int32(exactly: buffer.count - Int(AV_INPUT_BUFFER_PADDING_SIZE)) else { throw Failure(description: "tile too large") }
+        var got = false
+        try buffer.withUnsafeMutableBufferPointer { data in
+            packet.pointee.data = data.baseAddress
+            packet.pointee.size = size
+            defer { packet.pointee.data = nil; packet.pointee.size = 0 }
+            // The tile, then the end of the stream: its picture comes out now, not held for reordering.
+            var rc = avcodec_send_packet(context, packet)
+            if rc == 0 { rc = avcodec_send_packet(context, nil) }
+            guard rc == 0 else { throw Failure(description: "libavcodec refused a tile (\(rc))") }
+            while true {
+                rc = avcodec_receive_frame(context, frame)
+                if rc == pm_av_eof() { break }
+                guard rc == 0 else { throw Failure(description: "libavcodec cannot decode a tile (\(rc))") }
+                defer { av_frame_unref(frame) }
                 guard !got else { throw Failure(description: "a tile holds more than one picture") }
                 got = true
-                try body(try Self.planes(image))
+                try body(try Self.planes(frame))
             }
-            if err == DE265_ERROR_WAITING_FOR_INPUT_DATA { break }
         }
-        let warning = de265_get_warning(context)
-        guard warning == DE265_OK else { throw Failure(description: String(cString: de265_get_error_text(warning))) }
+        // Ready for the next tile: the parameter sets stay, the end of the stream goes.
+        avcodec_flush_buffers(context)
         guard got else { throw Failure(description: "a tile decoded to no picture") }
-        // Ready for the next tile: the parameter sets stay, the end of stream goes.
-        de265_reset(context)
     }
 
-    private static func planes(_ image: OpaquePointer) throws -> Planes {
-        guard de265_get_chroma_format(image) == de265_chroma_420, (0..<3).allSatisfy({ de265_get_bits_per_pixel(image, Int32($0)) == 8 }) else {
-            throw Failure(description: "tile is not 8-bit 4:2:0")
+    private static func planes(_ f: UnsafeMutablePointer<AVFrame>) throws -> Planes {
+        let format = AVPixelFormat(rawValue: f.pointee.format)
+        guard format == AV_PIX_FMT_YUV420P || format == AV_PIX_FMT_YUVJ420P, f.pointee.decode_error_flags == 0 else {
+            throw Failure(description: "tile is not 8-bit 4:2:0, or damaged")
         }
-        var ys: Int32 = 0, cbs: Int32 = 0, crs: Int32 = 0
-        guard let y = de265_get_image_plane(image, 0, &ys), let cb = de265_get_image_plane(image, 1, &cbs),
-              let cr = de265_get_image_plane(image, 2, &crs), cbs == crs else {
+        guard let y = f.pointee.data.0, let cb = f.pointee.data.1, let cr = f.pointee.data.2, f.pointee.linesize.1 == f.pointee.linesize.2 else {
             throw Failure(description: "tile has no planes")
         }
-        return Planes(y: y, cb: cb, cr: cr, yStride: Int(ys), cStride: Int(cbs),
-                      width: Int(de265_get_image_width(image, 0)), height: Int(de265_get_image_height(image, 0)))
+        return Planes(y: y, cb: cb, cr: cr, yStride: Int(f.pointee.linesize.0), cStride: Int(f.pointee.linesize.1),
+                      width: Int(f.pointee.width), height: Int(f.pointee.height))
     }
 }

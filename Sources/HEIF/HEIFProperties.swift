@@ -46,9 +46,12 @@ public struct HEVCConfig: Sendable, Equatable {
     public let lengthSize: Int
     /// Each parameter-set NAL unit (without a length or start code).
     public let parameterSets: [Range<Int>]
+    /// The whole hvcC payload (libavcodec's extradata).
+    public let record: Range<Int>
 
     init(_ box: BoxReader) throws {
         var b = box
+        record = box.position..<box.end
         try b.skip(16)
         chromaFormat = try b.u8() & 3
         bitDepthLuma = try b.u8() & 7 + 8

@@ -5,7 +5,8 @@ import StageKit
 /// `free` box: valid files with new bytes, no synthetic HEICs), side by side in one run:
 /// photomemo's compress (its HEIF path, and libvips' heifload as before it), libvips doing
 /// only the image work (vipsthumbnail to 860 wide, then the 200x200 from that), and the
-/// floor: every tile decoded to YCbCr by one libde265 decoder on one thread, discarded.
+/// floor: every tile decoded to YCbCr by one decoder on one thread, discarded (libavcodec,
+/// which compress uses, and libde265, which libheif uses). Ratios are to the first floor.
 /// Each tool is one process over all files `passes` times (its start is in its CPU, spread
 /// over the photos); rounds interleave the tools, each keeps its least-CPU round.
 enum HEICBench {
@@ -50,7 +51,8 @@ enum HEICBench {
                         + Array(repeating: displays, count: passes).flatMap { $0 }, into: &m)
             }))
         }
-        tools.append(("floor: libde265 tiles, 1 thread", { measure([me, "--heic-floor"] + all, into: &$0) }))
+        tools.append(("floor: libavcodec tiles, 1 thread", { measure([me, "--heic-floor", "libavcodec"] + all, into: &$0) }))
+        tools.append(("floor: libde265 tiles, 1 thread", { measure([me, "--heic-floor", "libde265"] + all, into: &$0) }))
         let load = E2E.loadAverage()
         var warm = Measurement()
         spawn(["cat"] + files, into: &warm)
@@ -64,7 +66,7 @@ enum HEICBench {
             }
         }
         let vips = tools.firstIndex { $0.name.hasPrefix("vipsthumbnail") }.flatMap { best[$0]?.cpu }
-        let floor = best.last!!.cpu
+        let floor = best[tools.firstIndex { $0.name.hasPrefix("floor") }!]!.cpu
         if json {
             let rows: [JSONValue] = tools.enumerated().map { i, t in
                 let m = best[i]!

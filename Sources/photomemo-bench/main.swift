@@ -74,8 +74,8 @@ func compressAll(_ files: [String], workers: Int, out: String, repeatUntil total
 limitMallocArenas(2)
 
 var args = Arguments()
-if args.flag("--heic-floor") {
-    for f in args.rest { _ = try HEIFFloor.decodeTiles(try Data(contentsOf: URL(fileURLWithPath: f))) }
+if let decoder = args.value("--heic-floor").flatMap(HEIFFloor.Decoder.init) {
+    for f in args.rest { _ = try HEIFFloor.decodeTiles(try Data(contentsOf: URL(fileURLWithPath: f)), with: decoder) }
     exit(0)
 }
 let heicLibvips = args.flag("--heic-libvips")
