@@ -29,6 +29,8 @@ public protocol RecordIndex: AnyObject, Sendable {
     func getTrashed(_ id: String, viewer: Viewer) throws -> TrashedRecord?
     /// The trash as the viewer may see it, the latest deleted first.
     func trashList(viewer: Viewer, limit: Int, cursor: String?) throws -> (records: [TrashedRecord], cursor: String?)
+    /// Records in the trash: `owner`'s, or everyone's for nil (what `status` shows).
+    func trashCount(owner: String?) throws -> Int
     /// `owner`'s records and the bytes their assets hold (what a quota counts).
     func usage(owner: String) throws -> (records: Int, bytes: Int64)
     /// Throws `RecordWriteError.badReference` when a reference in `fields` names a record

@@ -107,6 +107,12 @@ extension RecordStore {
         return (list, next)
     }
 
+    public func trashCount(owner: String?) throws -> Int {
+        try reading { db in
+            try owner.map { try db.queryOne("SELECT count(*) FROM trash WHERE owner = ?", [.text($0)]) } ?? db.queryOne("SELECT count(*) FROM trash", [])
+        }.map { Int($0.int(0) ?? 0) } ?? 0
+    }
+
     /// Brings a trashed record back as it was (same id, fields, assets, creation order) with
     /// a `create` change, and the records its delete trashed with it that the viewer may
     /// write. The owner's or an admin's: a reader is `forbidden`, anyone else `not_found`.

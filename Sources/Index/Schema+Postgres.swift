@@ -175,5 +175,9 @@ extension IndexSchema {
         CREATE TRIGGER owner_usage AFTER INSERT OR DELETE ON trash
             FOR EACH ROW EXECUTE FUNCTION photomemo_owner_usage();
         """,
+        // `status` counts a user's trashed records.
+        """
+        CREATE INDEX trash_owner ON trash(owner);
+        """,
     ]
 }

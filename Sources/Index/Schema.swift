@@ -214,5 +214,9 @@ enum IndexSchema {
                 WHERE owner = OLD.owner;
         END;
         """,
+        // `status` counts a user's trashed records.
+        """
+        CREATE INDEX trash_owner ON trash(owner);
+        """,
     ]
 }

@@ -71,9 +71,7 @@ enum FairnessBench {
         [
             ("nothing (baseline)", { _ in {} }),
             ("10,000 queue lines a second into their queue.d file", { d in
-                let file = d.home + "/queue.d/\(attacker).jsonl"
-                FileManager.default.createFile(atPath: file, contents: nil)
-                _ = uid(attacker).map { chown(file, $0, UInt32.max) }
+                let file = attackersQueueFile(d)
                 let done = LockedValue(false)
                 let thread = Thread {
                     guard let h = FileHandle(forWritingAtPath: file) else { return }
@@ -87,31 +85,7 @@ enum FairnessBench {
                 thread.start()
                 return { done.value = true }
             }),
-            ("2 connections looping a CONTAINS of 60,000 words", { d in
-                let words = (0..<60_000).map { "w\($0)" }.joined(separator: " ")
-                let script = """
-                    import json, socket, sys, threading, time
-                    end = time.time() + float(sys.argv[2])
-                    def run():
-                        s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rwb")
-                        while time.time() < end:
-                            f.write((json.dumps({"id": 1, "cmd": "query", "predicate": "memo CONTAINS \\"" + sys.argv[3] + "\\"", "limit": 10}) + "\\n").encode()); f.flush()
-                            f.readline()
-                    ts = [threading.Thread(target=run) for _ in range(2)]
-                    [t.start() for t in ts]; [t.join() for t in ts]
-                    """
-                // The words go through a file: one argument may not exceed 128 KiB.
-                let wordsFile = d.home + "/words.txt"
-                FileManager.default.createFile(atPath: wordsFile, contents: Data(words.utf8), attributes: [.posixPermissions: 0o644])
-                let p = Process()
-                p.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-                p.arguments = ["-u", attacker, "-g", "nogroup", "--", "/usr/bin/python3", "-c",
-                               script.replacingOccurrences(of: "sys.argv[3]", with: "open(sys.argv[3]).read()"),
-                               d.home + "/photomemo.sock", String(seconds + 5), wordsFile]
-                try? p.run()
-                return { p.terminate(); p.waitUntilExit() }
-            }),
-        ] + memoryAndDiskAttacks(seconds: seconds)
+        ] + queryAttacks(seconds: seconds) + memoryAndDiskAttacks(seconds: seconds)
     }
 
     /// The victim's memo line naming photo `i`, then the photo (both the victim's): seconds

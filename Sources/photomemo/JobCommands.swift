@@ -57,7 +57,7 @@ let jobCommand = clientCommand("job", "ID [--json]",
     return 0
 }
 
-let enqueueCommand = clientCommand("enqueue", "[PHOTO] [--memo T] [--type T] [--field K=V]... [--owner U] [--key K]",
+let enqueueCommand = clientCommand("enqueue", "[PHOTO] [--memo T] [--type T] [--field K=V]... [--owner U] [--key K] [--acl JSON]",
     """
     Adds a memo job, validated like a queue line and durable before the reply. PHOTO is a file name in the
     inbox (the job waits for it) or an absolute path under a --allow-root. --field infers the type
@@ -66,7 +66,8 @@ let enqueueCommand = clientCommand("enqueue", "[PHOTO] [--memo T] [--type T] [--
     """,
     extra: [.value("memo", "TEXT", "the memo text"), .value("type", "T", "record type (default Memo)"),
             .value("field", "K=V", "a field; repeatable", repeats: true), .value("owner", "U", "owner user name"),
-            .value("key", "K", "idempotency key: the same key twice is one job")],
+            .value("key", "K", "idempotency key: the same key twice is one job"),
+            .value("acl", "JSON", #"share the record: {"read": ["bob"], "write": ["carol"], "public": true}"#)],
     positionals: 0...1) { c, args in
     var job: [String: JSONValue] = [:]
     if let p = args.positionals.first { job["photo"] = .string(p) }
@@ -74,6 +75,7 @@ let enqueueCommand = clientCommand("enqueue", "[PHOTO] [--memo T] [--type T] [--
     if let t = args.value("type") { job["type"] = .string(t) }
     if let o = args.value("owner") { job["owner"] = .string(o) }
     if let k = args.value("key") { job["key"] = .string(k) }
+    if let acl = try aclOption(args) { job["acl"] = acl }
     var fields: [String: JSONValue] = [:]
     for f in args.all("field") {
         let (k, v) = try parseField(f)
@@ -84,6 +86,13 @@ let enqueueCommand = clientCommand("enqueue", "[PHOTO] [--memo T] [--type T] [--
     if args.has("json") { Output.json(r); return 0 }
     Output.line("job \(r["job"]?.intValue ?? 0) \(r["state"]?.stringValue ?? "")" + (r["error"]?.stringValue.map { ": \(Output.text($0))" } ?? ""))
     return 0
+}
+
+/// `--acl JSON`, an object (the daemon checks its lists as it checks a job line's `acl`).
+func aclOption(_ args: ParsedArguments) throws -> JSONValue? {
+    guard let a = args.value("acl") else { return nil }
+    guard let v = try? JSONValue.parse(a), case .object = v else { throw UsageError("--acl needs a JSON object, got \(a)") }
+    return v
 }
 
 /// `K=V` with the type inferred, or `K:TYPE=V` with it forced.

@@ -65,10 +65,7 @@ let updateCommand = clientCommand("update", "ID [--memo T] [--field K=V]... [--i
     var req: [String: JSONValue] = [ControlArgument.record: .string(args.positionals[0])]
     if let m = args.value("memo") { req["memo"] = .string(m) }
     if let t = args.value("if-tag") { req["if_tag"] = .string(t) }
-    if let a = args.value("acl") {
-        guard let v = try? JSONValue.parse(a), case .object = v else { throw UsageError("--acl needs a JSON object") }
-        req["acl"] = v
-    }
+    if let acl = try aclOption(args) { req["acl"] = acl }
     var fields: [String: JSONValue] = [:]
     for f in args.all("field") {
         if f.hasSuffix("="), !f.dropLast().contains("=") { fields[String(f.dropLast()).components(separatedBy: ":")[0]] = .null; continue }

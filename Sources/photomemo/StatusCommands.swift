@@ -58,6 +58,7 @@ func printStatus(_ s: JSONValue) {
         Output.line("reprocess   " + ["queued", "running", "waiting", "done", "failed"].map { "\($0) \(reprocess[$0]?.intValue ?? 0)" }.joined(separator: "  ")
             + "  (\(s["throughput"]?["reprocess_last_minute"]?.intValue ?? 0) in the last minute)")
     }
+    if let trashed = s["trash"]?["records"]?.intValue, trashed > 0 { Output.line("trash       \(trashed) records (photomemo trash)") }
     Output.line()
     let stages = s["stages"]?.objectValue ?? [:]
     // Pipeline order when the daemon says it, else by name.

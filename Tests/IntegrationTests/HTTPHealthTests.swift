@@ -171,6 +171,36 @@ import Testing
         #expect(!d.log.contains("handles still open"), "\(d.log.suffix(2000))")
     }
 
+    /// 16 clients asking for /metrics as fast as they can: renders made while one is in
+    /// flight are shared, so the pool is not theirs alone and every /health is answered.
+    @Test func aMetricsFloodDoesNotStopHealth() throws {
+        let port = Self.freePort()
+        let d = try DaemonHarness()
+        try d.start(args: ["--http", "127.0.0.1:\(port)"])
+        let end = Date().addingTimeInterval(6)
+        let flooders = DispatchGroup()
+        let metrics = LockedValue([Int: Int]())
+        for _ in 0..<16 {
+            flooders.enter()
+            Thread.detachNewThread {
+                while Date() < end {
+                    let status = (try? Self.get(port, "/metrics").status) ?? -1
+                    metrics.withLock { $0[status, default: 0] += 1 }
+                }
+                flooders.leave()
+            }
+        }
+        var health: [Int] = []
+        while Date() < end {
+            health.append((try? Self.get(port, "/health").status) ?? -1)
+            Thread.sleep(forTimeInterval: 0.15)
+        }
+        flooders.wait()
+        #expect(health.count >= 20 && health.allSatisfy { $0 == 200 }, "/health answers: \(health)")
+        #expect(metrics.value.keys.sorted() == [200], "/metrics answers by status: \(metrics.value)")
+        #expect(d.stop().status == 0)
+    }
+
     @Test func aBusyOrBadAddressIsAClearError() throws {
         let taken = try HTTPListener()
         defer { taken.close() }

@@ -77,5 +77,23 @@ struct MaintenanceAccessTests {
             #expect(status == 1 && err.contains("file photomemo.sqlite is not a regular file"), "\(what): \(status) \(err)")
             #expect(!FileManager.default.fileExists(atPath: target), "\(target) written")
         }
+        // The manifest itself: read whole, so a link, a FIFO or a huge file is refused unread.
+        #expect(rename(saved, database) == 0)
+        let manifest = dir + "/manifest.json"
+        #expect(rename(manifest, saved) == 0)
+        let attempts: [(String, () -> Int32, String)] = [("manifest-symlink", { symlink("/dev/zero", manifest) }, "not a regular file (symlink)"),
+                                   ("manifest-fifo", { mkfifo(manifest, 0o600) }, "not a regular file (FIFO)"),
+                                   ("manifest-huge", { () -> Int32 in
+                                       let fd = open(manifest, O_CREAT | O_WRONLY, 0o600)  // sparse: no disk used
+                                       defer { close(fd) }
+                                       return ftruncate(fd, 300 << 20) }, "a manifest has at most 256 MiB")]
+        for (what, make, says) in attempts {
+            unlink(manifest)
+            #expect(make() == 0)
+            let target = d.root + "/restored-\(what)"
+            let (status, _, err) = try DaemonHarness.spawn(["/usr/bin/timeout", "-s", "KILL", "10", DaemonHarness.binary, "restore", dir, "--home", target])
+            #expect(status == 1 && err.contains(says), "\(what): \(status) \(err)")
+            #expect(!FileManager.default.fileExists(atPath: target), "\(target) written")
+        }
     }
 }

@@ -31,7 +31,7 @@ struct TrashDaemonTests {
         let d = try users.start()
         let (id, original) = try alicesPhoto(d)
         // Alice follows her subscription on Photo deletes and creates while she deletes and restores.
-        let heard = try users.rawInBackground(alice, d, [["id": 1, "cmd": "subscribe", "type": "Photo", "fires_on": "create,delete"]], seconds: 6)
+        let heard = try users.rawInBackground(alice, d, [["id": 1, "cmd": "subscribe", "type": "Photo", "fires_on": "create,delete"]], seconds: 10)
         Thread.sleep(forTimeInterval: 1)
 
         let deleted = try users.cliJSON(alice, d, ["delete", id])
@@ -42,6 +42,10 @@ struct TrashDaemonTests {
         #expect(trashed["id"]?.stringValue == id && trashed["deleted"] != nil && trashed["purge_after"] != nil)
         let listed = try users.cliJSON(alice, d, ["trash"])["records"]?.arrayValue ?? []
         #expect(listed.map { $0["id"] } == [.string(id)] && listed[0]["type"] == "Photo")
+        // status counts the trash: alice's own, everyone's for an admin, none for bob.
+        #expect(try users.cliJSON(alice, d, ["status"])["trash"]?["records"] == 1)
+        #expect(try users.cliJSON(bob, d, ["status"])["trash"]?["records"] == 0)
+        #expect(try json(d, ["status"])["trash"]?["records"] == 1)
         Thread.sleep(forTimeInterval: 2.5)  // two collector rounds: the object stays while it is in the trash
         #expect(FileManager.default.fileExists(atPath: original))
 
@@ -55,6 +59,7 @@ struct TrashDaemonTests {
         let restored = try users.cliJSON(alice, d, ["restore-record", id])
         #expect(restored["restored"] == [.string(id)])
         #expect(try users.records(alice, d).map { $0["id"] } == [.string(id)])
+        #expect(try users.cliJSON(alice, d, ["status"])["trash"]?["records"] == 0)
         let out = d.root + "/restored.jpg"
         #expect(try DaemonHarness.run(["asset", id, "original", "-o", out, "--home", d.home]).0 == 0)
         #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == Data(contentsOf: testPhotos.appendingPathComponent("Nikon_D70.jpg")))

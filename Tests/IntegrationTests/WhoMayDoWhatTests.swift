@@ -22,6 +22,13 @@ struct WhoMayDoWhatTests {
         let d = try DaemonHarness(stages: definition.isEmpty ? standard
             : JSONValue.object((try JSONValue.parse(standard).objectValue ?? [:]).merging(definition) { $1 }).jsonString)
         if let database { d.database = database }
+        try makeDropBoxes(d)
+        try d.start(args: ["--socket-group", "nogroup"] + extra)
+        return d
+    }
+
+    /// The home traversable by everyone, its inbox and queue.d writable by everyone (sticky).
+    func makeDropBoxes(_ d: DaemonHarness) throws {
         for dir in [d.root, d.home] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             chmod(dir, 0o751)
@@ -31,8 +38,6 @@ struct WhoMayDoWhatTests {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             chmod(dir, 0o1777)
         }
-        try d.start(args: ["--socket-group", "nogroup"] + extra)
-        return d
     }
 
     /// Bob's 3,000 notes, written straight into the index while `d` is stopped (through the

@@ -147,8 +147,13 @@ final class JobHandlers: ControlHandler {
                 let queued = QueuedMemo(memo: memo, photo: photo, key: key, source: "socket", origin: "socket")
                 return .success(try journal.commitMemos([queued], position: nil, file: "queue.jsonl", joinTimeoutSeconds: join,
                                                                 memoStage: memoStage, now: unixNow())[0])
+            } catch let e as PhotomemoError where [.forbidden, .tooManyJobs, .overQuota, .badReference].contains(e.code) {
+                return .failure(e)
+            } catch where PhotomemoError.Code.of(error) == .noSpace {
+                // The disk's fault, not the request's: the client may try again once there is room.
+                return .failure(PhotomemoError(.noSpace, "the disk is full: the job was not recorded (\(error)); try again when there is room"))
             } catch let e as PhotomemoError {
-                return .failure([.forbidden, .tooManyJobs, .overQuota, .badReference].contains(e.code) ? e : PhotomemoError(.badRequest, e.message))
+                return .failure(PhotomemoError(.badRequest, e.message))
             } catch {
                 return .failure(PhotomemoError(.internalError, "\(error)"))
             }

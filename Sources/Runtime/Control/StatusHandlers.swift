@@ -29,6 +29,8 @@ final class StatusHandlers: ControlHandler {
         let hostWindowSeconds: Double
         /// Per-user quotas, when set: a user's `status` shows what they use of theirs.
         var quota: QuotaMeter? = nil
+        /// Records in the trash: an owner's, or everyone's for nil.
+        var trashCount: (@Sendable (_ owner: String?) throws -> Int)? = nil
         /// The last `verify` run, when there was one since the daemon started.
         var lastVerify: () -> VerifyReport? = { nil }
     }
@@ -97,13 +99,14 @@ final class StatusHandlers: ControlHandler {
     /// Counts for everyone; the queue files' state only for their owners (and admins).
     func status(_ caller: Caller, _ reply: @escaping Reply) {
         let journal = self.journal, host = live.host, database = live.database
-        let snapshot = loopSnapshot()
-        let quota = live.quota
+        let loopState = loopSnapshot()
+        let quota = live.quota, trashCount = live.trashCount
         let queueFiles = live.queueFiles().filter { caller.isAdmin || $0.owner == caller.uid }.sorted { $0.name < $1.name }.map { f in
             JSONValue.object(["name": .string(f.name), "owner": f.owner.map { .string(UnixUser.nameOrNumber($0)) } ?? .null,
                               "unread_bytes": .int(f.unreadBytes), "error": f.refused.map(JSONValue.string) ?? .null])
         }
         loop.reply(reply) {
+            let snapshot = loopState.seeingTheDisk()
             // A journal that cannot be read (PostgreSQL down) is shown down, with what the
             // loop knows; the counts come back with it.
             var journalError: String?
@@ -173,6 +176,8 @@ final class StatusHandlers: ControlHandler {
                 "queue_files": .array(queueFiles),
                 "quota": quotaReport,
                 "verify": snapshot.lastVerify?.counts ?? .null,
+                // Deleted records kept for the `"trash"` time: the caller's own, an admin's all.
+                "trash": trashCount.map { count in ["records": .int(Int64(read(0) { try count(caller.isAdmin ? nil : caller.name) }))] } ?? .null,
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60),
                                "reprocess_last_minute": .int(Int64(reprocessLastMinute)), "reprocess_per_s": .double(Double(reprocessLastMinute) / 60)],
                 "clients": ["connected": .int(Int64(snapshot.clients)), "watching": .int(Int64(snapshot.watchers))],
@@ -192,7 +197,7 @@ final class StatusHandlers: ControlHandler {
         let stageNames: [String]
         let running: [String: Int]
         /// Every dependency seen, `journal` always: down while its writes fail.
-        let dependencies: [String: Bool]
+        var dependencies: [String: Bool]
         /// Why those a stage reported are down (its outcome's reason).
         let dependencyReasons: [String: String]
         let journalWriteFailure: JournalWriteFailure?
@@ -204,6 +209,17 @@ final class StatusHandlers: ControlHandler {
         let clients: Int
         let watchers: Int
         let lastVerify: VerifyReport?
+        /// A folder on the home's filesystem, whose room `seeingTheDisk` looks at.
+        let homeFolder: String
+
+        /// With `disk` down while the home's filesystem is full: a stage reports the disk
+        /// only when one of its jobs meets it, but a full disk refuses requests' writes too
+        /// (an `enqueue`'s `no_space`). statvfs: called off the loop.
+        func seeingTheDisk() -> LoopSnapshot {
+            var seen = self
+            if DiskSpace.isFull(homeFolder) { seen.dependencies[DiskSpace.dependency] = false }
+            return seen
+        }
     }
 
     /// The loop-owned state status and metrics report, copied so workers can read it.
@@ -217,14 +233,14 @@ final class StatusHandlers: ControlHandler {
                             stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
                             dependencies: deps, dependencyReasons: s.dependencyReasons, journalWriteFailure: writeFailure, backlog: live.backlog(), inboxSkipped: live.inboxSkipped().count,
                             inboxStale: live.inboxStale().values.reduce((0, 0)) { ($0.0 + 1, $0.1 + $1.bytes) }, clients: live.clients(),
-                            watchers: live.watching(), lastVerify: live.lastVerify())
+                            watchers: live.watching(), lastVerify: live.lastVerify(), homeFolder: s.quarantine.folder)
     }
 
     func metrics(_ reply: @escaping Reply) {
         let journal = self.journal
         let snapshot = loopSnapshot()
         loop.reply(reply) {
-            .object(["text": .string(try Metrics.render(journal: journal, snapshot: snapshot))])
+            .object(["text": .string(try Metrics.render(journal: journal, snapshot: snapshot.seeingTheDisk()))])
         }
     }
 }

@@ -22,8 +22,9 @@ extension StatusHandlers {
     /// else 503 naming what is down. Names and times only: the engine's own words are
     /// for admins (`status`), and anyone who reaches the address reads this.
     private func healthAnswer(_ done: @escaping (HealthHTTPServer.Answer) -> Void) {
-        let snapshot = loopSnapshot(), journal = self.journal
+        let loopState = loopSnapshot(), journal = self.journal
         loop.submit({ () -> [String] in
+            let snapshot = loopState.seeingTheDisk()
             var down = snapshot.dependencies.filter { !$0.value }.keys.sorted().map { name -> String in
                 if name == "journal", let f = snapshot.journalWriteFailure { return "journal: its writes fail since \(isoTimestamp(f.since))" }
                 return "\(name): down"

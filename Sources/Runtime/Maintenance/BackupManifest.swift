@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import PhotomemoCore
 import StageKit
 
@@ -66,15 +67,24 @@ public struct BackupManifest: Sendable, Equatable {
         (self.jobDefinition, self.files, self.objects, self.damaged, self.missing) = (jobDefinition, files, objects, damaged, missing)
     }
 
+    /// A manifest has a line per file and per store object: 256 MiB is over a million objects.
+    static let maxBytes = 256 << 20
+
     /// The manifest in `dir`, read and checked for shape (not yet against the files).
     public init(folder dir: String) throws {
         let path = dir + "/" + Self.fileName
-        guard let data = FileManager.default.contents(atPath: path) else {
+        func bad(_ what: String) -> PhotomemoError { PhotomemoError(.badBackup, "\(path): \(what)") }
+        var st = stat()
+        guard lstat(path, &st) == 0 else {
             throw PhotomemoError(.badBackup, Files.exists(dir)
                 ? "\(dir) is not a complete backup: it has no \(Self.fileName) (written last, so a backup that was interrupted has none)"
                 : "no backup folder \(dir)")
         }
-        func bad(_ what: String) -> PhotomemoError { PhotomemoError(.badBackup, "\(path): \(what)") }
+        // Read whole, so only a regular file of a bounded size: a FIFO or a link to
+        // /dev/zero would never end.
+        guard st.st_mode & S_IFMT == S_IFREG else { throw bad("not a regular file (\(Files.kind(st)))") }
+        guard st.st_size <= Self.maxBytes else { throw bad("\(st.st_size) bytes: a manifest has at most \(Self.maxBytes >> 20) MiB") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw bad("cannot be read") }
         guard let j = try? JSONValue.parse(data), j["format"]?.stringValue == Self.format else { throw bad("not a photomemo backup manifest") }
         guard let v = j["version"]?.intValue else { throw bad("no \"version\"") }
         guard v <= Self.version else {
