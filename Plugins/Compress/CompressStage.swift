@@ -158,7 +158,7 @@ public struct CompressStage: Stage {
             do {
                 image = try heif.decoded(photo, width: storedW, height: storedH, like: header)
             } catch is HEVCDecoder.Failure {
-                // Damage libde265 reports: libvips decides, as before (with its own reservation).
+                // Damage libavcodec reports: libvips decides, as before (with its own reservation).
                 var libvips = self
                 libvips.decodesHEIFDirectly = false
                 return try libvips.make(photo, key: key)

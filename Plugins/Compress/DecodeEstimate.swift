@@ -21,7 +21,7 @@ struct DecodeEstimate {
     }
 
     /// Compress's own HEIF path (HEIFDecode): no full-size frame. One tile row of Y and CbCr
-    /// (1.5 bytes a pixel), libde265's picture buffers (a tile, two pictures) and its
+    /// (1.5 bytes a pixel), libavcodec's picture buffers (a tile, two pictures) and its
     /// per-block tables (about a tile again), the two resamplers' rings of float rows (as
     /// many rows as the vertical kernel spans: 4 x the shrink + 3), and at the base's size the
     /// shrunk planes, the RGB, its upright and sRGB copies and the base (3 + 3 x 3 + 4 bytes).

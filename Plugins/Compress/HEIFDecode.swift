@@ -1,6 +1,6 @@
 import HEIF
 
-/// Compress's own HEIC decode, at the tile-decode floor: one libde265 decoder for all the
+/// Compress's own HEIC decode, at the tile-decode floor: one libavcodec HEVC decoder for all the
 /// grid's tiles (HEVCDecoder), each tile row's Y and CbCr planes shrunk straight into the
 /// base's size by two `Resampler.Stream`s (never a full-size frame), then YCbCr→RGB and
 /// the HEIF transforms at the base's size. The ICC profile is applied after, by the stage,
@@ -9,7 +9,7 @@ import HEIF
 ///
 /// Handled: a `grid` of `hvc1` tiles or a single `hvc1` item, 8-bit 4:2:0, no alpha, no
 /// clean aperture, even tile sizes, matrix BT.601/709/2020 (or none: BT.601, full range).
-/// Anything else — and any file HEIFFile cannot read or libde265 reports damage in — goes
+/// Anything else — and any file HEIFFile cannot read or libavcodec reports damage in — goes
 /// to libvips' heifload (`Plan.init` returns nil; `decode` throws), as every HEIC did before.
 struct HEIFDecode {
     let file: HEIFFile

@@ -77,6 +77,19 @@ import Testing
         #expect(try compare(b, "hvcC 4:2:2", expectDirect: false) == 0)
     }
 
+    /// The HEIF path reserves what it holds (DecodeEstimate.heif: a tile row, rings of rows
+    /// and the base; no full-size frame): IMG_5195.HEIC decodes within a 24 MB budget, where
+    /// libvips' heifload path needs about 55 MB and is refused by the same budget.
+    @Test func theDecodeReservationIsATileRowNotAFrame() throws {
+        let c = try Compressor()
+        c.stage.decodeMemory.limitBytes = 24 << 20
+        let photo = try load(testPhotos.appendingPathComponent("IMG_5195.HEIC").path)
+        #expect(throws: Never.self) { try c.stage.make(photo) }
+        var libvips = c.stage
+        libvips.decodesHEIFDirectly = false
+        #expect(throws: PhotomemoError.self) { try libvips.make(photo) }
+    }
+
     /// Every prefix of the file's boxes is refused with a Problem (or parsed), never a trap.
     @Test func truncatedFilesAreProblemsNotTraps() throws {
         let mdat = Self.offset(of: "mdat", in: Self.original)
