@@ -120,12 +120,14 @@ public struct CompressStage: Stage {
     /// Decodes once and produces every rendition in memory.
     func make(_ photo: PhotoBytes, key: String = "") throws -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
         guard let loader = Vips.loader(for: photo) else { throw Vips.Failure(description: "not an image libvips can read") }
-        guard let format = Self.loaders[loader] else {
+        guard var format = Self.loaders[loader] else {
             throw Vips.Failure(description: "format \(loader.replacingOccurrences(of: "load_buffer", with: "")) is not accepted")
         }
+        // libheif reads AV1 in HEIF too (with dav1d): its ftyp brand tells the two apart.
+        if format == "heic", photo.count >= 12, ["avif", "avis"].contains(String(decoding: photo.bytes[8..<12], as: UTF8.self)) { format = "avif" }
         let header = try Vips.open(photo)
         // libheif applies HEIF rotations itself; EXIF orientation matters for the rest.
-        let orientation = format == "heic" ? 1 : header.orientation
+        let orientation = format == "heic" || format == "avif" ? 1 : header.orientation
         let meta = PhotoMetadata(image: header, format: format, orientation: orientation)
         // HEIC: photomemo's own decode at the tile floor when it handles the file, which then
         // applies the HEIF rotation and mirror itself (after the resize); libvips' otherwise.

@@ -16,7 +16,7 @@ struct DecodeEstimate {
         let perPixel = Int64(max(3, bands)) * (wide ? 2 : 1)
         var total = decoded * perPixel + Int64(base.0) * Int64(base.1) * 4
         if format == "jpeg" && progressive { total += full * Int64(max(1, bands)) * 2 }
-        if format == "heic" { total += full * perPixel }
+        if format == "heic" || format == "avif" { total += full * perPixel }
         return total
     }
 
