@@ -2,10 +2,11 @@
 import PackageDescription
 
 // The pipeline reads from the layout:
-//   Sources/CUV, CSQLite, CPQ, CCrypto, CPosix, CVips, CCurl, CXML2  thin system-library targets (C headers only)
+//   Sources/CUV, CSQLite, CPQ, CCrypto, CPosix, CVips, CAVCodec, CDe265, CCurl, CXML2  thin system-library targets (C headers only)
 //   Sources/StageKit                the stage contract, pure Swift (no C): Stage, StageOutcome, JobContext, WorkingSet,
 //                                   options, registry, environment, job definitions, PhotomemoError, RetryPolicy,
 //                                   JobStateMachine, JSON, logging
+//   Sources/HEIF                    HEIF box parsing for compress's HEIC path, pure Swift (fuzzed on its own)
 //   Sources/PhotomemoCore           what stages and the engine share below the contract: files opened beneath a folder,
 //                                   photo bytes and policy, SHA-256 (OpenSSL), subprocesses, XMP (libxml2)
 //   Sources/ControlProtocol         the socket's contract shared by daemon and CLI: commands, argument keys, reply envelope; the client (ControlClient)
@@ -34,6 +35,7 @@ let package = Package(
         .library(name: "Runtime", targets: ["Runtime"]),
         .library(name: "ControlProtocol", targets: ["ControlProtocol"]),
         .library(name: "ValidateStage", targets: ["ValidateStage"]),
+        .library(name: "HEIF", targets: ["HEIF"]),
     ],
     targets: [
         .systemLibrary(name: "CUV", path: "Sources/CUV", pkgConfig: "libuv",
@@ -49,10 +51,15 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CAVCodec", path: "Sources/CAVCodec", pkgConfig: "libavcodec",
+                       providers: [.apt(["libavcodec-dev"])]),
+        .systemLibrary(name: "CDe265", path: "Sources/CDe265", pkgConfig: "libde265",
+                       providers: [.apt(["libde265-dev"])]),
         .systemLibrary(name: "CXML2", path: "Sources/CXML2", pkgConfig: "libxml-2.0",
                        providers: [.apt(["libxml2-dev"])]),
 
         .target(name: "StageKit"),
+        .target(name: "HEIF"),
         .target(name: "PhotomemoCore", dependencies: ["StageKit", "CCrypto", "CPosix", "CXML2"]),
         .target(name: "ControlProtocol", dependencies: ["PhotomemoCore", "StageKit"]),
         .target(name: "EventLoop", dependencies: ["CUV", "CPosix", "PhotomemoCore", "StageKit"]),
@@ -72,7 +79,7 @@ let package = Package(
         .target(name: "NotifyStage", dependencies: ["StageKit", "Index"], path: "Plugins/Notify"),
         .target(name: "IndexStage", dependencies: ["StageKit", "Index"], path: "Plugins/Index"),
         .target(name: "UploadStage", dependencies: ["PhotomemoCore", "StageKit", "Stores"], path: "Plugins/Upload"),
-        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "StageKit", "CVips"], path: "Plugins/Compress"),
+        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "StageKit", "CVips", "HEIF", "CAVCodec", "CDe265"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: [
             "ControlProtocol", "CompressStage", "IndexStage", "ExecStage", "Stores", "Index", "Journal", "PhotomemoCore", "StageKit", "Postgres",
@@ -91,7 +98,7 @@ let package = Package(
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "StageKit"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "SQL", "EventLoop", "StageKit", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "StageKit", "TestSupport"]),
-        .testTarget(name: "CompressTests", dependencies: ["CompressStage", "PhotomemoCore", "StageKit", "TestSupport", "CVips"]),
+        .testTarget(name: "CompressTests", dependencies: ["CompressStage", "HEIF", "PhotomemoCore", "StageKit", "TestSupport", "CVips"]),
         .testTarget(name: "NotifyTests", dependencies: ["Notify", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "StageKit", "EventLoop", "Journal", "Index", "Stores"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Journal", "Index", "SQLite", "Postgres", "PhotomemoCore", "StageKit", "TestSupport", "CompressStage", "photomemo"],

@@ -27,5 +27,6 @@ let package = Package(
         fuzzer("fuzz-request", ["Runtime", "ControlProtocol", "Index", "StageKit"]),
         fuzzer("fuzz-predicate", ["Index", "StageKit"]),
         fuzzer("fuzz-probe", ["ValidateStage"]),
+        fuzzer("fuzz-heif", ["HEIF"]),
     ]
 )

@@ -3,7 +3,8 @@
 
 The probe's seeds come from ../shared/testdata/photos: the first 4 KiB of every photo
 (headers and the start of the data), the small photos whole, the first 64 KiB of the
-HEIC, plus hand-built PNG, WebP and HEIC headers, so the corpus stays small."""
+HEIC, plus hand-built PNG, WebP and HEIC headers, so the corpus stays small. The HEIF
+parser's are the HEIC's boxes (heif_seeds)."""
 import os, struct, sys, zlib
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -191,9 +192,42 @@ def probe_seeds():
     write("probe", "ispe-64bit-box.heic", heic([(100, 200)], large=True))
 
 
+def heif_seeds():
+    """The HEIF parser's seeds: IMG_5195.HEIC's boxes with every mdat extent in iloc moved
+    into a 64-byte mdat (a whole description in ~3 KiB), and the photo's first 4 KiB."""
+    data = bytearray(open(os.path.join(PHOTOS, "IMG_5195.HEIC"), "rb").read())
+    write("heif", "IMG_5195.HEIC.head4k", bytes(data[:4096]))
+    i = 0
+    while i + 8 <= len(data):
+        size, kind = struct.unpack(">I4s", data[i:i + 8])
+        if kind == b"mdat":
+            break
+        i += size
+    head, mdat = data[:i], i + 8
+    at = head.find(b"iloc") + 4
+    version = head[at]
+    offset_size, length_size = head[at + 4] >> 4, head[at + 4] & 15
+    base_size, index_size = head[at + 5] >> 4, (head[at + 5] & 15) if version else 0
+    count, at = (struct.unpack(">H", head[at + 6:at + 8])[0], at + 8) if version < 2 else (struct.unpack(">I", head[at + 6:at + 10])[0], at + 10)
+    for _ in range(count):
+        at += 2 if version < 2 else 4
+        method = (struct.unpack(">H", head[at:at + 2])[0] & 15) if version else 0
+        at += (2 if version else 0) + 2 + base_size
+        extents = struct.unpack(">H", head[at:at + 2])[0]
+        at += 2
+        for _ in range(extents):
+            at += index_size
+            if method == 0:
+                head[at:at + offset_size] = mdat.to_bytes(offset_size, "big")
+                head[at + offset_size:at + offset_size + length_size] = (64).to_bytes(length_size, "big")
+            at += offset_size + length_size
+    write("heif", "IMG_5195.HEIC.meta", bytes(head) + box(b"mdat", bytes(range(64))))
+
+
 lines("memojob", JOB_LINES)
 lines("xmp", XMP_SIDECARS)
 lines("predicate", PREDICATES)
 lines("request", REQUESTS)
 lines("json", JSON_DOCS + JOB_LINES[:4] + REQUESTS[:4])
 probe_seeds()
+heif_seeds()

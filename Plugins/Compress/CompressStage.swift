@@ -42,6 +42,9 @@ public struct CompressStage: Stage {
     /// Every photo is decoded whole (`fail_on=warning`): validate may skip its data scan.
     public var decodesPhotos: Bool { true }
     let outputRoot: String
+    /// HEIC through photomemo's own HEIF path (HEIFDecode.swift); false: libvips' heifload
+    /// for every HEIC (photomemo-bench compares the two in one run).
+    public var decodesHEIFDirectly = true
     /// The daemon's decode memory budget (`"memory_mb"`).
     let decodeMemory: DecodeMemory
 
@@ -118,14 +121,20 @@ public struct CompressStage: Stage {
     /// decode scale (tests compare scales with it).
     func make(_ photo: PhotoBytes, key: String = "", jpegScale: JPEGScale? = nil) throws -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
         guard let loader = Vips.loader(for: photo) else { throw Vips.Failure(description: "not an image libvips can read") }
-        guard let format = Self.loaders[loader] else {
+        guard var format = Self.loaders[loader] else {
             throw Vips.Failure(description: "format \(loader.replacingOccurrences(of: "load_buffer", with: "")) is not accepted")
         }
+        // libheif reads AV1 in HEIF too (with dav1d): its ftyp brand tells the two apart.
+        if format == "heic", photo.count >= 12, ["avif", "avis"].contains(String(decoding: photo.bytes[8..<12], as: UTF8.self)) { format = "avif" }
         let header = try Vips.open(photo)
         // libheif applies HEIF rotations itself; EXIF orientation matters for the rest.
-        let orientation = format == "heic" ? 1 : header.orientation
+        let orientation = format == "heic" || format == "avif" ? 1 : header.orientation
         let meta = PhotoMetadata(image: header, format: format, orientation: orientation)
-        let swapped = (5...8).contains(orientation)
+        // HEIC: photomemo's own decode at the tile floor when it handles the file, which then
+        // applies the HEIF rotation and mirror itself (after the resize); libvips' otherwise.
+        let heif = format == "heic" && decodesHEIFDirectly ? HEIFDecode.handling(photo, header: header) : nil
+        let turn = heif?.orientation ?? orientation
+        let swapped = (5...8).contains(turn)
 
         // Every size, checked before decoding. The base: the largest rendition's scale
         // (never enlarged; renditions enlarge from it).
@@ -137,16 +146,30 @@ public struct CompressStage: Stage {
         let scale = format != "jpeg" ? .full : jpegScale ?? JPEGScale(width: header.width, height: header.height, covering: (storedW, storedH))
         // Reserved before any pixel is decoded, given back when the renditions are made; at
         // libvips' shrink, the larger decode, since which decoder takes the photo shows later.
-        let need = DecodeEstimate.bytes(width: header.width, height: header.height, bands: header.bands, wide: !header.isUchar,
-                                        format: format, progressive: (header.int("jpeg-multiscan") ?? 0) != 0, shrink: scale.shrink, base: (bw, bh))
+        let need = heif.map { DecodeEstimate.heif($0.file, base: (bw, bh)) }
+            ?? DecodeEstimate.bytes(width: header.width, height: header.height, bands: header.bands, wide: !header.isUchar,
+                                    format: format, progressive: (header.int("jpeg-multiscan") ?? 0) != 0, shrink: scale.shrink, base: (bw, bh))
         switch decodeMemory.reserve(need, for: key) {
         case .reserved: break
         case .wait(let why): throw DecodeMemoryWait(reason: why)
         case .never(let why): throw PhotomemoError(.badImage, "image is \(header.width)x\(header.height): \(why)")
         }
-        defer { decodeMemory.release(need) }
+        var held = need
+        defer { decodeMemory.release(held) }
         var image = header
-        if format == "jpeg" {
+        if let heif {
+            do {
+                image = try heif.decoded(photo, width: storedW, height: storedH, like: header)
+            } catch is HEVCDecoder.Failure {
+                // Damage libavcodec reports: libvips decides, as before, with its own
+                // reservation (this one given back first, so the two are never both held).
+                decodeMemory.release(held)
+                held = 0
+                var libvips = self
+                libvips.decodesHEIFDirectly = false
+                return try libvips.make(photo, key: key, jpegScale: jpegScale)
+            }
+        } else if format == "jpeg" {
             if let direct = try Vips.jpegDirect(photo, eighths: scale.eighths, header: header) {
                 image = direct
             } else if scale.shrink > 1 {
@@ -160,7 +183,7 @@ public struct CompressStage: Stage {
         if image.width != storedW || image.height != storedH {
             image = try image.resampled(width: storedW, height: storedH)
         }
-        if orientation != 1 { image = try image.uprighted(orientation: orientation) }
+        if turn != 1 { image = try image.uprighted(orientation: turn) }
         if !wide { image = try Self.toSRGB8(image) }
         if image.hasAlpha { image = try image.flattenedOnWhite() }
         if !keepMetadata || stripGPS { Self.removeGPS(image) }

@@ -79,39 +79,7 @@ enum Resampler {
     /// (`outWidth` x `outHeight`, packed). No intermediate image: the ring is a few rows.
     static func resample(_ src: UnsafePointer<UInt8>, width: Int, height: Int, bands: Int,
                          into dst: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int) {
-        let rows = Taps(input: height, output: outHeight), columns = Taps(input: width, output: outWidth)
-        let rowBytes = width * bands, outRowBytes = outWidth * bands, taps = columns.padded, span = rows.span
-        // Whole 32-float chunks (no tail in the vertical pass), with room for the zero-weighted
-        // taps past the last pixel and the 4th lane of a 3-band pixel. Padding stays 0 (finite).
-        let stride = (rowBytes + taps * bands + 4 + 31) & ~31
-        let ring = UnsafeMutablePointer<Float>.allocate(capacity: span * stride)
-        let window = UnsafeMutablePointer<UnsafePointer<Float>>.allocate(capacity: span)
-        let line = UnsafeMutablePointer<Float>.allocate(capacity: stride)
-        let outLine = UnsafeMutablePointer<Float>.allocate(capacity: outRowBytes + 4)
-        defer { ring.deallocate(); window.deallocate(); line.deallocate(); outLine.deallocate() }
-        ring.initialize(repeating: 0, count: span * stride)
-        outLine.initialize(repeating: 0, count: outRowBytes + 4)
-        let lanes = bands == 3 || bands == 4 ? columns.lanes : [], offsets = columns.start.map { $0 * Int32(bands * 4) }
-        var converted = 0
-        rows.weights.withUnsafeBufferPointer { rowWeights in
-            for y in 0..<outHeight {
-                let first = Int(rows.start[y]), n = Int(rows.lengths[y])
-                while converted < first + n {
-                    floats(src + converted * rowBytes, count: rowBytes, into: ring + (converted % span) * stride)
-                    converted += 1
-                }
-                for k in 0..<n { window[k] = UnsafePointer(ring + ((first + k) % span) * stride) }
-                vertical(window, count: n, weights: rowWeights.baseAddress! + y * rows.width, stride: stride, into: line)
-                if lanes.isEmpty {
-                    horizontal(line, bands: bands, columns: columns, into: outLine)
-                } else {
-                    lanes.withUnsafeBufferPointer {
-                        horizontal4Lanes(line, stride: bands, offsets: offsets, taps: taps, lanes: $0.baseAddress!, into: outLine)
-                    }
-                }
-                let out = dst + y * outRowBytes
-                for x in 0..<outRowBytes { out[x] = byte(outLine[x]) }
-            }
-        }
+        let stream = Stream(width: width, height: height, bands: bands, into: dst, outWidth: outWidth, outHeight: outHeight)
+        for y in 0..<height { stream.push(src + y * width * bands) }
     }
 }

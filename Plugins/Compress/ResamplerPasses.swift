@@ -48,7 +48,7 @@ extension Resampler {
         }
     }
 
-    /// RGB or RGBA: a pixel is 4 float lanes (for RGB the fourth is the next pixel's red,
+    /// 1 to 4 bands: a pixel is 4 float lanes (those past its bands are the next pixel's,
     /// overwritten when that pixel is stored). Every pixel takes `taps` taps, short ones padded
     /// with zero weights, splatted in `lanes`: one load per weight, no per-pixel count, and a
     /// fully unrolled pixel for the usual counts (with a variable count LLVM shuffled lanes).
@@ -90,17 +90,5 @@ extension Resampler {
             o &+= 2
         }
         if o < offsets.count { UnsafeMutableRawPointer(out + o &* stride).storeBytes(of: pixel(o, w), as: SIMD4<Float>.self) }
-    }
-
-    /// 1 or 2 bands (grey photos, less common): scalar, as before.
-    static func horizontal(_ line: UnsafeMutablePointer<Float>, bands: Int, columns: Taps, into out: UnsafeMutablePointer<Float>) {
-        for o in 0..<columns.outputs {
-            let first = Int(columns.start[o])
-            for b in 0..<bands {
-                var acc: Float = 0
-                for (k, w) in columns[o].enumerated() { acc += line[(first + k) * bands + b] * w }
-                out[o * bands + b] = acc
-            }
-        }
     }
 }

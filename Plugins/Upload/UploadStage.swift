@@ -45,7 +45,7 @@ public struct UploadStage: Stage {
         reprocessRoot = environment.home.appendingPathComponent("reprocess").path
     }
 
-    static let contentTypes = ["jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "heic": "image/heic"]
+    static let contentTypes = ["jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "heic": "image/heic", "avif": "image/avif"]
 
     /// Stores the job's files as the working set has them (the original, and whatever
     /// renditions the stages before left, with their current hashes) and notes each one's

@@ -11,7 +11,7 @@ import Darwin
 /// a JPEG's first bytes up to its first scan (SOS) are enough.
 public struct ImageProbe: Sendable, Equatable {
     public enum Format: String, Sendable, CaseIterable {
-        case jpeg, png, webp, heic
+        case jpeg, png, webp, heic, avif
     }
 
     public let format: Format
@@ -42,20 +42,23 @@ public struct ImageProbe: Sendable, Equatable {
         if b.count >= 8, b[0..<8].elementsEqual([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
         if b.count >= 12, ascii(b, 0, 4) == "RIFF", ascii(b, 8, 4) == "WEBP" { return .webp }
         if b.count >= 12, ascii(b, 4, 4) == "ftyp", heifBrands.contains(ascii(b, 8, 4)) { return .heic }
+        if b.count >= 12, ascii(b, 4, 4) == "ftyp", avifBrands.contains(ascii(b, 8, 4)) { return .avif }
         return nil
     }
 
     static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "mif1", "msf1"]
+    /// AV1 in HEIF (libheif decodes it with dav1d); its boxes are HEIC's.
+    static let avifBrands: Set<String> = ["avif", "avis"]
 
     public static func probe(_ b: Bytes, scanData: Bool = true) throws -> ImageProbe {
         guard !b.isEmpty else { throw Problem("file is empty (0 bytes)") }
-        guard let format = sniff(b) else { throw Problem("not a JPEG, PNG, WebP or HEIC image (unrecognised magic bytes)") }
+        guard let format = sniff(b) else { throw Problem("not a JPEG, PNG, WebP, HEIC or AVIF image (unrecognised magic bytes)") }
         let (w, h): (Int, Int)
         switch format {
         case .jpeg: (w, h) = try jpeg(b, scanData: scanData)
         case .png: (w, h) = try png(b)
         case .webp: (w, h) = try webp(b)
-        case .heic: (w, h) = try heic(b)
+        case .heic, .avif: (w, h) = try heic(b)
         }
         guard w > 0, h > 0 else { throw Problem("\(format.rawValue) header gives an empty size (\(w)x\(h))") }
         return ImageProbe(format: format, width: w, height: h)

@@ -15,8 +15,8 @@ public struct ValidateStage: Stage {
     public static let photoLocal = true
     public static let readsMemo = false
     public static let options: [StageOption] = [
-        StageOption("formats", .stringList, default: ["jpeg", "png", "heic", "webp"],
-                    "formats accepted, by magic bytes (the extension is not trusted): jpeg, png, heic, webp"),
+        StageOption("formats", .stringList, default: ["jpeg", "png", "heic", "webp", "avif"],
+                    "formats accepted, by magic bytes (the extension is not trusted): jpeg, png, heic, webp, avif"),
         StageOption("max_bytes", .integer, default: 52_428_800, "largest file accepted, in bytes"),
         StageOption("max_pixels", .integer, default: 100_000_000,
                     "largest width x height accepted, as the header claims it (stops decompression bombs)"),

@@ -86,6 +86,11 @@ static inline int pm_vips_webpsave_buffer(VipsImage *in, void **buf, size_t *len
     return vips_webpsave_buffer(in, buf, len, "Q", quality, "strip", strip, NULL);
 }
 
+/* For tests: an AVIF (AV1 in HEIF, written by libheif with libaom) of `in`. */
+static inline int pm_vips_avifsave_buffer(VipsImage *in, void **buf, size_t *len) {
+    return vips_heifsave_buffer(in, buf, len, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "Q", 60, NULL);
+}
+
 static inline int pm_vips_avg(VipsImage *in, double *out) {
     return vips_avg(in, out, NULL);
 }

@@ -207,7 +207,7 @@ public struct JobDefinition: Sendable {
       "database": "sqlite:photomemo.sqlite",
       "store": "file:store",
       "stages": [
-        {"use": "validate", "with": {"formats": ["jpeg","png","heic","webp"], "max_bytes": 52428800, "max_pixels": 100000000,
+        {"use": "validate", "with": {"formats": ["jpeg","png","heic","webp","avif"], "max_bytes": 52428800, "max_pixels": 100000000,
                                  "scan_data": false}},
         {"use": "compress", "with": {"renditions": [
             {"name": "display",   "width": 860,         "format": "jpeg", "quality": 90},

@@ -26,6 +26,7 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --cluster --servers-elsewhere [--count N] [--rounds R]  # daemons on CPU 0, servers on CPU 1
        photomemo-bench --fairness [--seconds S] [--json]   # issue 25's attacks on a real daemon, as root (FairnessBench)
        photomemo-bench --retention N [--chart FILE.svg] [--json]  # journal size over N jobs without and with retention (RetentionBench)
+       photomemo-bench --heic DIR [--copies N] [--rounds R] [--json]  # HEIC CPU/photo: compress, vipsthumbnail, libde265 floor (HEICBench)
        photomemo-bench --exec-workers N [--json]  # a Python exec stage: process per job vs 2 workers, N jobs each (ExecWorkersBench)
 """
 
@@ -47,10 +48,13 @@ struct Arguments {
 }
 
 /// Runs the compress stage over `files` with `workers` threads; returns failures.
-func compressAll(_ files: [String], workers: Int, out: String, repeatUntil total: Int? = nil, sample: (@Sendable (Int) -> Void)? = nil) throws -> Int {
+func compressAll(_ files: [String], workers: Int, out: String, repeatUntil total: Int? = nil, heifDirect: Bool = true,
+                 sample: (@Sendable (Int) -> Void)? = nil) throws -> Int {
     // The stage's defaults are the seed apps' renditions.
-    let stage = try CompressStage(options: StageOptions(validating: [:], against: CompressStage.options, place: "bench"),
+    var configured = try CompressStage(options: StageOptions(validating: [:], against: CompressStage.options, place: "bench"),
                                   environment: StageEnvironment(home: URL(fileURLWithPath: out)))
+    configured.decodesHEIFDirectly = heifDirect
+    let stage = configured
     let n = total ?? files.count
     // The stage checks each photo against the hash intake took, as in the daemon.
     let hashes = try files.map { try SHA256.hexOfFile(atPath: $0).hex }
@@ -73,8 +77,13 @@ func compressAll(_ files: [String], workers: Int, out: String, repeatUntil total
 limitMallocArenas(2)
 
 var args = Arguments()
+if let decoder = args.value("--heic-floor").flatMap(HEIFFloor.Decoder.init) {
+    for f in args.rest { _ = try HEIFFloor.decodeTiles(try Data(contentsOf: URL(fileURLWithPath: f)), with: decoder) }
+    exit(0)
+}
+let heicLibvips = args.flag("--heic-libvips")
 if let w = args.value("--worker"), let out = args.value("--out") {
-    exit(try compressAll(args.rest, workers: Int(w) ?? 1, out: out) == 0 ? 0 : 1)
+    exit(try compressAll(args.rest, workers: Int(w) ?? 1, out: out, heifDirect: !heicLibvips) == 0 ? 0 : 1)
 }
 
 let json = args.flag("--json")
@@ -102,6 +111,10 @@ if let n = args.value("--retention").flatMap(Int.init) {
 }
 if let n = args.value("--exec-workers").flatMap(Int.init) {
     try ExecWorkersBench.run(jobs: n, json: json)
+    exit(0)
+}
+if let dir = args.value("--heic") {
+    try HEICBench.run(dir: dir, copies: Int(args.value("--copies") ?? "4") ?? 4, rounds: rounds, json: json)
     exit(0)
 }
 if let n = args.value("--index").flatMap(Int.init) {

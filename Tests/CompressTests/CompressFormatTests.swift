@@ -31,6 +31,21 @@ func bandMeans(_ path: String) throws -> [Double] {
         #expect(rendition(r, "thumbnail").width == 200)
     }
 
+    /// AV1 in HEIF: libvips' heifload (libheif with dav1d) decodes it; the record says avif.
+    @Test func avifIsDecodedAndRecordedAsAVIF() throws {
+        let c = try Compressor(["renditions": [["name": "display", "width": 60]]])
+        let src = try Vips.open(load(testPhotos.appendingPathComponent("orientation_landscape_1.jpg").path)).resampled(width: 120, height: 90)
+        var buf: UnsafeMutableRawPointer?
+        var len = 0
+        #expect(pm_vips_avifsave_buffer(src.ptr, &buf, &len) == 0)
+        let path = c.home + "/photo.avif"
+        try Data(bytes: try #require(buf), count: len).write(to: URL(fileURLWithPath: path))
+        pm_vips_free(buf)
+        guard case .continue(let r) = c.run(path) else { Issue.record("AVIF failed: \(c.run(path))"); return }
+        #expect(r["original"]?["format"] == "avif")
+        #expect(r["original"]?["width"] == 120 && rendition(r, "display").width == 60)
+    }
+
     @Test func alphaIsFlattenedOnWhite() throws {
         let c = try Compressor(["renditions": [["name": "display", "width": 60]]])
         let png = c.home + "/alpha.png"

@@ -73,6 +73,10 @@ func photo(_ name: String) throws -> [UInt8] { try testPhoto(name) }
         #expect(p.width == 4_294_967_295 && p.height == 4_294_967_295)
         #expect(p.pixels == nil)
         #expect(try ImageProbe.probe(Synthetic.heic(sizes: [(640, 480), (4032, 3024)])) == ImageProbe(format: .heic, width: 4032, height: 3024))
+        // AV1 in HEIF: the same boxes under an avif brand.
+        var avif = Synthetic.heic(sizes: [(640, 480), (4032, 3024)])
+        avif.replaceSubrange(8..<12, with: Array("avif".utf8))
+        #expect(try ImageProbe.probe(avif) == ImageProbe(format: .avif, width: 4032, height: 3024))
     }
 
     @Test func heicBoxSizesPastTheFileAreProblemsNotTraps() throws {

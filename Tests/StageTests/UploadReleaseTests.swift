@@ -38,3 +38,13 @@ import Testing
         #expect(h.exists(h.root + "/inbox/DCIM/2025") && !h.exists(h.root + "/inbox/DCIM/2025/IMG_1.jpg"))
     }
 }
+
+/// Each photo format validate accepts is stored with its MIME type (AVIF: image/avif), not
+/// application/octet-stream.
+@Suite struct UploadContentTypeTests {
+    @Test func everyAcceptedFormatHasItsContentType() {
+        for (format, type) in ["jpeg": "image/jpeg", "png": "image/png", "webp": "image/webp", "heic": "image/heic", "avif": "image/avif"] {
+            #expect(UploadStage.contentTypes[format] == type, "\(format)")
+        }
+    }
+}

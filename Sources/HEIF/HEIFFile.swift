@@ -1,0 +1,105 @@
+/// What a HEIF file's `meta` box says about its primary image, read from the bytes in
+/// memory without decoding: the HEVC tiles (a `grid`) or the single `hvc1` item, their
+/// decoder configuration, and the properties compress applies (size, rotation, mirror,
+/// clean aperture, colour). Byte positions are into the same buffer.
+///
+///     ftyp · meta { hdlr pict · pitm · iinf · iloc · iref dimg · idat · iprp { ipco · ipma } }
+///
+/// A file this cannot describe (malformed, or a layout it does not read) is a `Problem`:
+/// compress then decodes the photo with libvips instead (CompressStage.swift).
+public struct HEIFFile: Sendable {
+    public struct Problem: Error, CustomStringConvertible, Sendable {
+        public let description: String
+        init(_ d: String) { description = d }
+    }
+
+    /// Transforms in the order the file lists them (HEIF applies them in that order).
+    public enum Transform: Sendable, Equatable {
+        case rotate(quarterTurnsAnticlockwise: Int)
+        /// imir: axis 0 swaps top and bottom, axis 1 left and right, as libheif reads it
+        /// (ISO/IEC 23008-12's wording, "a vertical axis", reads the other way round).
+        case mirror(topToBottom: Bool)
+    }
+
+    /// The decoded image's size (the grid's output, or the item's `ispe`), before transforms.
+    public let width: Int
+    public let height: Int
+    public let columns: Int
+    public let rows: Int
+    public let tileWidth: Int
+    public let tileHeight: Int
+    /// Each tile's extents (byte ranges, concatenated in order), row by row.
+    public let tiles: [[Range<Int>]]
+    public let hevc: HEVCConfig
+    public let transforms: [Transform]
+    public let cleanAperture: Bool
+    public let colour: Colour
+    /// An alpha plane (`auxl` item) belongs to the primary image.
+    public let hasAlpha: Bool
+
+    public static func parse(_ bytes: UnsafeRawBufferPointer) throws -> HEIFFile {
+        var top = BoxReader(bytes)
+        let (type, _) = try top.box()
+        guard type == "ftyp" else { throw Problem("the file does not start with an ftyp box") }
+        var meta: BoxReader?
+        while top.left > 0 {
+            let b = try top.box()
+            if b.type == "meta" { meta = b.payload; break }
+        }
+        guard var m = meta else { throw Problem("no meta box") }
+        _ = try m.versionFlags()
+        let items = try Items(m)
+        return try HEIFFile(items: items)
+    }
+
+    init(items: Items) throws {
+        guard let primary = items.types[items.primary] else { throw Problem("primary item \(items.primary) is not in iinf") }
+        let props = try items.properties(of: items.primary)
+        hasAlpha = items.references("auxl").contains { $0.to.contains(items.primary) }
+        transforms = props.compactMap(\.transform)
+        cleanAperture = props.contains { if case .cleanAperture = $0 { return true } else { return false } }
+        colour = Colour(props)
+        let tileIDs: [Int]
+        switch primary {
+        case "grid":
+            guard let dimg = items.references("dimg").first(where: { $0.from == items.primary }) else { throw Problem("grid has no dimg reference") }
+            let data = try items.data(of: items.primary)
+            guard data.count == 1 else { throw Problem("grid description in \(data.count) extents") }
+            var r = BoxReader(items.bytes, from: data[0].lowerBound, to: data[0].upperBound)
+            _ = try r.u8()
+            let wide = try r.u8() & 1 == 1
+            rows = try r.u8() + 1
+            columns = try r.u8() + 1
+            width = try r.uint(wide ? 4 : 2)
+            height = try r.uint(wide ? 4 : 2)
+            guard dimg.to.count == rows * columns else { throw Problem("grid of \(columns)x\(rows) has \(dimg.to.count) tiles") }
+            tileIDs = dimg.to
+        case "hvc1":
+            guard let (w, h) = props.lazy.compactMap(\.size).first else { throw Problem("image has no ispe") }
+            (width, height, rows, columns) = (w, h, 1, 1)
+            tileIDs = [items.primary]
+        default:
+            throw Problem("primary item is \"\(primary)\", not grid or hvc1")
+        }
+        // Every tile alike: one hvc1 configuration and one size, so one decoder serves all.
+        var config: HEVCConfig?, size: (Int, Int)?
+        var tiles: [[Range<Int>]] = []
+        for id in tileIDs {
+            guard items.types[id] == "hvc1" else { throw Problem("tile \(id) is not an hvc1 item") }
+            let p = id == items.primary ? props : try items.properties(of: id)
+            guard let c = p.lazy.compactMap(\.hevc).first, let s = p.lazy.compactMap(\.size).first else {
+                throw Problem("tile \(id) has no hvcC or ispe")
+            }
+            guard config.map({ $0 == c }) ?? true, size.map({ $0 == s }) ?? true else { throw Problem("tiles differ in configuration or size") }
+            (config, size) = (c, s)
+            tiles.append(try items.data(of: id))
+        }
+        guard let config, let size, size.0 > 0, size.1 > 0, width > 0, height > 0 else { throw Problem("empty image or tile size") }
+        // The tiles cover the image (the grid crops their right and bottom edges).
+        guard size.0.multipliedReportingOverflow(by: columns).partialValue >= width, size.0 <= Int(Int32.max) / columns,
+              size.1 <= Int(Int32.max) / rows, size.1 * rows >= height else {
+            throw Problem("\(columns)x\(rows) tiles of \(size.0)x\(size.1) do not cover \(width)x\(height)")
+        }
+        (hevc, tileWidth, tileHeight, self.tiles) = (config, size.0, size.1, tiles)
+    }
+}
