@@ -1,21 +1,22 @@
 import Journal
 import StageKit
 
-/// Claiming ahead: each stage holds up to one claimed job per slot beyond those running
+/// Claiming ahead: each stage holds up to a run's worth of claimed jobs per slot beyond those running
 /// (`ahead`), so a slot whose run returns starts its next job at once, on the loop,
 /// instead of idling through a claim (a pool round trip and the journal's lock, often
 /// behind another run's outcome and its fsync). On a backlog of 12 MP photos that wait
 /// was most of what kept compress's two slots from keeping two cores busy.
 ///
 /// A job claimed ahead is claimed as any other (`running`, leased, in round-robin order:
-/// fair share moves by at most a job a slot), so after a SIGKILL it resumes at its stage
+/// fair share moves by at most a run a slot), so after a SIGKILL it resumes at its stage
 /// like a running job. It starts only as a run would have: not while its stage or the
 /// pipeline is paused (it goes back to the queue unstarted, no attempt spent, as it does
 /// when the daemon stops) nor while a crash suspect runs alone.
 extension Scheduler {
-    /// How many more jobs `stage` may hold ahead.
-    func aheadRoom(_ stage: String, concurrency: Int) -> Int {
-        max(0, concurrency - ahead[stage, default: []].count)
+    /// How many more jobs `stage` may hold ahead: a run's worth per slot (a batch stage's
+    /// whole batch, or its next run would start with the one job held and batch no more).
+    func aheadRoom(_ stage: String, concurrency: Int, jobsPerRun: Int) -> Int {
+        max(0, concurrency * jobsPerRun - ahead[stage, default: []].count)
     }
 
     /// Jobs just claimed (not parked): they wait ahead in claiming order, then those with

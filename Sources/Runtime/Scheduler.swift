@@ -194,10 +194,10 @@ final class Scheduler {
         guard !claiming else { pumpAgain = true; return }
         let def = definition
         // Per stage, the jobs to claim: a run's worth per free slot, and while every
-        // outcome is written, up to a job per slot more to hold ahead.
+        // outcome is written, up to a run's worth per slot more to hold ahead.
         let free = def.stages.enumerated()
             .map { i, s in (i, s.name, max(0, slots.free(s.name, concurrency: s.concurrency)) * type(of: s.stage).jobsPerRun
-                                       + (unrecorded.isEmpty ? aheadRoom(s.name, concurrency: s.concurrency) : 0)) }
+                                       + (unrecorded.isEmpty ? aheadRoom(s.name, concurrency: s.concurrency, jobsPerRun: type(of: s.stage).jobsPerRun) : 0)) }
             .filter { $0.2 > 0 && !pausedStages.contains($0.1) }
         guard !free.isEmpty, crashSuspectRunning == nil else { return }
         claiming = true
