@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "Notify", dependencies: ["PhotomemoCore", "StageKit", "HTTP"]),
         .target(name: "Runtime", dependencies: ["PhotomemoCore", "StageKit", "ControlProtocol", "EventLoop", "Journal", "Index", "Stores", "Notify", "Postgres", "CPosix"]),
 
-        .target(name: "ValidateStage", dependencies: ["PhotomemoCore", "StageKit"], path: "Plugins/Validate"),
+        .target(name: "ValidateStage", dependencies: ["PhotomemoCore", "StageKit", "HEIF"], path: "Plugins/Validate"),
         .target(name: "ExecStage", dependencies: ["PhotomemoCore", "StageKit"], path: "Plugins/Exec"),
         .target(name: "CommentStage", dependencies: ["PhotomemoCore", "StageKit"], path: "Plugins/Comment"),
         .target(name: "NotifyStage", dependencies: ["StageKit", "Index"], path: "Plugins/Notify"),
@@ -98,7 +98,7 @@ let package = Package(
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "StageKit"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "SQL", "EventLoop", "StageKit", "TestSupport"]),
         .testTarget(name: "StoreTests", dependencies: ["Stores", "PhotomemoCore", "StageKit", "TestSupport"]),
-        .testTarget(name: "CompressTests", dependencies: ["CompressStage", "HEIF", "PhotomemoCore", "StageKit", "TestSupport", "CVips"]),
+        .testTarget(name: "CompressTests", dependencies: ["CompressStage", "ValidateStage", "HEIF", "PhotomemoCore", "StageKit", "TestSupport", "CVips"]),
         .testTarget(name: "NotifyTests", dependencies: ["Notify", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "ControlProtocol", "PhotomemoCore", "StageKit", "EventLoop", "Journal", "Index", "Stores"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Journal", "Index", "SQLite", "Postgres", "PhotomemoCore", "StageKit", "TestSupport", "CompressStage", "photomemo"],

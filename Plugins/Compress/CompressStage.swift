@@ -1,4 +1,5 @@
 import Foundation
+import HEIF
 import PhotomemoCore
 import StageKit
 
@@ -126,6 +127,10 @@ public struct CompressStage: Stage {
         }
         // libheif reads AV1 in HEIF too (with dav1d): its ftyp brand tells the two apart.
         if format == "heic", photo.count >= 12, ["avif", "avis"].contains(String(decoding: photo.bytes[8..<12], as: UTF8.self)) { format = "avif" }
+        // Refused before libheif parses it, as validate refuses it (a definition may lack validate).
+        if format == "heic" || format == "avif" {
+            do { try HEIFFile.checkLimits(photo.bytes) } catch let e as HEIFFile.Limit { throw Vips.Failure(description: "HEIF is refused: \(e.description)") }
+        }
         let header = try Vips.open(photo)
         // libheif applies HEIF rotations itself; EXIF orientation matters for the rest.
         let orientation = format == "heic" || format == "avif" ? 1 : header.orientation

@@ -1,3 +1,4 @@
+import HEIF
 #if canImport(Glibc)
 import Glibc
 #else
@@ -58,7 +59,9 @@ public struct ImageProbe: Sendable, Equatable {
         case .jpeg: (w, h) = try jpeg(b, scanData: scanData)
         case .png: (w, h) = try png(b)
         case .webp: (w, h) = try webp(b)
-        case .heic, .avif: (w, h) = try heic(b)
+        case .heic, .avif:
+            do { try HEIFFile.checkLimits(b) } catch let e as HEIFFile.Limit { throw Problem("HEIF is refused: \(e.description)") }
+            (w, h) = try heic(b)
         }
         guard w > 0, h > 0 else { throw Problem("\(format.rawValue) header gives an empty size (\(w)x\(h))") }
         return ImageProbe(format: format, width: w, height: h)

@@ -13,6 +13,19 @@ public struct HEIFFile: Sendable {
         init(_ d: String) { description = d }
     }
 
+    /// A file past `Items`' bounds (items, extents, bytes): refused, not decoded by anyone.
+    public struct Limit: Error, CustomStringConvertible, Sendable {
+        public let description: String
+        init(_ d: String) { description = d }
+    }
+
+    /// Throws `Limit` for a file that declares more than anyone should parse (validate's
+    /// check, before libvips and libheif see the file); a layout this cannot read is no
+    /// error here: libheif may still read it.
+    public static func checkLimits(_ bytes: UnsafeRawBufferPointer) throws {
+        do { _ = try items(bytes) } catch is Problem {}
+    }
+
     /// Transforms in the order the file lists them (HEIF applies them in that order).
     public enum Transform: Sendable, Equatable {
         case rotate(quarterTurnsAnticlockwise: Int)
@@ -38,18 +51,20 @@ public struct HEIFFile: Sendable {
     public let hasAlpha: Bool
 
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws -> HEIFFile {
+        try HEIFFile(items: items(bytes))
+    }
+
+    /// The item tables of the file's `meta` box.
+    static func items(_ bytes: UnsafeRawBufferPointer) throws -> Items {
         var top = BoxReader(bytes)
-        let (type, _) = try top.box()
-        guard type == "ftyp" else { throw Problem("the file does not start with an ftyp box") }
-        var meta: BoxReader?
+        guard try top.box().type == "ftyp" else { throw Problem("the file does not start with an ftyp box") }
         while top.left > 0 {
-            let b = try top.box()
-            if b.type == "meta" { meta = b.payload; break }
+            var (type, meta) = try top.box()
+            guard type == "meta" else { continue }
+            _ = try meta.versionFlags()
+            return try Items(meta)
         }
-        guard var m = meta else { throw Problem("no meta box") }
-        _ = try m.versionFlags()
-        let items = try Items(m)
-        return try HEIFFile(items: items)
+        throw Problem("no meta box")
     }
 
     init(items: Items) throws {

@@ -16,6 +16,15 @@ struct Items {
     var refs: [Reference] = []
     var propertyBoxes: [(type: String, payload: BoxReader)] = []
     var associations: [Int: [Int]] = [:]
+    /// Items stored by a construction method this does not read (2: from other items).
+    var elsewhere: [Int: Int] = [:]
+
+    /// Bounds on what a file may declare, checked while reading (validate refuses a file
+    /// past them before libheif parses it): libheif's header parse takes seconds for tens
+    /// of thousands of items, and it concatenates an item's extents, so 32 extents that
+    /// each span a 16 MB file made it allocate over 500 MB.
+    static let maxItems = 4096
+    static let maxExtents = 32
 
     init(_ meta: BoxReader) throws {
         bytes = meta.bytes
@@ -47,6 +56,7 @@ struct Items {
         var b = box
         let v = try b.versionFlags().version
         let count = try b.uint(v == 0 ? 2 : 4)
+        guard count <= Self.maxItems else { throw HEIFFile.Limit("it declares \(count) items; at most \(Self.maxItems) are read") }
         for _ in 0..<min(count, b.left / 8 + 1) {
             guard b.left > 0 else { break }
             var (type, e) = try b.box()
@@ -101,6 +111,7 @@ struct Items {
             throw HEIFFile.Problem("iloc field sizes \(offsetSize)/\(lengthSize)/\(baseSize)/\(indexSize)")
         }
         let count = try b.uint(v < 2 ? 2 : 4)
+        guard count <= Self.maxItems else { throw HEIFFile.Limit("its iloc locates \(count) items; at most \(Self.maxItems) are read") }
         for _ in 0..<count {
             guard b.left > 0 else { throw HEIFFile.Problem("iloc is truncated") }
             let id = try b.uint(v < 2 ? 2 : 4)
@@ -108,11 +119,19 @@ struct Items {
             try b.skip(2)  // data reference index: this file
             let base = try b.uint(baseSize)
             let extents = try b.u16()
-            var ranges: [Range<Int>] = []
+            guard extents <= Self.maxExtents else { throw HEIFFile.Limit("item \(id) is in \(extents) extents; at most \(Self.maxExtents) are read") }
+            var ranges: [Range<Int>] = [], total = 0
             for _ in 0..<extents {
                 try b.skip(indexSize)
                 let (offset, overflow) = base.addingReportingOverflow(try b.uint(offsetSize))
                 let length = try b.uint(lengthSize)
+                // Method 2's lengths count into other items; the rest must fit in the file, together.
+                if method != 2 {
+                    total = total.addingReportingOverflow(length).partialValue
+                    guard total >= 0, total <= bytes.count else {
+                        throw HEIFFile.Limit("item \(id)'s extents add up to more bytes than the file has (\(bytes.count))")
+                    }
+                }
                 guard !overflow, length > 0 else { throw HEIFFile.Problem("item \(id) has an extent of length 0 or past 2^63") }
                 switch method {
                 case 0: ranges.append(try b.range(offset, length))
@@ -121,16 +140,17 @@ struct Items {
                     let r = try b.range(idat.lowerBound.addingReportingOverflow(offset).partialValue, length)
                     guard offset <= idat.count, r.upperBound <= idat.upperBound else { throw HEIFFile.Problem("item \(id) is outside idat") }
                     ranges.append(r)
-                default: throw HEIFFile.Problem("item \(id) uses construction method \(method)")
+                default: elsewhere[id] = method
                 }
             }
-            locations[id] = ranges
+            if elsewhere[id] == nil { locations[id] = ranges }
         }
     }
 
     func references(_ type: String) -> [Reference] { refs.filter { $0.type == type } }
 
     func data(of id: Int) throws -> [Range<Int>] {
+        if let method = elsewhere[id] { throw HEIFFile.Problem("item \(id) uses construction method \(method)") }
         guard let r = locations[id], !r.isEmpty else { throw HEIFFile.Problem("item \(id) has no data in iloc") }
         return r
     }

@@ -1,0 +1,50 @@
+import Foundation
+import HEIF
+import Testing
+import ValidateStage
+
+/// What a HEIF file may declare before anyone parses it (an attacker's findings): tens of
+/// thousands of items cost libheif's header parse seconds, and an item's extents, each
+/// spanning the whole file, made libheif concatenate over 500 MB before refusing it.
+/// Validate refuses such a file with the reason; compress refuses it too.
+@Suite struct HEIFLimitsTests {
+    /// A HEIF container (no image data): `items` hvc1 items in iinf, and iloc giving item 1
+    /// the `extents` (offset, length) pairs.
+    static func container(items: Int = 1, extents: (Int) -> [(Int, Int)]) -> [UInt8] {
+        func be(_ v: Int, _ n: Int) -> [UInt8] { (0..<n).reversed().map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
+        func box(_ type: String, _ payload: [UInt8]) -> [UInt8] { be(payload.count + 8, 4) + Array(type.utf8) + payload }
+        func full(_ type: String, _ payload: [UInt8]) -> [UInt8] { box(type, [0, 0, 0, 0] + payload) }
+        let ftyp = box("ftyp", Array("heic".utf8) + be(0, 4) + Array("mif1heic".utf8))
+        let hdlr = full("hdlr", be(0, 4) + Array("pict".utf8) + [UInt8](repeating: 0, count: 13))
+        let infes = (1...items).flatMap { id in box("infe", [2, 0, 0, 0] + be(id, 2) + be(0, 2) + Array("hvc1".utf8) + [0]) }
+        let iinf = full("iinf", be(items, 2) + infes)
+        // The iloc's size does not depend on the offsets, so the file's length is known first.
+        func iloc(_ fileSize: Int) -> [UInt8] {
+            let list = extents(fileSize)
+            return full("iloc", [0x44, 0x00] + be(1, 2) + be(1, 2) + be(0, 2) + be(list.count, 2)
+                + list.flatMap { be($0.0, 4) + be($0.1, 4) })
+        }
+        let mdat = box("mdat", [UInt8](repeating: 7, count: 4096))
+        let size = ftyp.count + 12 + hdlr.count + full("pitm", be(1, 2)).count + iinf.count + iloc(0).count + mdat.count
+        return ftyp + full("meta", hdlr + full("pitm", be(1, 2)) + iinf + iloc(size)) + mdat
+    }
+
+    static func limit(_ bytes: [UInt8]) -> String? {
+        do { try bytes.withUnsafeBytes { try HEIFFile.checkLimits($0) }; return nil } catch { return "\(error)" }
+    }
+
+    @Test func aFileWithinTheLimitsPasses() {
+        #expect(Self.limit(Self.container { size in [(size - 4096, 4096)] }) == nil)
+    }
+
+    @Test func tooManyItemsExtentsOrBytesAreRefused() {
+        #expect(Self.limit(Self.container(items: 5000) { size in [(size - 4096, 4096)] })?.contains("it declares 5000 items; at most 4096") == true)
+        #expect(Self.limit(Self.container { size in Array(repeating: (size - 4096, 100), count: 33) })?.contains("is in 33 extents; at most 32") == true)
+        // Two extents that each span the file: more bytes than it has.
+        let twice = Self.container { size in [(0, size), (0, size)] }
+        #expect(Self.limit(twice)?.contains("extents add up to more bytes than the file has") == true)
+        let refused = twice.withUnsafeBytes { b in Result { try ImageProbe.probe(b, scanData: true) } }
+        guard case .failure(let e) = refused else { Issue.record("validate took it"); return }
+        #expect("\(e)".contains("HEIF is refused: item 1's extents add up to more bytes than the file has"), "\(e)")
+    }
+}
