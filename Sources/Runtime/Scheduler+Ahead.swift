@@ -52,6 +52,15 @@ extension Scheduler {
         }
     }
 
+    /// Jobs cancelled while held ahead: dropped unstarted (the journal has them cancelled;
+    /// started, they would run only to have their outcome dropped and leave their files).
+    func forgetHeld(_ ids: Set<Int64>) {
+        for stage in ahead.keys.sorted() {
+            ahead[stage]?.removeAll { ids.contains($0.job.context.id) }
+            if ahead[stage]?.isEmpty == true { ahead[stage] = nil }
+        }
+    }
+
     /// Puts the held jobs of the stages `which` selects back in the queue, unstarted.
     func releaseAhead(because reason: String, _ which: (String) -> Bool) {
         for stage in ahead.keys.sorted() where which(stage) {

@@ -71,6 +71,26 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A job cancelled while it is claimed ahead is dropped, never run (it used to start
+    /// anyway, run its stage, have its outcome dropped and leave its files).
+    @Test func aJobCancelledWhileClaimedAheadNeverRuns() throws {
+        let d = try DaemonHarness()
+        try d.start(env: ["EFFECT_SLEEP": "3"])
+        try feed(d, photos: Self.photos, lines: 3)
+        try d.waitUntil("four jobs run and four are claimed ahead") {
+            d.lines("runs.log").count == 4 && (try? d.stateCounts()["running"]) == 8
+        }
+        let ran = Set(d.lines("runs.log"))
+        let held = try #require(try d.journalDB().query("SELECT id, key FROM jobs WHERE state = 'running' ORDER BY id")
+            .first { !ran.contains($0.string(1) ?? "") })
+        let (id, key) = (held.int(0)!, held.string(1)!)
+        #expect(try DaemonHarness.run(["cancel", String(id), "--home", d.home]).0 == 0)
+        try d.waitIdle(jobs: 9)
+        #expect(try d.stateCounts() == ["done": 8, "cancelled": 1])
+        #expect(!d.lines("runs.log").contains(key), "the cancelled job \(id) ran")
+        #expect(d.stop().status == 0)
+    }
+
     @Test func killedMidStageThenAgainAfterRestart() throws {
         let d = try DaemonHarness()
         try d.start(env: ["EFFECT_SLEEP": "2"])

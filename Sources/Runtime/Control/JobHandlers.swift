@@ -237,9 +237,12 @@ final class JobHandlers: ControlHandler {
     func cancel(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         if let filter = try bulkFilter(req, caller, retry: false) { return bulkCancel(filter, reply) }
         let id = try req.requiredInt("job")
-        let journal = self.journal, events = self.events, copies = intake.photos.daemonsOwn
+        let journal = self.journal, events = self.events, copies = intake.photos.daemonsOwn, scheduler = self.scheduler
         loop.reply({ result in
-            if case .success(let r) = result { events.publish("job_cancelled", job: id, to: .owner(r["owner"]?.stringValue)) }
+            if case .success(let r) = result {
+                scheduler.forgetHeld([id])
+                events.publish("job_cancelled", job: id, to: .owner(r["owner"]?.stringValue))
+            }
             reply(result)
         }) {
             let job = try journal.job(id)
