@@ -125,8 +125,8 @@ public struct CompressStage: Stage {
         guard var format = Self.loaders[loader] else {
             throw Vips.Failure(description: "format \(loader.replacingOccurrences(of: "load_buffer", with: "")) is not accepted")
         }
-        // libheif reads AV1 in HEIF too (with dav1d): its ftyp brand tells the two apart.
-        if format == "heic", photo.count >= 12, ["avif", "avis"].contains(String(decoding: photo.bytes[8..<12], as: UTF8.self)) { format = "avif" }
+        // libheif reads AV1 in HEIF too (with dav1d): the primary image's coding tells the two apart.
+        if format == "heic", HEIFFile.isAV1(photo.bytes) { format = "avif" }
         // Refused before libheif parses it, as validate refuses it (a definition may lack validate).
         if format == "heic" || format == "avif" {
             do { try HEIFFile.checkLimits(photo.bytes) } catch let e as HEIFFile.Limit { throw Vips.Failure(description: "HEIF is refused: \(e.description)") }

@@ -53,7 +53,7 @@ public struct ImageProbe: Sendable, Equatable {
 
     public static func probe(_ b: Bytes, scanData: Bool = true) throws -> ImageProbe {
         guard !b.isEmpty else { throw Problem("file is empty (0 bytes)") }
-        guard let format = sniff(b) else { throw Problem("not a JPEG, PNG, WebP, HEIC or AVIF image (unrecognised magic bytes)") }
+        guard var format = sniff(b) else { throw Problem("not a JPEG, PNG, WebP, HEIC or AVIF image (unrecognised magic bytes)") }
         let (w, h): (Int, Int)
         switch format {
         case .jpeg: (w, h) = try jpeg(b, scanData: scanData)
@@ -62,6 +62,7 @@ public struct ImageProbe: Sendable, Equatable {
         case .heic, .avif:
             do { try HEIFFile.checkLimits(b) } catch let e as HEIFFile.Limit { throw Problem("HEIF is refused: \(e.description)") }
             (w, h) = try heic(b)
+            format = HEIFFile.isAV1(b) ? .avif : .heic  // by the image's coding, not the brand
         }
         guard w > 0, h > 0 else { throw Problem("\(format.rawValue) header gives an empty size (\(w)x\(h))") }
         return ImageProbe(format: format, width: w, height: h)

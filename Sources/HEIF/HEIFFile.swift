@@ -26,6 +26,17 @@ public struct HEIFFile: Sendable {
         do { _ = try items(bytes) } catch is Problem {}
     }
 
+    /// Whether the primary image is AV1 (an `av01` item, or a grid of them): AVIF, not
+    /// HEIC, whatever brand comes first in ftyp (a file may list both). When the items
+    /// cannot be read, the major brand decides.
+    public static func isAV1(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if let items = try? items(bytes), let primary = items.types[items.primary] {
+            let coding = primary == "grid" ? items.references("dimg").first { $0.from == items.primary }?.to.first.flatMap { items.types[$0] } : primary
+            if let coding { return coding == "av01" }
+        }
+        return bytes.count >= 12 && ["avif", "avis"].contains(String(decoding: bytes[8..<12], as: UTF8.self))
+    }
+
     /// Transforms in the order the file lists them (HEIF applies them in that order).
     public enum Transform: Sendable, Equatable {
         case rotate(quarterTurnsAnticlockwise: Int)

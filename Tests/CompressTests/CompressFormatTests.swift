@@ -4,6 +4,7 @@ import PhotomemoCore
 import StageKit
 import TestSupport
 import Testing
+import ValidateStage
 @testable import CompressStage
 
 /// The average of each band of an image file.
@@ -44,6 +45,17 @@ func bandMeans(_ path: String) throws -> [Double] {
         guard case .continue(let r) = c.run(path) else { Issue.record("AVIF failed: \(c.run(path))"); return }
         #expect(r["original"]?["format"] == "avif")
         #expect(r["original"]?["width"] == 120 && rendition(r, "display").width == 60)
+        // The coding decides, not the major brand: this AVIF under "mif1", and a real HEIC
+        // under "avif" (an attacker's two swaps) are each what they are.
+        var av1 = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        av1.replaceSubrange(8..<12, with: Array("mif1".utf8))
+        try Data(av1).write(to: URL(fileURLWithPath: path))
+        guard case .continue(let asMif1) = c.run(path) else { Issue.record("AVIF as mif1 failed: \(c.run(path))"); return }
+        #expect(asMif1["original"]?["format"] == "avif")
+        #expect(try ImageProbe.probe(av1).format == .avif)
+        var hevc = [UInt8](try Data(contentsOf: testPhotos.appendingPathComponent("IMG_5195.HEIC")))
+        hevc.replaceSubrange(8..<12, with: Array("avif".utf8))
+        #expect(try ImageProbe.probe(hevc).format == .heic)
     }
 
     @Test func alphaIsFlattenedOnWhite() throws {
