@@ -146,7 +146,12 @@ enum Vips {
     }
 
     static func error(_ what: String) -> Failure {
-        let detail = String(cString: vips_error_buffer()).split(separator: "\n").first.map(String.init) ?? ""
+        // Every line: libheif's reason ("Missing grid images: …") follows libvips' own
+        // ("source: bad seek to …"). The buffer is the process's, so another thread's error
+        // can be in it too: a few lines at most.
+        var lines: [Substring] = []
+        for line in String(cString: vips_error_buffer()).split(separator: "\n") where !lines.contains(line) { lines.append(line) }
+        let detail = String(lines.prefix(4).joined(separator: "; ").prefix(600))
         vips_error_clear()
         return Failure(description: detail.isEmpty ? "\(what) failed" : "\(what) failed: \(detail)")
     }
