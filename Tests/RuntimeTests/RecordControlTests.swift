@@ -104,7 +104,7 @@ import Testing
         #expect(Set(jobs.keys) == Set(JobState.allCases.map(\.rawValue)))
         #expect(jobs["queued"] == 1 && jobs["failed"] == 1 && jobs["done"] == 0)
         let first = try #require(s["stages"]?["first"]?.objectValue)
-        #expect(Set(first.keys) == ["done", "failed", "retried", "skipped", "unavailable", "running", "paused", "p50_ms", "p99_ms"])
+        #expect(Set(first.keys) == ["done", "failed", "retried", "skipped", "unavailable", "running", "held", "paused", "p50_ms", "p99_ms"])
         #expect(first["running"] == 0 && first["p50_ms"] == .null)
         #expect(s["dependencies"] == ["journal": "up"])
         #expect(s["backlog"] == ["inbox_files": 0, "queue_unread_bytes": 0, "inbox_skipped": 0, "inbox_stale": 0, "inbox_stale_bytes": 0])

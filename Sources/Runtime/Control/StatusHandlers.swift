@@ -128,7 +128,8 @@ final class StatusHandlers: ControlHandler {
                 stages[name] = [
                     "done": .int(Int64(s.done)), "failed": .int(Int64(s.failed)), "retried": .int(Int64(s.retried)),
                     "skipped": .int(Int64(s.skipped)), "unavailable": .int(Int64(s.unavailable)),
-                    "running": .int(Int64(snapshot.running[name] ?? 0)), "paused": .bool(snapshot.pausedStages.contains(name)),
+                    "running": .int(Int64(snapshot.running[name] ?? 0)), "held": .int(Int64(snapshot.held[name] ?? 0)),
+                    "paused": .bool(snapshot.pausedStages.contains(name)),
                     "p50_ms": s.percentile(0.5).map(JSONValue.double) ?? .null,
                     "p99_ms": s.percentile(0.99).map(JSONValue.double) ?? .null,
                 ]
@@ -196,6 +197,8 @@ final class StatusHandlers: ControlHandler {
         let definition: String
         let stageNames: [String]
         let running: [String: Int]
+        /// Jobs claimed ahead per stage: `running` in the journal, not started yet.
+        let held: [String: Int]
         /// Every dependency seen, `journal` always: down while its writes fail.
         var dependencies: [String: Bool]
         /// Why those a stage reported are down (its outcome's reason).
@@ -231,6 +234,7 @@ final class StatusHandlers: ControlHandler {
         deps["journal"] = deps["journal", default: true] && writeFailure == nil
         return LoopSnapshot(started: started, paused: s.paused, pausedStages: s.pausedStages, definition: s.definition.name,
                             stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
+                            held: s.ahead.mapValues(\.count),
                             dependencies: deps, dependencyReasons: s.dependencyReasons, journalWriteFailure: writeFailure, backlog: live.backlog(), inboxSkipped: live.inboxSkipped().count,
                             inboxStale: live.inboxStale().values.reduce((0, 0)) { ($0.0 + 1, $0.1 + $1.bytes) }, clients: live.clients(),
                             watchers: live.watching(), lastVerify: live.lastVerify(), homeFolder: s.quarantine.folder)
