@@ -9,9 +9,14 @@ extension Resampler {
         let line: UnsafeMutablePointer<Float>, outLine: UnsafeMutablePointer<Float>
         let lanes: [SIMD4<Float>], offsets: [Int32]
         let dst: UnsafeMutablePointer<UInt8>
+        /// Where each output row's pixels go in `dst` (`Orientation.placement`, in bytes).
+        let placement: (first: Int, dx: Int, dy: Int)
         private(set) var converted = 0, written = 0
 
-        init(width: Int, height: Int, bands: Int, into dst: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int) {
+        /// `outWidth` x `outHeight` is the output as stored; with an `orientation` other than 1
+        /// it lands in `dst` turned upright (`Orientation.uprightSize`).
+        init(width: Int, height: Int, bands: Int, into dst: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int,
+             orientation: Int = 1) {
             rows = Taps(input: height, output: outHeight)
             columns = Taps(input: width, output: outWidth)
             (self.bands, self.dst, self.outHeight) = (bands, dst, outHeight)
@@ -29,6 +34,8 @@ extension Resampler {
             // overwritten when that pixel is stored (the outputs are stored left to right).
             lanes = columns.lanes
             offsets = columns.start.map { $0 * Int32(bands * 4) }
+            let p = Orientation.placement(orientation: orientation, width: outWidth, height: outHeight)
+            placement = (p.first * bands, p.dx * bands, p.dy * bands)
         }
 
         deinit { ring.deallocate(); window.deallocate(); line.deallocate(); outLine.deallocate() }
@@ -52,8 +59,29 @@ extension Resampler {
             lanes.withUnsafeBufferPointer {
                 horizontal4Lanes(line, stride: bands, offsets: offsets, taps: taps, lanes: $0.baseAddress!, into: outLine)
             }
-            let out = dst + y * outRowBytes
-            for x in 0..<outRowBytes { out[x] = byte(outLine[x]) }
+            if placement.dx == bands {
+                let out = dst + placement.first + y * placement.dy
+                for x in 0..<outRowBytes { out[x] = byte(outLine[x]) }
+            } else {
+                place(row: y)
+            }
+        }
+
+        /// An output row written turned: each pixel to its upright place (a column, for 5...8).
+        private func place(row y: Int) {
+            var out = dst + placement.first + y * placement.dy
+            let step = placement.dx
+            if bands == 3 {
+                for x in Swift.stride(from: 0, to: outRowBytes, by: 3) {
+                    out[0] = byte(outLine[x]); out[1] = byte(outLine[x + 1]); out[2] = byte(outLine[x + 2])
+                    out += step
+                }
+            } else {
+                for x in Swift.stride(from: 0, to: outRowBytes, by: bands) {
+                    for b in 0..<bands { out[b] = byte(outLine[x + b]) }
+                    out += step
+                }
+            }
         }
     }
 }
