@@ -6,7 +6,7 @@ extension Resampler {
         let rows: Taps, columns: Taps
         let bands: Int, rowBytes: Int, outRowBytes: Int, outHeight: Int, stride: Int, span: Int, taps: Int
         let ring: UnsafeMutablePointer<Float>, window: UnsafeMutablePointer<UnsafePointer<Float>>
-        let line: UnsafeMutablePointer<Float>, outLine: UnsafeMutablePointer<Float>
+        let line: UnsafeMutablePointer<Float>, outLine: UnsafeMutablePointer<Float>, outBytes: UnsafeMutablePointer<UInt8>
         let lanes: [SIMD4<Float>], offsets: [Int32]
         let dst: UnsafeMutablePointer<UInt8>
         /// Where each output row's pixels go in `dst` (`Orientation.placement`, in bytes).
@@ -28,6 +28,7 @@ extension Resampler {
             window = .allocate(capacity: span)
             line = .allocate(capacity: stride)
             outLine = .allocate(capacity: outRowBytes + 4)
+            outBytes = .allocate(capacity: outRowBytes)
             ring.initialize(repeating: 0, count: span * stride)
             outLine.initialize(repeating: 0, count: outRowBytes + 4)
             // 1 to 4 bands: a pixel is 4 float lanes; those past its bands are the next pixel's,
@@ -38,7 +39,7 @@ extension Resampler {
             placement = (p.first * bands, p.dx * bands, p.dy * bands)
         }
 
-        deinit { ring.deallocate(); window.deallocate(); line.deallocate(); outLine.deallocate() }
+        deinit { ring.deallocate(); window.deallocate(); line.deallocate(); outLine.deallocate(); outBytes.deallocate() }
 
         /// The next input row (`width` x `bands` bytes).
         func push(_ row: UnsafePointer<UInt8>) {
@@ -60,26 +61,33 @@ extension Resampler {
                 horizontal4Lanes(line, stride: bands, offsets: offsets, taps: taps, lanes: $0.baseAddress!, into: outLine)
             }
             if placement.dx == bands {
-                let out = dst + placement.first + y * placement.dy
-                for x in 0..<outRowBytes { out[x] = byte(outLine[x]) }
+                bytes(into: dst + placement.first + y * placement.dy)
             } else {
+                bytes(into: outBytes)
                 place(row: y)
             }
         }
 
-        /// An output row written turned: each pixel to its upright place (a column, for 5...8).
+        /// `outLine` as bytes, packed (a loop LLVM vectorises).
+        private func bytes(into out: UnsafeMutablePointer<UInt8>) {
+            for x in 0..<outRowBytes { out[x] = byte(outLine[x]) }
+        }
+
+        /// A turned output row (in `outBytes`): each pixel to its upright place (a column, for 5...8).
         private func place(row y: Int) {
-            var out = dst + placement.first + y * placement.dy
-            let step = placement.dx
+            var out = dst + placement.first + y * placement.dy, s = UnsafePointer(outBytes)
+            let step = placement.dx, width = outRowBytes / bands
             if bands == 3 {
-                for x in Swift.stride(from: 0, to: outRowBytes, by: 3) {
-                    out[0] = byte(outLine[x]); out[1] = byte(outLine[x + 1]); out[2] = byte(outLine[x + 2])
+                for _ in 0..<width {
+                    out[0] = s[0]; out[1] = s[1]; out[2] = s[2]
                     out += step
+                    s += 3
                 }
             } else {
-                for x in Swift.stride(from: 0, to: outRowBytes, by: bands) {
-                    for b in 0..<bands { out[b] = byte(outLine[x + b]) }
+                for _ in 0..<width {
+                    for b in 0..<bands { out[b] = s[b] }
                     out += step
+                    s += bands
                 }
             }
         }
