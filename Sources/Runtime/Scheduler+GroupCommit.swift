@@ -19,8 +19,7 @@ struct ReturnedRun {
 /// transaction, one fsync, instead of one each behind the other). The same transaction
 /// claims, at the stages the runs' jobs move to, what each has room for: the next stage's
 /// job is dispatched as soon as the loop hears of the commit, without a claim round trip
-/// of its own. A claim in flight (here or in `pump`) counts against its stage's room
-/// (`claimRoom`), so the two never claim the same room twice.
+/// of its own. A claim in flight counts against its stage's room (`claimRoom`).
 extension Scheduler {
     func writeOutcomes() {
         guard !writingOutcomes, !outcomesWaiting.isEmpty else { return }
@@ -36,12 +35,13 @@ extension Scheduler {
             return StageRunSteps(steps: steps, stageName: r.entry.name, durationMs: r.ms)
         }
         let claims = claimsAfter(runs, definition: current)
-        reserve(claims, +1)
+        reserve(claims, +1, byPump: false)
         let journal = self.journal, quarantine = self.quarantine
         loop.submit({ () -> Result<(RecordedOutcomes, [(String, String)], [String]), Error> in
             Failpoint.hit("stage.before_journal")
             return Result {
                 let recorded = try journal.recordOutcomes(runs, thenClaim: claims, photoLocalEnd: current.photoLocalEnd, now: unixNow())
+                Failpoint.hit("stage.after_journal")  // committed: jobs claimed for their next stage, not started
                 // Recorded: a photo that fails to move now is moved at the next start.
                 var errors: [(String, String)] = [], untaken: [String] = []
                 for (run, transitions) in zip(batch, recorded.transitions) {
@@ -58,7 +58,7 @@ extension Scheduler {
             }
         }) { [unowned self] result in
             self.writingOutcomes = false
-            self.reserve(claims, -1)
+            self.reserve(claims, -1, byPump: false)
             switch result {
             case .success(let (recorded, errors, untaken)):
                 if !untaken.isEmpty { self.onUntaken(untaken) }
@@ -89,25 +89,29 @@ extension Scheduler {
         }
         return indexes.sorted().compactMap { i in
             let entry = def.stages[i]
-            let room = pausedStages.contains(entry.name) ? 0 : claimRoom(entry)
+            let room = pausedStages.contains(entry.name) ? 0 : claimRoom(entry, pumping: false)
             return room > 0 ? ClaimRequest(stageIndex: i, stageName: entry.name, limit: room) : nil
         }
     }
 
     /// How many jobs `stage` may claim now: a run's worth per free slot, and while every
     /// outcome is written, a run's worth per slot more to hold ahead; less what claims in
-    /// flight will bring.
-    func claimRoom(_ entry: JobDefinition.StageEntry) -> Int {
+    /// flight will bring. An outcome's claim does not wait for a pump's claim in flight
+    /// (`pumping`: it would leave the job to that claim, or to the next, a round trip
+    /// later); if both find jobs the stage holds up to a run a slot more for a while, in
+    /// turn order all the same.
+    func claimRoom(_ entry: JobDefinition.StageEntry, pumping: Bool = true) -> Int {
         let perRun = type(of: entry.stage).jobsPerRun
         let room = max(0, slots.free(entry.name, concurrency: entry.concurrency)) * perRun
             + (unrecorded.isEmpty ? aheadRoom(entry.name, concurrency: entry.concurrency, jobsPerRun: perRun) : 0)
-        return max(0, room - claimsInFlight[entry.name, default: 0])
+        return max(0, room - outcomeClaims[entry.name, default: 0] - (pumping ? pumpClaims[entry.name, default: 0] : 0))
     }
 
-    func reserve(_ claims: [ClaimRequest], _ sign: Int) {
+    /// Counts claims in flight (`sign` +1) or done (-1) against their stages' room.
+    func reserve(_ claims: [ClaimRequest], _ sign: Int, byPump: Bool) {
         for c in claims {
-            let n = claimsInFlight[c.stageName, default: 0] + sign * c.limit
-            claimsInFlight[c.stageName] = n > 0 ? n : nil
+            let n = (byPump ? pumpClaims : outcomeClaims)[c.stageName, default: 0] + sign * c.limit
+            if byPump { pumpClaims[c.stageName] = n > 0 ? n : nil } else { outcomeClaims[c.stageName] = n > 0 ? n : nil }
         }
     }
 

@@ -63,8 +63,10 @@ final class Scheduler {
     /// is (`Scheduler+GroupCommit`: written together, in one transaction).
     var outcomesWaiting: [ReturnedRun] = []
     var writingOutcomes = false
-    /// Per stage, the jobs claims in flight may bring (counted against its room).
-    var claimsInFlight: [String: Int] = [:]
+    /// Per stage, the jobs claims in flight may bring (counted against its room): the
+    /// pump's, and the outcome write's.
+    var pumpClaims: [String: Int] = [:]
+    var outcomeClaims: [String: Int] = [:]
     /// Jobs claimed ahead, per stage, in claiming order (`Scheduler+Ahead`): each starts
     /// the moment a slot of its stage is free, without a claim in between.
     var ahead: [String: [(job: ClaimedJob, definition: JobDefinition)]] = [:]
@@ -207,7 +209,7 @@ final class Scheduler {
         guard !free.isEmpty, crashSuspectRunning == nil else { return }
         claiming = true
         let reserved = free.map { ClaimRequest(stageIndex: $0.0, stageName: $0.1, limit: $0.2) }
-        reserve(reserved, +1)
+        reserve(reserved, +1, byPump: true)
         let journal = self.journal
         let idle = runningCount == 0
         // Each stage's claim is its own transaction: what was claimed before an error is
@@ -235,7 +237,7 @@ final class Scheduler {
             }
         }) { [unowned self] result in
             self.claiming = false
-            self.reserve(reserved, -1)
+            self.reserve(reserved, -1, byPump: true)
             if result.suspect, let job = result.claimed.first {
                 Log.notice("running alone: the daemon died of a fatal signal while this stage ran on it once", job: job.context.id,
                            stage: def.stages[job.stageIndex].name)

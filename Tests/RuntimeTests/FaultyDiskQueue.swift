@@ -13,6 +13,8 @@ final class FaultyDiskQueue: JobQueue, @unchecked Sendable {  // `written` is lo
     let written = LockedValue<[String: Double]>([:])  // "job:stage" → when recordOutcomes returned
     let failing = LockedValue(false)
     let refused = LockedValue(0)  // outcome writes failed so far
+    let outcomeWrites = LockedValue<[Int]>([])  // runs in each outcome write that committed
+    let claimedByClaims = LockedValue(0)  // jobs claimed by claims of their own (not by an outcome's transaction)
 
     init(_ journal: Journal, delay: Double = 0) {
         self.journal = journal
@@ -27,13 +29,16 @@ final class FaultyDiskQueue: JobQueue, @unchecked Sendable {  // `written` is lo
         let recorded = try journal.recordOutcomes(runs, thenClaim: claims, photoLocalEnd: photoLocalEnd, now: now)
         usleep(UInt32(delay * 1_000_000))
         let at = unixNow()
+        outcomeWrites.withLock { $0.append(runs.count) }
         written.withLock { w in for run in runs { for r in run.steps { w["\(r.job.context.id):\(run.stageName)"] = at } } }
         return recorded
     }
 
     func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, photoLocalEnd: Int, now: Double) throws -> [ClaimedJob] {
-        try journal.claim(stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects, photoLocalEnd: photoLocalEnd,
-                          now: now)
+        let claimed = try journal.claim(stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects,
+                                        photoLocalEnd: photoLocalEnd, now: now)
+        claimedByClaims.withLock { $0 += claimed.count }
+        return claimed
     }
     func release(_ claims: [(job: ClaimedJob, stage: String)], reason: String, now: Double) throws {
         try journal.release(claims, reason: reason, now: now)
