@@ -35,7 +35,7 @@ extension Scheduler {
         let stage = run.entry.name
         guard !stopping else {
             if run.failures > 0 { slots.writeSettled(stage) }
-            ended(run.jobs, stage: stage)
+            ended(run.jobs, stage: stage, recorded: false)
             unpark(run.jobs, run: false)
             for job in run.jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: stage) }
             return
@@ -51,9 +51,11 @@ extension Scheduler {
     }
 
     /// A stage run's jobs are recorded: forget them as in flight (their slot is free since
-    /// the run returned).
-    func ended(_ jobs: [ClaimedJob], stage: String) {
+    /// the run returned). Not `recorded` (stopping with the journal down), their start
+    /// marks stay: they ran, and the next start counts the attempt.
+    func ended(_ jobs: [ClaimedJob], stage: String, recorded: Bool = true) {
         slots.ended(stage, jobs: jobs.count)
+        if recorded { startMarks?.ended(jobs.map(\.context.id)) }
         for job in jobs {
             runningJobs[job.context.id] = nil
             recording.remove(job.context.id)
