@@ -17,9 +17,10 @@ struct ReturnedRun {
 /// Group commit, and claiming in the outcome's transaction. One outcome write is in flight
 /// at a time; the runs that return meanwhile wait and go together in the next (one
 /// transaction, one fsync, instead of one each behind the other). The same transaction
-/// claims, at the stages the runs' jobs move to, what each has room for: the next stage's
-/// job is dispatched as soon as the loop hears of the commit, without a claim round trip
-/// of its own. A claim in flight counts against its stage's room (`claimRoom`).
+/// claims what the stages the runs' jobs move to have room for (and, with a job still held
+/// there, the runs' own stages: `claimsAfter`): the next stage's job is dispatched as soon
+/// as the loop hears of the commit, without a claim round trip of its own. A claim in
+/// flight counts against its stage's room (`claimRoom`).
 extension Scheduler {
     func writeOutcomes() {
         guard !writingOutcomes, !outcomesWaiting.isEmpty else { return }
@@ -78,18 +79,22 @@ extension Scheduler {
     }
 
     /// What the outcome's transaction claims: the room of the stages the runs' jobs move
-    /// to, none while nothing may start. Not the runs' own stages: the room a run left
-    /// there is refilled by `pump` at once, while this write may wait on a slow disk (it
-    /// would hold that room meanwhile, and the stage's slot could idle).
+    /// to, and of the runs' own stages while a job is still held there for the next free
+    /// slot; none while nothing may start. A run's own stage with nothing held is left to
+    /// `pump`, which refills it at once: this write may wait on a slow disk, holding that
+    /// room meanwhile, and the stage's next slot could idle.
     func claimsAfter(_ runs: [StageRunSteps], definition def: JobDefinition) -> [ClaimRequest] {
         guard !stopping, !paused, !movingStages, crashSuspectRunning == nil else { return [] }
-        var indexes = Set<Int>()
+        var next = Set<Int>(), own = Set<Int>()
         for run in runs {
-            for (_, step) in run.steps { if case .advance(let next) = step.next, next < def.stages.count { indexes.insert(next) } }
+            if ahead[run.stageName]?.isEmpty == false, let i = def.stages.firstIndex(where: { $0.name == run.stageName }) { own.insert(i) }
+            for (_, step) in run.steps { if case .advance(let n) = step.next, n < def.stages.count { next.insert(n) } }
         }
-        return indexes.sorted().compactMap { i in
+        return next.union(own).sorted().compactMap { i in
             let entry = def.stages[i]
-            let room = pausedStages.contains(entry.name) ? 0 : claimRoom(entry, pumping: false)
+            // A next stage's claim does not wait for a pump's claim in flight (`claimRoom`);
+            // the own stage's room is the pump's first.
+            let room = pausedStages.contains(entry.name) ? 0 : claimRoom(entry, pumping: !next.contains(i))
             return room > 0 ? ClaimRequest(stageIndex: i, stageName: entry.name, limit: room) : nil
         }
     }

@@ -28,6 +28,23 @@ import Testing
         #expect(try #require(probes[2].runs.value.first).at >= written["\(id):b"] ?? .infinity)
     }
 
+    /// On a backlog a stage's own room is refilled in its outcome's transaction too, while
+    /// a job is still held for its next free slot: some of twelve jobs are claimed so,
+    /// each runs once, and the stage never runs more than its concurrency at once.
+    @Test func aBacklogIsRefilledInTheOutcomesTransaction() throws {
+        let probe = StageProbe()
+        var disk: FaultyDiskQueue?
+        let rig = try SchedulerRig([("only", TestStage(probe) { _ in usleep(5000); return .continue() }, 2)],
+                                   queue: { j in let q = FaultyDiskQueue(j); disk = q; return q })
+        let ids = try rig.enqueue(12)
+        let run = try rig.run(timeout: 20) { ids.allSatisfy { (try? rig.state($0)) == .done } }
+        #expect(run.met && run.closed == 0)
+        #expect(Set(probe.runs.value.map(\.job)) == Set(ids) && probe.runs.value.count == 12 && probe.maxInFlight.value <= 2)
+        // Of the 8 after the first claim (2 running, 2 held), at least 2 came with an outcome (none without).
+        let own = try #require(disk).claimedByClaims.value
+        #expect(own <= 10, "\(own) of 12 jobs claimed by claims of their own")
+    }
+
     /// Three runs return together: the first one's outcome is written at once, and the
     /// two that return while it is written (a slow disk) go together after it, in one
     /// transaction, not one each.
