@@ -91,6 +91,8 @@ public final class Daemon {
         try home.prepare()
         let lockFD = try home.lock()
         defer { close(lockFD) }
+        let leftovers = LeftoverProcesses.endAndTag(home: home.root)
+        if leftovers > 0 { Log.warning("ended \(leftovers) processes the last run left running (exec stages and what they started)") }
         SignalWatcher.ignoreSIGPIPE()
         // Stages run on the libuv pool: size it for the stages' concurrency plus intake.
         // The database and the store are the runtime's, opened once; stages get them (or
