@@ -17,7 +17,6 @@ enum LeftoverProcesses {
     /// A new tag for this run, and the leftovers of earlier runs of `home` ended: call at
     /// start, under the home's lock and before anything is spawned. Returns how many were.
     static func endAndTag(home: String) -> Int {
-        let prefix = SubprocessEnvironment.runVariable + "=" + home + "#"
         let tag = "\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         SubprocessEnvironment.runTag.value = home + "#" + tag
         var ended = 0
@@ -29,13 +28,18 @@ enum LeftoverProcesses {
             guard fd >= 0 else { continue }
             defer { close(fd) }
             guard let env = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")) else { continue }
-            let leftover = env.split(separator: 0).contains { entry in
-                let text = String(decoding: entry, as: UTF8.self)
-                return text.hasPrefix(prefix) && text.dropFirst(prefix.count) != tag
-            }
+            let leftover = env.split(separator: 0).contains { isLeftover(String(decoding: $0, as: UTF8.self), home: home, run: tag) }
             if leftover, pm_pidfd_send_signal(fd, SIGKILL) == 0 { ended += 1 }
         }
         return ended
+    }
+
+    /// Whether an environment entry is `PHOTOMEMO_RUN` of `home` and another run than
+    /// `run`: split at the last '#' (a home's path may hold one; an instance does not).
+    static func isLeftover(_ entry: String, home: String, run: String) -> Bool {
+        let prefix = SubprocessEnvironment.runVariable + "="
+        guard entry.hasPrefix(prefix), let mark = entry.lastIndex(of: "#") else { return false }
+        return entry[entry.index(entry.startIndex, offsetBy: prefix.count)..<mark] == home && entry[entry.index(after: mark)...] != run
     }
 
     private static func processIDs() -> [pid_t] {

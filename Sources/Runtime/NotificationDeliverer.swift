@@ -48,6 +48,7 @@ final class NotificationDeliverer {
         // What this daemon was sending when it stopped is due again now, not at the claim's end.
         loop.submit({ Result { try store.releaseDeliveryClaims(of: claimant, ids: nil) } }) { [unowned self] result in
             if case .failure(let e) = result { Log.error("notifications: \(e)") }
+            guard !self.closed else { return }  // a stop that came first closed the timer
             self.timer.start(afterMs: 0, repeatMs: 250) { [unowned self] in self.tick() }
         }
     }

@@ -203,7 +203,7 @@ import Testing
         #expect(env.contains("PHOTOMEMO_SUBSCRIPTION=\(sub["id"]?.stringValue ?? "?")"))
         #expect(names.contains("PATH") && names.contains("PHOTOMEMO_EVENT_ID"))
         // What /bin/sh adds itself (PWD, SHLVL, _) is all there is beyond the allowed set.
-        let allowed: Set<String> = ["PATH", "HOME", "LANG", "PHOTOMEMO_SUBSCRIPTION", "PHOTOMEMO_EVENT_ID", "PWD", "SHLVL", "_", "OLDPWD"]
+        let allowed: Set<String> = ["PATH", "HOME", "LANG", "PHOTOMEMO_SUBSCRIPTION", "PHOTOMEMO_EVENT_ID", "PHOTOMEMO_RUN", "PWD", "SHLVL", "_", "OLDPWD"]
         #expect(names.subtracting(allowed).isEmpty, "unexpected: \(names.subtracting(allowed).sorted())")
         #expect(d.stop().status == 0)
     }
