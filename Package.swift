@@ -79,10 +79,11 @@ let package = Package(
         .target(name: "NotifyStage", dependencies: ["StageKit", "Index"], path: "Plugins/Notify"),
         .target(name: "IndexStage", dependencies: ["StageKit", "Index"], path: "Plugins/Index"),
         .target(name: "UploadStage", dependencies: ["PhotomemoCore", "StageKit", "Stores"], path: "Plugins/Upload"),
-        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "StageKit", "CVips", "HEIF", "CAVCodec", "CDe265"], path: "Plugins/Compress"),
+        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "StageKit", "CVips", "HEIF", "CAVCodec"], path: "Plugins/Compress"),
 
         .executableTarget(name: "photomemo-bench", dependencies: [
             "ControlProtocol", "CompressStage", "IndexStage", "ExecStage", "Stores", "Index", "Journal", "PhotomemoCore", "StageKit", "Postgres",
+            "HEIF", "CDe265",
         ]),
         .executableTarget(name: "photomemo", dependencies: [
             "PhotomemoCore", "StageKit", "ControlProtocol", "Runtime", "ValidateStage", "ExecStage", "CommentStage", "CompressStage", "UploadStage", "IndexStage", "NotifyStage",

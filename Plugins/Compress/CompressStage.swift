@@ -195,10 +195,12 @@ public struct CompressStage: Stage {
         // 8-bit ones after (on fewer pixels).
         let wide = !image.isUchar
         if wide { image = try Self.toSRGB8(image) }
+        // Turned upright as the resampler writes (one pass fewer over a portrait's base).
         if image.width != storedW || image.height != storedH {
-            image = try image.resampled(width: storedW, height: storedH)
+            image = try image.resampled(width: storedW, height: storedH, orientation: turn)
+        } else if turn != 1 {
+            image = try image.uprighted(orientation: turn)
         }
-        if turn != 1 { image = try image.uprighted(orientation: turn) }
         if !wide { image = try Self.toSRGB8(image) }
         if image.hasAlpha { image = try image.flattenedOnWhite() }
         if !keepMetadata || stripGPS { Self.removeGPS(image) }

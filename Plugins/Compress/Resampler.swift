@@ -76,10 +76,13 @@ enum Resampler {
     }
 
     /// Resamples `src` (`width` x `height`, `bands` bytes per pixel, rows packed) into `dst`
-    /// (`outWidth` x `outHeight`, packed). No intermediate image: the ring is a few rows.
+    /// (`outWidth` x `outHeight`, packed), turned upright for EXIF `orientation` on the way
+    /// out (then `dst` is `Orientation.uprightSize` of the output). No intermediate image:
+    /// the ring is a few rows.
     static func resample(_ src: UnsafePointer<UInt8>, width: Int, height: Int, bands: Int,
-                         into dst: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int) {
-        let stream = Stream(width: width, height: height, bands: bands, into: dst, outWidth: outWidth, outHeight: outHeight)
+                         into dst: UnsafeMutablePointer<UInt8>, outWidth: Int, outHeight: Int, orientation: Int = 1) {
+        let stream = Stream(width: width, height: height, bands: bands, into: dst, outWidth: outWidth, outHeight: outHeight,
+                            orientation: orientation)
         for y in 0..<height { stream.push(src + y * width * bands) }
     }
 }

@@ -78,17 +78,20 @@ final class VipsImageRef {
     }
 
     /// This image resampled to `width` x `height` by `Resampler` (8-bit images only;
-    /// the stage converts others to 8-bit first). Computes the pixels.
-    func resampled(width w: Int, height h: Int) throws -> VipsImageRef {
+    /// the stage converts others to 8-bit first), then turned upright for EXIF
+    /// `orientation` as `uprighted` does, in the same pass. Computes the pixels.
+    func resampled(width w: Int, height h: Int, orientation: Int = 1) throws -> VipsImageRef {
         precondition(isUchar, "Resampler takes 8-bit pixels")
+        let (uw, uh) = Orientation.uprightSize(width: w, height: h, orientation: orientation)
         // The stage checked the size against its pixel limit; a side past Int32 is an error, not a trap.
-        guard let w32 = Int32(exactly: w), let h32 = Int32(exactly: h), w > 0, h > 0 else {
+        guard let w32 = Int32(exactly: uw), let h32 = Int32(exactly: uh), w > 0, h > 0 else {
             throw Vips.Failure(description: "resize to \(w)x\(h) is out of range")
         }
         let input = try inMemory()
         guard let out = pm_vips_new_memory_like(input.ptr, w32, h32) else { throw Vips.error("resize") }
         Resampler.resample(pm_vips_pixels(input.ptr), width: input.width, height: input.height, bands: Int(pm_vips_bands(ptr)),
-                           into: pm_vips_pixels(out), outWidth: w, outHeight: h)
+                           into: pm_vips_pixels(out), outWidth: w, outHeight: h, orientation: orientation)
+        if orientation != 1 { pm_vips_set_upright(out, (5...8).contains(orientation) ? 1 : 0) }
         return VipsImageRef(out)
     }
 

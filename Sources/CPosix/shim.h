@@ -54,6 +54,17 @@ static inline int pm_pidfd_open(pid_t pid) {
 #endif
 }
 
+/* pidfd_send_signal(2) (Linux 5.1): a signal to the process the descriptor names, never to
+   a later process that reused its pid. -1 with errno ENOSYS on older kernels. */
+static inline int pm_pidfd_send_signal(int pidfd, int sig) {
+#ifdef SYS_pidfd_send_signal
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 /* 1 when the child has exited (left unreaped, WNOWAIT, so its pid still names its process
    group and stragglers can be killed safely), 0 when it runs, -1 on error. */
 static inline int pm_child_exited(pid_t pid) {
@@ -116,6 +127,24 @@ static inline long pm_random_bytes(void *buf, size_t count) {
    thread ends (keep that thread alive as long as the child). Only async-signal-safe calls
    between fork and exec; `path` is already resolved. Returns the pid, or -1 with
    *spawn_errno set (the exec's own errno, reported through a close-on-exec pipe). */
+/* Every descriptor from `first` on closes at exec: a child gets 0, 1 and 2 only, never one
+   the daemon inherited without close-on-exec (a parent's pipe it waits on for EOF would
+   stay open as long as the child, and its children, run). Async-signal-safe. */
+static inline void pm_cloexec_from(int first) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)first, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */) == 0) return;
+#endif
+    long max = sysconf(_SC_OPEN_MAX);
+    for (int fd = first; fd < (max > 0 && max < 65536 ? max : 65536); fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+#include <spawn.h>
+/* glibc 2.34's closefrom action for posix_spawn, declared only under _GNU_SOURCE. */
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *, int);
+static inline int pm_spawn_close_from(posix_spawn_file_actions_t *actions, int first) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, first);
+}
+
 static inline pid_t pm_spawn_dying_with_parent(const char *path, char *const argv[], char *const envp[],
                                                int in, int out, int err, int *spawn_errno) {
     int report[2];
@@ -133,6 +162,7 @@ static inline pid_t pm_spawn_dying_with_parent(const char *path, char *const arg
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         if (getppid() != parent) _exit(127);  /* the daemon died before the prctl */
         if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) { int e = errno; (void)!write(report[1], &e, sizeof e); _exit(127); }
+        pm_cloexec_from(3);
         execve(path, argv, envp);
         int e = errno;
         (void)!write(report[1], &e, sizeof e);

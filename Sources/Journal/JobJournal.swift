@@ -44,8 +44,9 @@ public protocol JobIntake: AnyObject, Sendable {
     /// These photos' records came back from the trash: the same bytes are a duplicate again.
     func recordsRestored(photos: [(sha256: String, owner: String?)]) throws
     /// At start: jobs left `running` resume at their stage (the interrupted run counts
-    /// as an attempt); those a fatal signal interrupted have a crash counted.
-    func resumeInterrupted(maxAttempts: Int, crashed: [Int64: String], signal: String, now: Double) throws -> ResumeCounts
+    /// as an attempt, unless `started` shows it never began); those a fatal signal
+    /// interrupted have a crash counted.
+    func resumeInterrupted(maxAttempts: Int, crashed: [Int64: String], started: [Int64: Int]?, signal: String, now: Double) throws -> ResumeCounts
 }
 
 /// What the control plane asks and changes: jobs, their history, retry and cancel,

@@ -60,6 +60,8 @@ struct SpawnedChild {
         posix_spawn_file_actions_adddup2(&actions, stdin, 0)
         posix_spawn_file_actions_adddup2(&actions, stdout, 1)
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        // Nothing else the daemon holds (see pm_cloexec_from).
+        pm_spawn_close_from(&actions, 3)
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }

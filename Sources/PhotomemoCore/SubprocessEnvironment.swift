@@ -8,6 +8,12 @@ import StageKit
 public enum SubprocessEnvironment {
     public static let inherited = ["PATH", "HOME", "LANG"]
 
+    /// `PHOTOMEMO_RUN`, set by the daemon in every subprocess (and so its children): this
+    /// run's tag, `HOME#instance`, by which its next start finds what a kill left running
+    /// (`LeftoverProcesses`). Set once at start, before anything is spawned.
+    public static let runVariable = "PHOTOMEMO_RUN"
+    public static let runTag = LockedValue<String?>(nil)
+
     /// `passing`: daemon variables copied when set; `values`: literal NAME → value;
     /// `documented`: the caller's own variables, which win over both.
     public static func clean(passing names: [String] = [], values: [String: String] = [:], documented: [String: String] = [:],
@@ -16,6 +22,7 @@ public enum SubprocessEnvironment {
         for name in inherited + names { if let v = parent[name] { env[name] = v } }
         env.merge(values) { _, new in new }
         env.merge(documented) { _, new in new }
+        if let tag = runTag.value { env[runVariable] = tag }
         return env
     }
 

@@ -91,6 +91,8 @@ public final class Daemon {
         try home.prepare()
         let lockFD = try home.lock()
         defer { close(lockFD) }
+        let leftovers = LeftoverProcesses.endAndTag(home: home.root)
+        if leftovers > 0 { Log.warning("ended \(leftovers) processes the last run left running (exec stages and what they started)") }
         SignalWatcher.ignoreSIGPIPE()
         // Stages run on the libuv pool: size it for the stages' concurrency plus intake.
         // The database and the store are the runtime's, opened once; stages get them (or
@@ -114,9 +116,10 @@ public final class Daemon {
         // counted at their stage (a SIGKILL or a clean stop leaves the log empty).
         let crash = FatalSignalLog.lastCrash(in: home.crashLog)
         if let crash { Log.warning("the last run died of \(crash.signal) while running \(crash.running.count) jobs") }
+        let started = StartMarks.lastStarted(in: home.startMarks)
         let counts = try DiskSpace.waitingForSpace("resuming interrupted jobs") {
             try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts, crashed: crash?.running ?? [:],
-                                          signal: crash?.signal ?? "a fatal signal", now: unixNow())
+                                          started: started, signal: crash?.signal ?? "a fatal signal", now: unixNow())
         }
         if counts.resumed > 0 { Log.notice("resuming \(counts.resumed) interrupted jobs") }
         if counts.failed > 0 { Log.warning("\(counts.failed) jobs failed: interrupted too many times") }
@@ -131,6 +134,9 @@ public final class Daemon {
             try Self.loadDefinition(file: jobFile, registry: registry, home: home, database: database, store: store, resources: resources)
         }, backend: backend, assets: assets, decodeMemory: decodeMemory))
         let (loop, services) = (daemon.loop, daemon.services)
+        do { daemon.scheduler.startMarks = try StartMarks(path: home.startMarks) } catch let e as SystemError {
+            throw PhotomemoError(.io, "cannot keep start marks in \(home.startMarks): \(e.reason)")
+        }
         let notify = SystemdNotify()
         let shutdown = try ShutdownController(loop: loop, services: services, lane: daemon.lane, scheduler: daemon.scheduler,
                                               deliverer: daemon.deliverer, wakeup: daemon.wakeup, notify: notify,

@@ -26,6 +26,8 @@ public struct Home: Sendable {
     public var lockFile: String { root + "/photomemo.lock" }
     /// The fatal-signal line of the last run that crashed (empty otherwise); read at start.
     public var crashLog: String { root + "/crash.log" }
+    /// The jobs whose stage runs started (`StartMarks`), mapped in memory; read at start.
+    public var startMarks: String { root + "/started" }
 
     /// Refuses a home that other users can write (they could swap the journal or plant
     /// symlinks) before touching anything in it, then creates the layout.

@@ -70,6 +70,7 @@ extension Scheduler {
         let entry = def.stages[jobs[0].stageIndex]
         slots.started(entry.name, jobs: jobs.count)
         for job in jobs { runningJobs[job.context.id] = entry.name }
+        startMarks?.started(jobs.map { ($0.context.id, $0.context.attempt) })
         logRunning()
         let contexts = jobs.map { job in
             Log.debug("started (attempt \(job.context.attempt))", job: job.context.id, stage: entry.name)

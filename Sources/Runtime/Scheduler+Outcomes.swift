@@ -61,7 +61,7 @@ extension Scheduler {
                 // Stopping: the jobs stay `running` and resume at the next start (stages are
                 // idempotent), and so do any claimed for their next stage meanwhile.
                 if failures > 0 { self.slots.writeSettled(entry.name) }
-                self.ended(jobs, stage: entry.name)
+                self.ended(jobs, stage: entry.name, recorded: false)
                 self.unpark(jobs, run: false)
                 for job in jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: entry.name) }
             }
@@ -71,9 +71,11 @@ extension Scheduler {
     }
 
     /// A stage run's jobs are recorded: forget them as in flight (their slot is free since
-    /// the run returned).
-    func ended(_ jobs: [ClaimedJob], stage: String) {
+    /// the run returned). Not `recorded` (stopping with the journal down), their start
+    /// marks stay: they ran, and the next start counts the attempt.
+    func ended(_ jobs: [ClaimedJob], stage: String, recorded: Bool = true) {
         slots.ended(stage, jobs: jobs.count)
+        if recorded { startMarks?.ended(jobs.map(\.context.id)) }
         for job in jobs {
             runningJobs[job.context.id] = nil
             recording.remove(job.context.id)

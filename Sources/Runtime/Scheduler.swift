@@ -54,6 +54,9 @@ final class Scheduler {
     /// Of those, the jobs whose run returned and whose outcome is being written: not what
     /// a fatal signal's log line names.
     var recording: Set<Int64> = []
+    /// The runs started, as the next process will read them after a kill (`StartMarks`):
+    /// a job claimed but not started is not charged an attempt. The daemon's; nil in tests.
+    var startMarks: StartMarks?
     /// Jobs claimed for their next stage while the loop has not yet heard that their last
     /// stage's outcome was written (the claim saw the commit first): each holds a slot of
     /// its stage and is dispatched right after that stage is reported, so a job's events

@@ -79,8 +79,11 @@ func compressAll(_ files: [String], workers: Int, out: String, repeatUntil total
 limitMallocArenas(2)
 
 var args = Arguments()
-if let decoder = args.value("--heic-floor").flatMap(HEIFFloor.Decoder.init) {
-    for f in args.rest { _ = try HEIFFloor.decodeTiles(try Data(contentsOf: URL(fileURLWithPath: f)), with: decoder) }
+if let decoder = args.value("--heic-floor") {
+    for f in args.rest {
+        let data = try Data(contentsOf: URL(fileURLWithPath: f))
+        _ = decoder == "libde265" ? try De265Floor.decodeTiles(data) : try HEIFFloor.decodeTiles(data)
+    }
     exit(0)
 }
 let heicLibvips = args.flag("--heic-libvips")

@@ -37,3 +37,25 @@ import Testing
         }
     }
 }
+
+/// The resampler turning its output upright as it writes (`Resampler.resample(orientation:)`)
+/// gives the same bytes as resampling, then `Orientation.upright`.
+@Suite struct ResamplerOrientationTests {
+    @Test(arguments: 1...8)
+    func resamplingUprightIsResamplingThenTurning(_ o: Int) {
+        for (w, h, ow, oh, bands) in [(13, 9, 7, 5, 3), (9, 13, 5, 7, 1), (8, 6, 8, 6, 4), (11, 7, 6, 4, 2), (40, 30, 3, 17, 3)] {
+            let src = (0..<(w * h * bands)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ $0 / 5) }
+            let stored = resample(src, w, h, bands: bands, to: ow, oh)
+            var expected = [UInt8](repeating: 0, count: stored.count)
+            Orientation.upright(stored, width: ow, height: oh, bands: bands, orientation: o, into: &expected)
+            var fused = [UInt8](repeating: 0, count: stored.count)
+            src.withUnsafeBufferPointer { s in
+                fused.withUnsafeMutableBufferPointer { d in
+                    Resampler.resample(s.baseAddress!, width: w, height: h, bands: bands, into: d.baseAddress!, outWidth: ow, outHeight: oh,
+                                       orientation: o)
+                }
+            }
+            #expect(fused == expected, "orientation \(o), \(w)x\(h) → \(ow)x\(oh)x\(bands)")
+        }
+    }
+}

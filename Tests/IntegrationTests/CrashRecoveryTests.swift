@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// kill -9 at the dangerous instants, then restart: every job finishes, none is lost,
@@ -68,6 +69,42 @@ import Testing
         #expect(d.lines("runs.log").count == 4)
         try d.start()
         try expectEverythingOnce(d, jobs: 9)
+        #expect(d.stop().status == 0)
+    }
+
+    /// Killed twice while jobs are claimed ahead, with two attempts allowed: only the jobs
+    /// whose stage ran at both kills fail (out of attempts); a job held ahead never started
+    /// and is not charged (it used to be, so waiting photos failed after two kills).
+    @Test func jobsClaimedAheadAreNotChargedAnAttemptWhenKilled() throws {
+        let script = packageRoot.appendingPathComponent("Tests/IntegrationTests/Fixtures/effect-stage.sh").path
+        let d = try DaemonHarness(stages: """
+            {"name": "test", "stages": [
+              {"use": "validate", "with": {}},
+              {"use": "exec", "with": {"command": ["\(script)"], "timeout_ms": 20000, "pass_env": ["EFFECTS", "EFFECT_SLEEP"]}, "concurrency": 4}],
+             "retry": {"max_attempts": 2, "base_ms": 50, "max_ms": 200}}
+            """)
+        for round in 1...2 {
+            try d.start(env: ["EFFECT_SLEEP": "10"])
+            if round == 1 { try feed(d, photos: Self.photos, lines: 3) }
+            try d.waitUntil("four jobs run and others are claimed ahead (round \(round))") {
+                d.lines("runs.log").count == 4 * round && (try? json(d, ["status"])["stages"]?["exec"]?["held"]?.intValue ?? 0) ?? 0 >= 1
+            }
+            #expect(d.stop(SIGKILL).status == SIGKILL)
+        }
+        try d.start()
+        try d.waitIdle(jobs: 9)
+        let runs = d.lines("runs.log")
+        let states = try d.journalDB().query("SELECT key, state FROM jobs")
+        #expect(states.count == 9)
+        for row in states {
+            let (key, state) = (row.string(0)!, row.string(1)!)
+            let started = runs.filter { $0 == key }.count
+            if state == "failed" {
+                #expect(started == 2, "\(key) failed after \(started) runs")
+            } else {
+                #expect(state == "done", "\(key) is \(state)")
+            }
+        }
         #expect(d.stop().status == 0)
     }
 

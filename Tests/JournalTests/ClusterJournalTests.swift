@@ -97,8 +97,8 @@ import TestSupport
         let events = try b.history(job.context.id).map(\.event)
         #expect(events == ["accepted", "started", "resumed", "started"])
         // A restarted host resumes only what it was running itself.
-        #expect(try a.resumeInterrupted(maxAttempts: 5, crashed: [:], signal: "", now: unixNow()).resumed == 0)
-        #expect(try b.resumeInterrupted(maxAttempts: 5, crashed: [:], signal: "", now: unixNow()).resumed == 1)
+        #expect(try a.resumeInterrupted(maxAttempts: 5, crashed: [:], started: nil, signal: "", now: unixNow()).resumed == 0)
+        #expect(try b.resumeInterrupted(maxAttempts: 5, crashed: [:], started: nil, signal: "", now: unixNow()).resumed == 1)
     }
 
     @Test func queuePositionsAndTakenInboxFilesArePerHost() throws {

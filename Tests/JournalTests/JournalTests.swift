@@ -324,6 +324,26 @@ final class JournalFixture {
         #expect(try f.journal.counts()[.failed] == 1)
     }
 
+    /// A job claimed but never started (held ahead when the daemon was killed) resumes with
+    /// no attempt counted, however often that happens; one that started at its attempt is
+    /// charged, and a mark of an earlier attempt does not count as this one's.
+    @Test(arguments: Engine.allCases) func claimedJobsThatNeverStartedAreNotCharged(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        _ = try f.journal.commitMemos([f.memo("ran"), f.memo("held")], position: nil, joinTimeoutSeconds: 60)
+        for _ in 1...3 {
+            let claimed = try f.journal.claim(stageIndex: 0, stageName: "one", limit: 2)
+            #expect(claimed.count == 2)
+            let ran = try #require(claimed.first { $0.context.key == "ran" })
+            // The held job's stale mark (an attempt it never reached) is no start either.
+            let r = try f.journal.resumeInterrupted(maxAttempts: 3, started: [ran.context.id: ran.context.attempt, 2: 7])
+            #expect(r.resumed + r.failed == 2)
+        }
+        #expect(try f.summary(1).state == .failed)  // three starts, three interruptions: out of attempts
+        #expect(try f.summary(2).state == .queued)
+        #expect(try f.summary(2).attempts == 0)
+        #expect(try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1).first?.context.attempt == 1)
+    }
+
     @Test(arguments: Engine.allCases) func twoFatalSignalsAtOneStageFailTheJobAndSuspectsAreClaimedApart(_ engine: Engine) throws {
         let f = try JournalFixture(engine)
         _ = try f.journal.commitMemos([f.memo("poison"), f.memo("bystander")], position: nil, joinTimeoutSeconds: 60)
