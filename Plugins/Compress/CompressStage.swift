@@ -128,8 +128,9 @@ public struct CompressStage: Stage {
 
     /// Decodes once and produces every rendition in memory; `jpegScale` overrides the JPEG
     /// decode scale (tests compare scales with it).
-    /// `shareCores`: the renditions may be made at once when no other compress runs.
-    func make(_ photo: PhotoBytes, key: String = "", jpegScale: JPEGScale? = nil, shareCores: Bool = false) throws
+    /// `shareCores`: the renditions may be made at once when no other compress runs
+    /// (`atOnce` decides instead when set: tests compare the two).
+    func make(_ photo: PhotoBytes, key: String = "", jpegScale: JPEGScale? = nil, shareCores: Bool = false, atOnce: Bool? = nil) throws
         -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
         guard let loader = Vips.loader(for: photo) else { throw Vips.Failure(description: "not an image libvips can read") }
         guard var format = Self.loaders[loader] else {
@@ -182,7 +183,7 @@ public struct CompressStage: Stage {
                 held = 0
                 var libvips = self
                 libvips.decodesHEIFDirectly = false
-                return try libvips.make(photo, key: key, jpegScale: jpegScale, shareCores: shareCores)
+                return try libvips.make(photo, key: key, jpegScale: jpegScale, shareCores: shareCores, atOnce: atOnce)
             }
         } else if format == "jpeg" {
             if let direct = try Vips.jpegDirect(photo, eighths: scale.eighths, header: header) {
@@ -226,7 +227,7 @@ public struct CompressStage: Stage {
         // Each rendition reads the base only. A lone photo (no other compress running) makes
         // them at once, on the cores nothing else uses; with photos waiting, one at a time,
         // as the other slots keep the cores busy.
-        let together = shareCores && plan.steps.count > 1 && Self.cores > 1 && Self.running.value <= 1
+        let together = atOnce ?? (shareCores && plan.steps.count > 1 && Self.cores > 1 && Self.running.value <= 1)
         let outputs = together ? try Concurrently.map(plan.steps, stage: Self.name, render) : try plan.steps.map(render)
         return (meta, outputs)
     }
