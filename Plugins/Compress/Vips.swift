@@ -166,10 +166,14 @@ enum Vips {
 
     /// The loader libvips picks by content ("jpegload_buffer", ...), or nil.
     static func loader(for photo: PhotoBytes) -> String? {
-        pm_vips_loader_buffer(photo.bytes.baseAddress, photo.count).map { String(cString: $0) }
+        guard started else { return nil }
+        return pm_vips_loader_buffer(photo.bytes.baseAddress, photo.count).map { String(cString: $0) }
     }
 
+    /// libvips started first, whoever calls: a load racing another thread's start found
+    /// the loaders its modules add (heifload) missing — "buffer is not in a known format".
     static func open(_ photo: PhotoBytes) throws -> VipsImageRef {
+        try start()
         guard let p = pm_vips_open_buffer(photo.bytes.baseAddress, photo.count) else { throw error("open") }
         return VipsImageRef(p, source: photo)
     }

@@ -8,9 +8,10 @@ public protocol JobQueue: AnyObject, Sendable {
     /// `crashSuspects` claims only jobs that crashed the daemon once (to run alone). A stage
     /// before `photoLocalEnd` (`JobDefinition.photoLocalEnd`) takes only this host's photos.
     func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, photoLocalEnd: Int, now: Double) throws -> [ClaimedJob]
-    /// Persists the steps `JobStateMachine` decided for one stage run's jobs.
-    func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double,
-                     now: Double) throws -> [Transition]
+    /// Persists the steps `JobStateMachine` decided for stage runs' jobs (several runs in
+    /// one transaction), then claims in the same transaction up to each request's limit
+    /// (`Journal+OutcomeClaims`); says what happened to each run's jobs and what it claimed.
+    func recordOutcomes(_ runs: [StageRunSteps], thenClaim claims: [ClaimRequest], photoLocalEnd: Int, now: Double) throws -> RecordedOutcomes
     /// Puts claimed jobs that will not start (their stage was paused since) back in the
     /// queue at that stage, spending no attempt.
     func release(_ claims: [(job: ClaimedJob, stage: String)], reason: String, now: Double) throws

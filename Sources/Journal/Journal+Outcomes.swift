@@ -14,14 +14,34 @@ extension Journal {
     /// ID` shows it; the duration is the batch's).
     public func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double,
                             now: Double = unixNow()) throws -> [Transition] {
+        try recordOutcomes([StageRunSteps(steps: runs, stageName: stageName, durationMs: durationMs)], thenClaim: [], now: now)
+            .transitions[0]
+    }
+
+    /// Several stage runs' steps in one transaction (group commit: one fsync for the runs
+    /// that returned while the last write was in flight), then in the same transaction
+    /// the claims the scheduler has room for (`Journal+OutcomeClaims`).
+    public func recordOutcomes(_ runs: [StageRunSteps], thenClaim claims: [ClaimRequest], photoLocalEnd: Int = .max,
+                               now: Double = unixNow()) throws -> RecordedOutcomes {
         try write { db in
-            let current = try RowSource.query(db, "SELECT j.id, j.state, j.photo_path, j.results, j.lease_host, j.stage_index FROM jobs j JOIN",
-                                              columns: [("id", "bigint")], rows: runs.map { [.int($0.job.context.id)] }, "ON j.id = v.id")
-            var byID: [Int64: Row] = [:]
-            for r in current { byID[r.int(0)!] = r }
-            var writes = OutcomeWrites()
+            let transitions = try writeSteps(db, runs, now: now)
+            let claimed = try claimAfterOutcomes(db, claims, photoLocalEnd: photoLocalEnd, now: now)
+            return RecordedOutcomes(transitions: transitions, claimed: claimed)
+        }
+    }
+
+    /// Each run's transitions, in the order of `runs` and of their jobs.
+    private func writeSteps(_ db: any SQLConnection, _ runs: [StageRunSteps], now: Double) throws -> [[Transition]] {
+        let ids = runs.flatMap { $0.steps.map { [SQLValue.int($0.job.context.id)] } }
+        let current = try RowSource.query(db, "SELECT j.id, j.state, j.photo_path, j.results, j.lease_host, j.stage_index FROM jobs j JOIN",
+                                          columns: [("id", "bigint")], rows: ids, "ON j.id = v.id")
+        var byID: [Int64: Row] = [:]
+        for r in current { byID[r.int(0)!] = r }
+        var writes = OutcomeWrites()
+        var all: [[Transition]] = []
+        for run in runs {
             var done: [Transition] = []
-            for (job, step) in runs {
+            for (job, step) in run.steps {
                 let id = job.context.id
                 // Cancelled, or reclaimed by another host after this one's lease ran out,
                 // while the stage ran, or already past this stage (a retried write whose
@@ -30,13 +50,14 @@ extension Journal {
                     done.append(Transition(kind: .abandoned, quarantinePhoto: nil))
                     continue
                 }
-                writes.event(id, stage: stageName, attempt: job.context.attempt, step.event, durationMs: durationMs, message: step.message)
-                done.append(try writes.add(step, job: id, results: row.string(3)!, photoPath: row.string(2), stageName: stageName, now: now))
+                writes.event(id, stage: run.stageName, attempt: job.context.attempt, step.event, durationMs: run.durationMs, message: step.message)
+                done.append(try writes.add(step, job: id, results: row.string(3)!, photoPath: row.string(2), stageName: run.stageName, now: now))
             }
-            try writes.write(db, host: host, now: now)
-            if done.contains(where: { if case .advanced = $0.kind { true } else { false } }) { try announceWork(db) }
-            return done
+            all.append(done)
         }
+        try writes.write(db, host: host, now: now)
+        if all.joined().contains(where: { if case .advanced = $0.kind { true } else { false } }) { try announceWork(db) }
+        return all
     }
 }
 

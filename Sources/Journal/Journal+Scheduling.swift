@@ -70,14 +70,6 @@ extension Journal {
     public func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool = false, photoLocalEnd: Int = .max,
                       now: Double = unixNow()) throws -> [ClaimedJob] {
         guard limit > 0 else { return [] }
-        let (picked, params) = Self.runnableQuery(dialect: dialect, stageIndex: stageIndex, limit: limit, crashSuspects: crashSuspects,
-                                                  host: host, photoLocalEnd: photoLocalEnd, now: now)
-        let lease: [SQLValue] = [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 })]
-        let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages, working_set"
-        let qualified = columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
-        // The inbox file's seal as intake took it, while the inbox still maps the name to
-        // this job (a file taken under the name since has its own): `PhotoSeal`.
-        let seal = "(SELECT t.seal FROM inbox_taken t WHERE t.host = jobs.host AND t.name = jobs.photo AND t.job_id = jobs.id) AS photo_seal"
         // PostgreSQL: one statement per batch, atomic by itself, under row locks and not
         // the journal lock: hosts claiming together skip each other's rows instead of
         // waiting, and an empty claim is one round trip. Its commit does not wait for the
@@ -88,42 +80,66 @@ extension Journal {
         // durable commit flushes the WAL before it, the claim included. SQLite: the one
         // writer selects, then marks, without an fsync of its own for the same reason (a
         // crash of the daemon keeps it, and a restart resumes what was `running`).
-        let rows: [Row]
         if dialect == .postgres {
-            rows = try statement { db in
-                try db.query("""
-                    WITH \(picked),
-                    claimed AS (
-                        UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
-                               lease_host = ?, lease_until = ?
-                        FROM picked WHERE jobs.id = picked.id
-                        RETURNING \(qualified),
-                                  \(seal), picked.turn),
-                    started AS (
-                        INSERT INTO job_events(job_id, at, stage, attempt, event, host)
-                        SELECT id, ?, ?, attempts + 1, 'started', ? FROM claimed)
-                    SELECT \(columns), photo_seal, turn, set_config('synchronous_commit', 'off', true) FROM claimed
-                    """, params + lease + [.double(now), .text(stageName), .text(host)])
-            }.sorted { ($0.int(10)!, $0.int(0)!) < ($1.int(10)!, $1.int(0)!) }
-        } else {
-            // Nothing runnable (most pumps): a read, not an empty write transaction, which
-            // would commit even on a full disk and pass for the journal writing again.
-            guard try read({ try $0.queryOne("WITH \(picked) SELECT 1 FROM picked LIMIT 1", params) }) != nil else { return [] }
-            rows = try write(durable: false) { db in
-                let rows = try db.query("""
-                    WITH \(picked) SELECT \(qualified), \(seal) FROM picked JOIN jobs ON jobs.id = picked.id ORDER BY picked.turn, picked.id
-                    """, params)
-                for r in rows {
-                    try db.run("""
-                        UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
-                               lease_host = ?, lease_until = ? WHERE id = ?
-                        """, lease + [.int(r.int(0)!)])
-                    try event(db, job: r.int(0)!, stage: stageName, attempt: Int(r.int(5)!) + 1, "started", at: now)
-                }
-                return rows
+            return try statement { db in
+                try claim(db, stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects,
+                          photoLocalEnd: photoLocalEnd, relaxedCommit: true, now: now)
             }
         }
-        guard !rows.isEmpty else { return [] }
+        // Nothing runnable (most pumps): a read, not an empty write transaction, which
+        // would commit even on a full disk and pass for the journal writing again.
+        let (picked, params) = Self.runnableQuery(dialect: dialect, stageIndex: stageIndex, limit: limit, crashSuspects: crashSuspects,
+                                                  host: host, photoLocalEnd: photoLocalEnd, now: now)
+        guard try read({ try $0.queryOne("WITH \(picked) SELECT 1 FROM picked LIMIT 1", params) }) != nil else { return [] }
+        return try write(durable: false) { db in
+            try claim(db, stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects,
+                      photoLocalEnd: photoLocalEnd, relaxedCommit: false, now: now)
+        }
+    }
+
+    /// The claim itself, in the caller's transaction (or, on PostgreSQL, as one statement):
+    /// marks up to `limit` runnable jobs `running` for this host with their `started`
+    /// events and returns them in claiming order. `relaxedCommit` (PostgreSQL): this
+    /// statement's transaction commits without waiting for the WAL flush.
+    func claim(_ db: any SQLConnection, stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, photoLocalEnd: Int,
+               relaxedCommit: Bool, now: Double) throws -> [ClaimedJob] {
+        guard limit > 0 else { return [] }
+        let (picked, params) = Self.runnableQuery(dialect: db.dialect, stageIndex: stageIndex, limit: limit, crashSuspects: crashSuspects,
+                                                  host: host, photoLocalEnd: photoLocalEnd, now: now)
+        let lease: [SQLValue] = [.text(stageName), .double(now), .text(host), SQLValue(leaseSeconds.map { now + $0 })]
+        let columns = "id, key, photo_path, memo, results, attempts, photo_sha256, outages, working_set"
+        let qualified = columns.split(separator: ",").map { "jobs." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+        // The inbox file's seal as intake took it, while the inbox still maps the name to
+        // this job (a file taken under the name since has its own): `PhotoSeal`.
+        let seal = "(SELECT t.seal FROM inbox_taken t WHERE t.host = jobs.host AND t.name = jobs.photo AND t.job_id = jobs.id) AS photo_seal"
+        let rows: [Row]
+        if db.dialect == .postgres {
+            rows = try db.query("""
+                WITH \(picked),
+                claimed AS (
+                    UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
+                           lease_host = ?, lease_until = ?
+                    FROM picked WHERE jobs.id = picked.id
+                    RETURNING \(qualified),
+                              \(seal), picked.turn),
+                started AS (
+                    INSERT INTO job_events(job_id, at, stage, attempt, event, host)
+                    SELECT id, ?, ?, attempts + 1, 'started', ? FROM claimed)
+                SELECT \(columns), photo_seal, turn\(relaxedCommit ? ", set_config('synchronous_commit', 'off', true)" : "") FROM claimed
+                """, params + lease + [.double(now), .text(stageName), .text(host)])
+                .sorted { ($0.int(10)!, $0.int(0)!) < ($1.int(10)!, $1.int(0)!) }
+        } else {
+            rows = try db.query("""
+                WITH \(picked) SELECT \(qualified), \(seal) FROM picked JOIN jobs ON jobs.id = picked.id ORDER BY picked.turn, picked.id
+                """, params)
+            for r in rows {
+                try db.run("""
+                    UPDATE jobs SET state = 'running', stage = ?, wait_reason = NULL, ready_at = NULL, updated = ?,
+                           lease_host = ?, lease_until = ? WHERE id = ?
+                    """, lease + [.int(r.int(0)!)])
+                try event(db, job: r.int(0)!, stage: stageName, attempt: Int(r.int(5)!) + 1, "started", at: now)
+            }
+        }
         var out: [ClaimedJob] = []
         for r in rows {
             let id = r.int(0)!

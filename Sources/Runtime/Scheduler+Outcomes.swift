@@ -8,66 +8,46 @@ import StageKit
 /// back-off while the journal cannot write), quarantines, events and dependency health.
 extension Scheduler {
     /// Writes a stage run's outcomes to the journal (and quarantines failed photos), then
-    /// reports them and runs the jobs parked for their next stage. While the journal cannot
-    /// write (a full disk), the jobs stay in flight and the write is tried again with
-    /// back-off; the journal shows down in `status`.
+    /// reports them and runs the jobs parked for their next stage. Runs that return while
+    /// an outcome write is in flight are written together after it (`writeOutcomes`).
+    /// While the journal cannot write (a full disk), the jobs stay in flight and the write
+    /// is tried again with back-off; the journal shows down in `status`.
     func record(_ jobs: [ClaimedJob], _ outcomes: [StageOutcome], ms: Double, entry: JobDefinition.StageEntry,
                         definition def: JobDefinition, failures: Int = 0) {
-        let journal = self.journal, quarantine = self.quarantine
-        let stageCount = def.stages.count, retry = def.retry
-        // Decided with the definition the run started with, then moved to the current one.
-        let old = def.stages.map(\.name), now = definition.stages.map(\.name)
-        let steps = JobStateMachine.steps(Array(zip(jobs, outcomes)), stageCount: stageCount, retry: retry)
-            .map { ($0.job, $0.step.moved(from: old, to: now)) }
-        loop.submit({ () -> Result<([Transition], [String], [String]), Error> in
-            Failpoint.hit("stage.before_journal")
-            return Result {
-                let transitions = try journal.recordSteps(steps, stageName: entry.name, durationMs: ms, now: unixNow())
-                // Recorded: a photo that fails to move now is moved at the next start.
-                var errors: [String] = [], untaken: [String] = []
-                for (job, t) in zip(jobs, transitions) {
-                    guard let photo = t.quarantinePhoto, case .failed(let error) = t.kind else { continue }
-                    do {
-                        untaken += try Self.quarantinePhoto(PendingQuarantine(job: job.context.id, photoPath: photo, stage: entry.name,
-                                                                              reason: error.message, code: error.code),
-                                                 taken: job.context.photoSHA256, journal: journal, quarantine: quarantine)
-                    } catch { errors.append("job \(job.context.id): cannot quarantine \(photo): \(error)") }
-                }
-                return (transitions, errors, untaken)
-            }
-        }) { [unowned self] result in
-            switch result {
-            case .success(let (transitions, errors, untaken)):
-                if !untaken.isEmpty { self.onUntaken(untaken) }
-                if failures > 0 { self.slots.writeSettled(entry.name) }
-                if self.health.answers(DependencyHealth.journal) { Log.notice("the journal records again") }
-                self.ended(jobs, stage: entry.name)
-                for (job, (t, outcome)) in zip(jobs, zip(transitions, outcomes)) {
-                    self.report(job: job.context.id, owner: job.context.memo.owner, stage: entry, transition: t, outcome: outcome, ms: ms)
-                }
-                for e in errors { Log.error(e, stage: entry.name) }
-                self.unpark(jobs, run: true)
-            case .failure(let error) where !self.stopping:
-                self.health.down(DependencyHealth.journal)
-                if failures == 0 { self.slots.writeFailed(entry.name) }
-                let delay = retry.delayMs(afterFailures: failures + 1)
-                for job in jobs { Log.error("cannot record the outcome: \(error); trying again in \(delay) ms", job: job.context.id, stage: entry.name) }
-                self.unrecorded.append { [unowned self] in
-                    self.record(jobs, outcomes, ms: ms, entry: entry, definition: def, failures: failures + 1)
-                }
-                self.recordTimer.start(afterMs: UInt64(delay)) { [unowned self] in self.retryUnrecorded() }
-                return
-            case .failure(let error):
-                // Stopping: the jobs stay `running` and resume at the next start (stages are
-                // idempotent), and so do any claimed for their next stage meanwhile.
-                if failures > 0 { self.slots.writeSettled(entry.name) }
-                self.ended(jobs, stage: entry.name, recorded: false)
-                self.unpark(jobs, run: false)
-                for job in jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: entry.name) }
-            }
-            self.pump()
-            self.checkIdle()
+        outcomesWaiting.append(ReturnedRun(jobs: jobs, outcomes: outcomes, ms: ms, entry: entry, definition: def, failures: failures))
+        writeOutcomes()
+    }
+
+    /// A run's outcomes are in the journal: report them, run its jobs parked meanwhile.
+    func recorded(_ run: ReturnedRun, _ transitions: [Transition]) {
+        if run.failures > 0 { slots.writeSettled(run.entry.name) }
+        ended(run.jobs, stage: run.entry.name)
+        for (job, (t, outcome)) in zip(run.jobs, zip(transitions, run.outcomes)) {
+            report(job: job.context.id, owner: job.context.memo.owner, stage: run.entry, transition: t, outcome: outcome, ms: run.ms)
         }
+        unpark(run.jobs, run: true)
+    }
+
+    /// A run's outcomes could not be written: tried again with back-off; stopping, its
+    /// jobs stay `running` and resume at the next start (stages are idempotent), and so do
+    /// any claimed for their next stage meanwhile.
+    func notRecorded(_ run: ReturnedRun, _ error: Error) {
+        let stage = run.entry.name
+        guard !stopping else {
+            if run.failures > 0 { slots.writeSettled(stage) }
+            ended(run.jobs, stage: stage, recorded: false)
+            unpark(run.jobs, run: false)
+            for job in run.jobs { Log.error("cannot record the outcome: \(error)", job: job.context.id, stage: stage) }
+            return
+        }
+        health.down(DependencyHealth.journal)
+        if run.failures == 0 { slots.writeFailed(stage) }
+        let delay = run.definition.retry.delayMs(afterFailures: run.failures + 1)
+        for job in run.jobs { Log.error("cannot record the outcome: \(error); trying again in \(delay) ms", job: job.context.id, stage: stage) }
+        unrecorded.append { [unowned self] in
+            self.record(run.jobs, run.outcomes, ms: run.ms, entry: run.entry, definition: run.definition, failures: run.failures + 1)
+        }
+        recordTimer.start(afterMs: UInt64(delay)) { [unowned self] in self.retryUnrecorded() }
     }
 
     /// A stage run's jobs are recorded: forget them as in flight (their slot is free since

@@ -8,7 +8,7 @@ import StageKit
 /// limits, retries with back-off, dependency outages, the journal and quarantine.
 ///
 ///     pump ─▶ [pool] claim runnable jobs per stage (free slots only) ─▶ dispatch
-///     dispatch ─▶ [pool] stage.run(jobs) ─▶ JobStateMachine decides ─▶ queue.recordSteps ─▶ quarantine if failed
+///     dispatch ─▶ [pool] stage.run(jobs) ─▶ JobStateMachine decides ─▶ queue.recordOutcomes (+ next claims) ─▶ quarantine if failed
 ///              ─▶ [loop] free the slot, pump again
 ///
 /// A slot runs one job, or for a `BatchStage` up to `batchLimit` jobs claimed together
@@ -62,6 +62,14 @@ final class Scheduler {
     /// its stage and is dispatched right after that stage is reported, so a job's events
     /// keep their order and it is never in two stages at once.
     var parked: [Int64: (job: ClaimedJob, definition: JobDefinition)] = [:]
+    /// Stage runs returned whose outcomes wait for the write in flight, and whether one
+    /// is (`Scheduler+GroupCommit`: written together, in one transaction).
+    var outcomesWaiting: [ReturnedRun] = []
+    var writingOutcomes = false
+    /// Per stage, the jobs claims in flight may bring (counted against its room): the
+    /// pump's, and the outcome write's.
+    var pumpClaims: [String: Int] = [:]
+    var outcomeClaims: [String: Int] = [:]
     /// Jobs claimed ahead, per stage, in claiming order (`Scheduler+Ahead`): each starts
     /// the moment a slot of its stage is free, without a claim in between.
     var ahead: [String: [(job: ClaimedJob, definition: JobDefinition)]] = [:]
@@ -199,11 +207,12 @@ final class Scheduler {
         // Per stage, the jobs to claim: a run's worth per free slot, and while every
         // outcome is written, up to a run's worth per slot more to hold ahead.
         let free = def.stages.enumerated()
-            .map { i, s in (i, s.name, max(0, slots.free(s.name, concurrency: s.concurrency)) * type(of: s.stage).jobsPerRun
-                                       + (unrecorded.isEmpty ? aheadRoom(s.name, concurrency: s.concurrency, jobsPerRun: type(of: s.stage).jobsPerRun) : 0)) }
+            .map { i, s in (i, s.name, claimRoom(s)) }
             .filter { $0.2 > 0 && !pausedStages.contains($0.1) }
         guard !free.isEmpty, crashSuspectRunning == nil else { return }
         claiming = true
+        let reserved = free.map { ClaimRequest(stageIndex: $0.0, stageName: $0.1, limit: $0.2) }
+        reserve(reserved, +1, byPump: true)
         let journal = self.journal
         let idle = runningCount == 0
         // Each stage's claim is its own transaction: what was claimed before an error is
@@ -231,16 +240,13 @@ final class Scheduler {
             }
         }) { [unowned self] result in
             self.claiming = false
+            self.reserve(reserved, -1, byPump: true)
             if result.suspect, let job = result.claimed.first {
                 Log.notice("running alone: the daemon died of a fatal signal while this stage ran on it once", job: job.context.id,
                            stage: def.stages[job.stageIndex].name)
                 self.crashSuspectRunning = job.context.id
             }
-            for job in result.claimed where self.runningJobs[job.context.id] != nil {
-                self.parked[job.context.id] = (job, def)
-                self.slots.park(def.stages[job.stageIndex].name)
-            }
-            let unparked = result.claimed.filter { self.parked[$0.context.id] == nil }
+            let unparked = self.parkUnreported(result.claimed, definition: def)
             if result.suspect { self.dispatchClaimed(unparked, definition: def) } else { self.hold(unparked, definition: def) }
             if let error = result.error {
                 // The journal cannot write (a full disk, most likely): an outage, shown in status.

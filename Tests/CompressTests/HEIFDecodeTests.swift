@@ -9,9 +9,7 @@ import Testing
 /// photo: the same rendition sizes exactly and pixels within a stated mean difference; its
 /// irot/imir edited in a copy (property values in place: irot's angle, and the `pixi` box
 /// renamed `imir`, whose first byte is then its axis; no new encoded image).
-/// Serialized: libvips' heifload failed to open some of these files ("not in a known
-/// format") when the cases ran in parallel, and each passed alone (to look into apart).
-@Suite(.serialized) struct HEIFDecodeTests {
+@Suite struct HEIFDecodeTests {
     static let original = [UInt8](try! Data(contentsOf: testPhotos.appendingPathComponent("IMG_5195.HEIC")))
 
     /// The byte offset of the first box of `type` (the test file's ipco boxes are unique).
@@ -40,19 +38,26 @@ import Testing
         let path = dir + "/photo.heic"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let photo = try load(path)
-        #expect((HEIFDecode.handling(photo, header: try Vips.open(photo)) != nil) == expectDirect, "\(what): which path")
+        // Each step says what failed (a libvips error can carry another thread's words).
+        func step<T>(_ name: String, _ body: () throws -> T) throws -> T {
+            do { return try body() } catch { throw Vips.Failure(description: "\(what), \(name): \(error)") }
+        }
+        #expect((HEIFDecode.handling(photo, header: try step("open") { try Vips.open(photo) }) != nil) == expectDirect, "\(what): which path")
         var c = try Compressor()
-        let direct = try c.stage.make(photo)
+        let direct = try step("the direct path") { try c.stage.make(photo) }
         var stage = c.stage
         stage.decodesHEIFDirectly = false
-        let vips = try stage.make(photo)
+        let vips = try step("libvips' path") { try stage.make(photo) }
         c = try Compressor()
         var worst = 0.0
         for ((r, a, aw, ah), (_, b, bw, bh)) in zip(direct.1, vips.1) {
             #expect(aw == bw && ah == bh, "\(what) \(r.name): \(aw)x\(ah) against libvips' \(bw)x\(bh)")
             try a.write(to: URL(fileURLWithPath: dir + "/a-\(r.name).jpg"))
             try b.write(to: URL(fileURLWithPath: dir + "/b-\(r.name).jpg"))
-            worst = max(worst, try meanDifference(dir + "/a-\(r.name).jpg", dir + "/b-\(r.name).jpg"))
+            let prefix = { (d: Data) in d.prefix(4).map { String(format: "%02x", $0) }.joined() }
+            worst = max(worst, try step("comparing \(r.name) (\(a.count) bytes, \(prefix(a)); libvips' \(b.count), \(prefix(b)))") {
+                try meanDifference(dir + "/a-\(r.name).jpg", dir + "/b-\(r.name).jpg")
+            })
         }
         #expect(direct.0 == vips.0, "\(what): the record's facts")
         return worst

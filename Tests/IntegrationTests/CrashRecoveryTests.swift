@@ -33,6 +33,23 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// Killed right after an outcome's transaction, which claimed the job's next stage:
+    /// the job is `running` at exec, never started there; after the restart every job
+    /// ran its effect once.
+    @Test func killedAfterAnOutcomeClaimedTheNextStage() throws {
+        let d = try DaemonHarness()
+        try d.start(env: ["PHOTOMEMO_FAILPOINTS": "stage.after_journal=1"])
+        try feed(d, photos: Self.photos, lines: 0)
+        let end = try d.waitForExit()
+        #expect(end.reason == .uncaughtSignal && end.status == SIGKILL)
+        let ran = Set(d.lines("runs.log"))
+        let claimed = try d.journalDB().query("SELECT key FROM jobs WHERE state = 'running' AND stage = 'exec'").compactMap { $0.string(0) }
+        #expect(!claimed.isEmpty && claimed.allSatisfy { !ran.contains($0) }, "claimed at exec: \(claimed), ran: \(ran)")
+        try d.start()
+        try expectEverythingOnce(d, jobs: 6)
+        #expect(d.stop().status == 0)
+    }
+
     @Test func killedBetweenQueueReadAndCommit() throws {
         let d = try DaemonHarness()
         try d.start(env: ["PHOTOMEMO_FAILPOINTS": "queue.before_commit=1"])

@@ -30,6 +30,31 @@ import SQL
         #expect(batch == ["mallory", "mallory", "mallory"], "\(batch)")
     }
 
+    /// An outcome's transaction claims the next stage as a claim does, by turn: the job
+    /// that just advanced goes straight on only when it is first by turn there. Alice's
+    /// job, advancing behind mallory's three at stage 1, comes second (mallory's first
+    /// job has the same turn and a lower id), and the outcome and claim are one durable
+    /// transaction.
+    @Test(arguments: Engine.allCases) func anOutcomesClaimTakesTheNextStageByTurn(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        _ = try f.journal.commitMemos((0..<3).map { memo("m\($0)", "mallory") }, position: nil, joinTimeoutSeconds: 60)
+        let mallorys = try f.journal.claim(stageIndex: 0, stageName: "zero", limit: 3)
+        try f.journal.recordSteps(JobStateMachine.steps(mallorys.map { ($0, .continue()) }, stageCount: 2, retry: .default),
+                                  stageName: "zero", durationMs: 1)
+        _ = try f.journal.commitMemos([memo("a0", "alice")], position: nil, joinTimeoutSeconds: 60)
+        let alices = try f.journal.claim(stageIndex: 0, stageName: "zero", limit: 1)
+        let start = f.journal.committed
+        let steps = JobStateMachine.steps(alices.map { ($0, .continue()) }, stageCount: 2, retry: .default)
+        let recorded = try f.journal.recordOutcomes([StageRunSteps(steps: steps, stageName: "zero", durationMs: 1)],
+                                                    thenClaim: [ClaimRequest(stageIndex: 1, stageName: "one", limit: 2)])
+        #expect(recorded.transitions == [[Transition(kind: .advanced(toStage: 1), quarantinePhoto: nil)]])
+        #expect(try owners(f, recorded.claimed) == ["mallory", "alice"])
+        #expect(recorded.claimed.map(\.context.id) == [mallorys[0].context.id, alices[0].context.id])
+        #expect(try f.summary(alices[0].context.id).state == .running)
+        let end = f.journal.committed
+        #expect(end.transactions - start.transactions == 1 && end.durable - start.durable == 1)
+    }
+
     /// A user who queued a lot yesterday (all done) is not behind today's flood of
     /// someone else: only unfinished jobs hold a turn. The daemon's own user (no owner)
     /// is an owner like the others.

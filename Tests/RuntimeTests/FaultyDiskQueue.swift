@@ -4,36 +4,41 @@ import StageKit
 
 /// The real journal behind a disk whose outcome writes take `delay` seconds (a slow
 /// fsync), or fail while `failing` is set (a full disk that still lets claims through):
-/// every other call goes to the journal; `recordSteps` returns `delay` after its commit
+/// every other call goes to the journal; `recordOutcomes` returns `delay` after its commit
 /// (so claims see the commit before the scheduler hears of it), and notes when each
 /// job's outcome was written, by stage.
 final class FaultyDiskQueue: JobQueue, @unchecked Sendable {  // `written` is locked
     let journal: Journal
     let delay: Double
-    let written = LockedValue<[String: Double]>([:])  // "job:stage" → when recordSteps returned
+    let written = LockedValue<[String: Double]>([:])  // "job:stage" → when recordOutcomes returned
     let failing = LockedValue(false)
     let refused = LockedValue(0)  // outcome writes failed so far
+    let outcomeWrites = LockedValue<[Int]>([])  // runs in each outcome write that committed
+    let claimedByClaims = LockedValue(0)  // jobs claimed by claims of their own (not by an outcome's transaction)
 
     init(_ journal: Journal, delay: Double = 0) {
         self.journal = journal
         self.delay = delay
     }
 
-    func recordSteps(_ runs: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double, now: Double) throws -> [Transition] {
+    func recordOutcomes(_ runs: [StageRunSteps], thenClaim claims: [ClaimRequest], photoLocalEnd: Int, now: Double) throws -> RecordedOutcomes {
         if failing.value {
             refused.withLock { $0 += 1 }
             throw PhotomemoError(.database, "database or disk is full")
         }
-        let t = try journal.recordSteps(runs, stageName: stageName, durationMs: durationMs, now: now)
+        let recorded = try journal.recordOutcomes(runs, thenClaim: claims, photoLocalEnd: photoLocalEnd, now: now)
         usleep(UInt32(delay * 1_000_000))
         let at = unixNow()
-        written.withLock { w in for r in runs { w["\(r.job.context.id):\(stageName)"] = at } }
-        return t
+        outcomeWrites.withLock { $0.append(runs.count) }
+        written.withLock { w in for run in runs { for r in run.steps { w["\(r.job.context.id):\(run.stageName)"] = at } } }
+        return recorded
     }
 
     func claim(stageIndex: Int, stageName: String, limit: Int, crashSuspects: Bool, photoLocalEnd: Int, now: Double) throws -> [ClaimedJob] {
-        try journal.claim(stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects, photoLocalEnd: photoLocalEnd,
-                          now: now)
+        let claimed = try journal.claim(stageIndex: stageIndex, stageName: stageName, limit: limit, crashSuspects: crashSuspects,
+                                        photoLocalEnd: photoLocalEnd, now: now)
+        claimedByClaims.withLock { $0 += claimed.count }
+        return claimed
     }
     func release(_ claims: [(job: ClaimedJob, stage: String)], reason: String, now: Double) throws {
         try journal.release(claims, reason: reason, now: now)
