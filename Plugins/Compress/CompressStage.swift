@@ -67,13 +67,19 @@ public struct CompressStage: Stage {
         try Vips.start()
     }
 
+    /// Compress runs in progress in this process (`make`'s `shareCores`).
+    static let running = LockedValue(0)
+    static let cores = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+
     public func run(_ job: JobContext) -> StageOutcome {
         guard job.photoPath != nil else { return .skip(reason: "no photo") }
+        Self.running.withLock { $0 += 1 }
+        defer { Self.running.withLock { $0 -= 1 } }
         let made: (PhotoMetadata, [(Rendition, Data, Int, Int)])
         do {
             // Decoded from the bytes intake hashed, read once: never reopened by name.
             let photo = try PhotoBytes.read(PhotoFile(job, maxBytes: maxBytes), sha256: job.photoSHA256, seal: job.photoSeal)
-            made = try make(photo, key: job.key)
+            made = try make(photo, key: job.key, shareCores: true)
             job.progress(0.9, "encoded")
         } catch let wait as DecodeMemoryWait {
             // Not the photo's fault, nor a thread held: it waits (no attempt spent) and runs
@@ -91,9 +97,11 @@ public struct CompressStage: Stage {
         var files: [WorkingSet.File] = []
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            for (r, data, w, h) in outputs {
-                let file = folder + "/" + keyHash + "." + r.name + "." + (r.format == .jpeg ? "jpg" : "webp")
-                try DurableFile.write(data, to: file)
+            let named = outputs.map { (r, data, _, _) in (data: data, path: folder + "/" + keyHash + "." + r.name + "." + (r.format == .jpeg ? "jpg" : "webp")) }
+            // Durable before the outcome is: upload finds them after a crash. All at once,
+            // with one fsync of their folder (DurableFile.write(_:in:)).
+            try DurableFile.write(named, in: folder)
+            for ((r, data, w, h), file) in zip(outputs, named.map(\.path)) {
                 let sha = SHA256.hex(data)
                 results[r.name] = [
                     "path": .string(file), "bytes": .int(Int64(data.count)), "width": .int(Int64(w)), "height": .int(Int64(h)),
@@ -120,7 +128,10 @@ public struct CompressStage: Stage {
 
     /// Decodes once and produces every rendition in memory; `jpegScale` overrides the JPEG
     /// decode scale (tests compare scales with it).
-    func make(_ photo: PhotoBytes, key: String = "", jpegScale: JPEGScale? = nil) throws -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
+    /// `shareCores`: the renditions may be made at once when no other compress runs
+    /// (`atOnce` decides instead when set: tests compare the two).
+    func make(_ photo: PhotoBytes, key: String = "", jpegScale: JPEGScale? = nil, shareCores: Bool = false, atOnce: Bool? = nil) throws
+        -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
         guard let loader = Vips.loader(for: photo) else { throw Vips.Failure(description: "not an image libvips can read") }
         guard var format = Self.loaders[loader] else {
             throw Vips.Failure(description: "format \(loader.replacingOccurrences(of: "load_buffer", with: "")) is not accepted")
@@ -172,7 +183,7 @@ public struct CompressStage: Stage {
                 held = 0
                 var libvips = self
                 libvips.decodesHEIFDirectly = false
-                return try libvips.make(photo, key: key, jpegScale: jpegScale)
+                return try libvips.make(photo, key: key, jpegScale: jpegScale, shareCores: shareCores, atOnce: atOnce)
             }
         } else if format == "jpeg" {
             if let direct = try Vips.jpegDirect(photo, eighths: scale.eighths, header: header) {
@@ -196,8 +207,7 @@ public struct CompressStage: Stage {
         if !keepMetadata || stripGPS { Self.removeGPS(image) }
         let base = try image.inMemory()
 
-        var outputs: [(Rendition, Data, Int, Int)] = []
-        for step in plan.steps {
+        func render(_ step: RenditionPlan.Step) throws -> (Rendition, Data, Int, Int) {
             let r = step.rendition
             var out = base
             // For fill, scale to cover, then cut the centre.
@@ -212,8 +222,13 @@ public struct CompressStage: Stage {
                 out = try out.cropped(left: left, top: top, width: w, height: h)
             }
             let data = try out.encode(r.format, quality: r.quality, strip: !keepMetadata)
-            outputs.append((r, data, out.width, out.height))
+            return (r, data, out.width, out.height)
         }
+        // Each rendition reads the base only. A lone photo (no other compress running) makes
+        // them at once, on the cores nothing else uses; with photos waiting, one at a time,
+        // as the other slots keep the cores busy.
+        let together = atOnce ?? (shareCores && plan.steps.count > 1 && Self.cores > 1 && Self.running.value <= 1)
+        let outputs = together ? try Concurrently.map(plan.steps, stage: Self.name, render) : try plan.steps.map(render)
         return (meta, outputs)
     }
 

@@ -54,29 +54,38 @@ public struct UploadStage: Stage {
         do {
             var assets: [String: JSONValue] = [:]
             let files = job.working.files.filter { $0.role != .original || job.photoPath != nil }
+            // What to send: a rendition without a hash (none made yet) is skipped.
+            var puts: [(file: WorkingSet.File, sha: String)] = []
             for file in files {
-                let name = file.role.description, original = file.role == .original
-                let format = file.format ?? "jpeg"
-                let sha: String
-                if original {
+                if file.role == .original {
                     guard let photoSHA = job.photoSHA256 else { throw StoreFailure(.permanent, "photo has no recorded sha256, so its bytes cannot be checked", code: .badJob) }
-                    sha = photoSHA
-                } else {
-                    guard let renditionSHA = file.sha256 else { continue }
-                    sha = renditionSHA
+                    puts.append((file, photoSHA))
+                } else if let renditionSHA = file.sha256 {
+                    puts.append((file, renditionSHA))
                 }
+            }
+            // All at once: each put waits on its own fsyncs (or its request), and the store
+            // takes them together (a local store's fsyncs are one disk queue's). Each object
+            // is durable under its key when its put returns, so the original leaves the
+            // inbox below only after every put has; a failed one fails the run, whose
+            // re-run finds the others stored.
+            let sent = try Concurrently.map(puts) { put in
+                let name = put.file.role.description, original = put.file.role == .original
                 // A photo that leaves the inbox once stored may become the store's object itself.
-                let path = original ? job.photoPath! : file.path
+                let path = original ? job.photoPath! : put.file.path
                 let releasing = original ? path.hasPrefix(inbox + "/") && keepOriginals == .delete : path.hasPrefix(renditionsRoot + "/")
-                var asset = try send(path, sha: sha, type: Self.contentTypes[format] ?? "application/octet-stream",
-                                     job: job, rendition: name, releasing: releasing, original: original)
-                asset["format"] = original ? .string(format) : file.format.map(JSONValue.string) ?? .null
+                return try send(path, sha: put.sha, type: Self.contentTypes[put.file.format ?? "jpeg"] ?? "application/octet-stream",
+                                job: job, rendition: name, releasing: releasing, original: original)
+            }
+            for ((file, sha), var asset) in zip(puts, sent) {
+                let name = file.role.description, original = file.role == .original
+                asset["format"] = original ? .string(file.format ?? "jpeg") : file.format.map(JSONValue.string) ?? .null
                 asset["width"] = file.width.map { .int(Int64($0)) } ?? .null
                 asset["height"] = file.height.map { .int(Int64($0)) } ?? .null
                 assets[name] = .object(asset)
                 job.update { $0.change(file.role) { f in
                     (f.storedKey, f.bytes, f.sha256) = (asset["key"]?.stringValue, asset["bytes"]?.intValue, sha)
-                    if original { f.format = format }
+                    if original { f.format = file.format ?? "jpeg" }
                 } }
                 job.progress(Double(assets.count) / Double(files.count), name)
             }

@@ -1,8 +1,11 @@
 #pragma once
 #include <stdio.h>
 #include <setjmp.h>
+/* jpegint.h too: pm_jpeg_encode replaces the entropy encoder's statistics methods (jpeg_gather.h). */
+#define JPEG_INTERNALS
 #include <jpeglib.h>
 #include "shim.h"
+#include "jpeg_gather.h"
 
 /* libjpeg-turbo straight into an in-memory libvips image, for compress's JPEG path:
    libvips' jpegload adds its read buffer, a sequential line cache and a copy to memory on
@@ -82,11 +85,14 @@ static inline int pm_jpeg_decode(const void *buf, size_t len, int eighths, VipsI
 
 /* libjpeg-turbo straight from an in-memory 8-bit image (1 or 3 bands) to a JPEG in memory:
    what libvips' jpegsave writes with strip, optimize_coding and 4:2:0 (the same library
-   and settings: the same bytes), without its pipeline and worker threads for a copy. 0: *out (malloc'd: free it) holds *len bytes. -1: `message`. */
+   and settings: the same bytes), without its pipeline and worker threads for a copy, and
+   with optimize_coding's statistics counted by jpeg_gather.h (the same tables, in half
+   the encode's time). 0: *out (malloc'd: free it) holds *len bytes. -1: `message`. */
 static inline int pm_jpeg_encode(VipsImage *image, int quality, unsigned char **out, unsigned long *len,
                                  char *message, size_t message_len) {
     struct jpeg_compress_struct cinfo;
     struct pm_jpeg_error err;
+    struct pm_jpeg_gather gather;
     cinfo.err = jpeg_std_error(&err.mgr);
     err.mgr.error_exit = pm_jpeg_error_exit;
     *out = NULL;
@@ -109,6 +115,7 @@ static inline int pm_jpeg_encode(VipsImage *image, int quality, unsigned char **
     cinfo.optimize_coding = TRUE;
     cinfo.write_JFIF_header = FALSE;  /* stripped: as libvips, not even JFIF's APP0 */
     jpeg_start_compress(&cinfo, TRUE);
+    pm_jpeg_gather_install(&cinfo, &gather);
     while (cinfo.next_scanline < cinfo.image_height) {
         JSAMPROW row = VIPS_IMAGE_ADDR(image, 0, cinfo.next_scanline);
         jpeg_write_scanlines(&cinfo, &row, 1);

@@ -12,19 +12,39 @@ public enum DurableFile {
     /// The same, with the content written by `body` to the temp file's descriptor.
     public static func write(to path: String, mode: mode_t = 0o640, _ body: (Int32) throws -> Void) throws {
         let dir = (path as NSString).deletingLastPathComponent
+        try replace(path, in: dir, mode: mode, body)
+        try fsyncFolder(dir)
+    }
+
+    /// Several files in the one folder `dir`, written and fsync'd together (`Concurrently`:
+    /// the disk takes the fsyncs at once), then the folder fsync'd once: compress's
+    /// renditions. The same guarantee as a `write` each: a name is renamed in only after
+    /// its file's fsync, so it never names a torn file, and the folder's fsync, after every
+    /// rename, makes all the names durable before this returns.
+    public static func write(_ files: [(data: Data, path: String)], in dir: String, mode: mode_t = 0o640) throws {
+        for f in files where (f.path as NSString).deletingLastPathComponent != dir {
+            throw PhotomemoError(.internalError, "\(f.path) is not in \(dir)")
+        }
+        _ = try Concurrently.map(files) { f in try replace(f.path, in: dir, mode: mode) { fd in try writeAll(fd, f.data, path: f.path) } }
+        Failpoint.hit("files.before_folder_fsync")
+        try fsyncFolder(dir)
+    }
+
+    /// `path` (in `dir`) replaced by a temp file `body` wrote, fsync'd, renamed over it; the
+    /// folder not fsync'd yet.
+    private static func replace(_ path: String, in dir: String, mode: mode_t, _ body: (Int32) throws -> Void) throws {
         let tmp = dir + "/." + (path as NSString).lastPathComponent + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = try syscall("open \(tmp)", blocking: { open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) })
         do {
+            defer { close(fd) }
             try body(fd)
             try syscall("fsync \(tmp)", blocking: { fsync(fd) })
-            close(fd)
+            // A name that cannot be replaced (a folder stands there) leaves no temp file either.
+            try syscall("rename \(tmp)", blocking: { rename(tmp, path) })
         } catch {
-            close(fd)
             unlink(tmp)
             throw error
         }
-        try syscall("rename \(tmp)", blocking: { rename(tmp, path) })
-        try fsyncFolder(dir)
     }
 
     /// Writes every byte (a short write continues where it stopped).

@@ -27,8 +27,10 @@ public enum Failpoint {
     private static let hits = LockedValue<[String: Int]>([:])
 
     /// Points: `queue.before_commit`, `inbox.before_commit`, `stage.before_journal`,
-    /// `store.before_rename`, `notify.before_send`, and `stage.run` (subject `STAGE:PHOTO`,
-    /// or `STAGE:KEY` for a job without a photo).
+    /// `stage.after_journal`, `store.before_rename`, `files.before_folder_fsync` (several
+    /// files renamed in, their folder not fsync'd: `DurableFile.write(_:in:)`),
+    /// `notify.before_send`, and `stage.run` (subject `STAGE:PHOTO`, or `STAGE:KEY` for a
+    /// job without a photo).
     public static func hit(_ name: String, subject: String? = nil) {
         guard !armed.isEmpty else { return }
         if let subject, armed["\(name)@\(subject)"] == .segfault {

@@ -7,7 +7,15 @@ extension E2E {
     /// Drop → `create` event at a socket follower, for 20 small photos 300 ms apart on an
     /// otherwise idle daemon. The k-th event belongs to the k-th drop (records are made in order).
     enum Latency {
-        static func run(home: String, binary: String) throws -> [Double] {
+        static func run(home: String, binary: String) throws -> [Double] { try measure(home: home, binary: binary).ms }
+
+        /// One daemon's run: each drop's latency, and the wall-clock times of its drop and
+        /// of its event's arrival (to place the journal's `job_events` between them, `Steps`).
+        struct Sample {
+            var ms: [Double] = [], dropped: [Double] = [], arrived: [Double] = []
+        }
+
+        static func measure(home: String, binary: String) throws -> Sample {
             let d = try BenchDaemon(home: home, binary: binary)
             let count = 20
             for i in 0..<count {
@@ -26,7 +34,7 @@ extension E2E {
             follower.standardError = FileHandle.nullDevice
             try follower.run()
             defer { follower.terminate(); follower.waitUntilExit() }
-            let arrivals = LockedValue<[Double]>([])
+            let arrivals = LockedValue<[(Double, Double)]>([])  // monotonic, wall
             let reader = Thread {
                 var pending = Data()
                 while true {
@@ -36,22 +44,24 @@ extension E2E {
                     while let nl = pending.firstIndex(of: 0x0A) {
                         let line = pending[pending.startIndex..<nl]
                         pending = Data(pending[(nl + 1)...])
-                        if String(decoding: line, as: UTF8.self).contains("\"create\"") { arrivals.withLock { $0.append(now()) } }
+                        if String(decoding: line, as: UTF8.self).contains("\"create\"") {
+                            arrivals.withLock { $0.append((now(), Date().timeIntervalSince1970)) }
+                        }
                     }
                 }
             }
             reader.start()
             usleep(500_000)  // the subscription is in place
-            var drops: [Double] = []
+            var drops: [(Double, Double)] = []
             for i in 0..<count {
-                drops.append(now())
+                drops.append((now(), Date().timeIntervalSince1970))
                 try d.drop("s\(i).jpg")
                 usleep(300_000)
             }
             for _ in 0..<50 where arrivals.value.count < count { usleep(100_000) }
             let got = arrivals.value
             guard got.count >= count else { throw BenchDaemon.Failure("only \(got.count) of \(count) create events arrived") }
-            return zip(drops, got).map { ($1 - $0) * 1000 }
+            return Sample(ms: zip(drops, got).map { ($1.0 - $0.0) * 1000 }, dropped: drops.map(\.1), arrived: got.prefix(count).map(\.1))
         }
 
         static func now() -> Double {

@@ -19,6 +19,8 @@ usage: photomemo-bench [--count N] [--photos DIR] [--corpus DIR] [--rounds R] [-
        photomemo-bench --index N [--json]       # record index: insert rate, query p50/p99 over N records
        photomemo-bench --e2e N [--soak M] [--rounds R] [--chart FILE.svg] [--before PHOTOMEMO] [--json]
                                                 # N photos through a real daemon beside djpeg and Pillow
+       photomemo-bench --latency [--rounds R] [--before PHOTOMEMO] [--json]
+                                                # drop → create for 20 small photos a round, with where the time goes (LatencyBench)
        photomemo-bench --48mp [N] [--rounds R] [--before PHOTOMEMO] [--json]
                                                 # N (8) 48 MP JPEGs through a real daemon beside djpeg -scale 1/8 (Bench48MP)
        photomemo-bench --cluster [--count N] [--rounds R] [--json]  # PostgreSQL + S3: claims, NOTIFY, daemon (ClusterBench)
@@ -114,6 +116,10 @@ if let n = args.value("--retention").flatMap(Int.init) {
 }
 if let n = args.value("--exec-workers").flatMap(Int.init) {
     try ExecWorkersBench.run(jobs: n, json: json)
+    exit(0)
+}
+if args.flag("--latency") {
+    try LatencyBench.run(rounds: rounds, before: before, json: json)
     exit(0)
 }
 if let dir = args.value("--heic") {

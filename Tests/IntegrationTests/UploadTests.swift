@@ -77,6 +77,25 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// compress writes its renditions together and fsyncs their folder once: SIGKILL with
+    /// them renamed in and the folder not yet fsync'd (compress's outcome not written).
+    /// After the restart compress runs again over the same names: each job is done once,
+    /// its renditions whole in the store, no temp file left beside them.
+    @Test func killedBeforeTheRenditionsFolderFsyncFinishesAfterRestart() throws {
+        let d = try DaemonHarness(stages: Self.definition(store: "file:store"))
+        try d.start(env: ["PHOTOMEMO_FAILPOINTS": "files.before_folder_fsync=2"])
+        for p in ["Nikon_D70.jpg", "Pentax_K10D.jpg"] { try d.drop(p) }
+        #expect(try d.waitForExit().status == SIGKILL)
+        #expect(d.log.contains("failpoint files.before_folder_fsync hit"))
+        try d.start()
+        try d.waitIdle(jobs: 2)
+        #expect(try d.stateCounts()["done"] == 2)
+        #expect(try expectWholeObjects(d) == 6)
+        let left = FileManager.default.enumerator(atPath: d.home + "/renditions")?.allObjects as? [String] ?? []
+        #expect(!left.contains { $0.hasSuffix(".tmp") }, "\(left)")
+        #expect(d.stop().status == 0)
+    }
+
     @Test func toARealS3ServerThroughAnOutageAndBack() throws {
         let s3 = try SeaweedFS()
         let d = try DaemonHarness(stages: Self.definition(store: s3.storeURL))
