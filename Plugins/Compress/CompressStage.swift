@@ -96,7 +96,7 @@ public struct CompressStage: Stage {
         var results: [String: JSONValue] = [:]
         var files: [WorkingSet.File] = []
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try DurableFile.makeFolders(folder)
             let named = outputs.map { (r, data, _, _) in (data: data, path: folder + "/" + keyHash + "." + r.name + "." + (r.format == .jpeg ? "jpg" : "webp")) }
             // Durable before the outcome is: upload finds them after a crash. All at once,
             // with one fsync of their folder (DurableFile.write(_:in:)).

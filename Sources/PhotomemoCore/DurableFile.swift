@@ -57,6 +57,28 @@ public enum DurableFile {
         }
     }
 
+    /// `dir` and its missing ancestors made, each new one's name made durable (its parent
+    /// fsync'd after the mkdir): a file fsync'd in a folder created since the last sync of
+    /// its parent could otherwise vanish with the folder's entry in a power cut. Folders
+    /// already there cost one stat. Returns the folders it made, outermost first.
+    @discardableResult
+    public static func makeFolders(_ dir: String, mode: mode_t = 0o750) throws -> [String] {
+        var missing: [String] = []
+        var at = dir
+        var st = stat()
+        while !at.isEmpty, at != "/", stat(at, &st) != 0 {
+            missing.append(at)
+            at = (at as NSString).deletingLastPathComponent
+        }
+        for folder in missing.reversed() {
+            if mkdir(folder, mode) != 0, errno != EEXIST {
+                throw SystemError("mkdir \(folder)", errno: errno)
+            }
+            try fsyncFolder((folder as NSString).deletingLastPathComponent)
+        }
+        return missing.reversed()
+    }
+
     public static func fsyncFolder(_ dir: String) throws {
         let fd = try syscall("open \(dir)", blocking: { open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
         defer { close(fd) }

@@ -44,7 +44,7 @@ public struct LocalStore: AssetStore {
         }
         if let existing = try head(key: key), existing == Int64(st.st_size) { return false }
         do {
-            try FileManager.default.createDirectory(atPath: (final as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try DurableFile.makeFolders((final as NSString).deletingLastPathComponent)
             let temp = tmp + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
             // Links the inode behind `source` (the one fstat and the hash saw), not whatever
             // the name points to by now: a file renamed over it meanwhile is never stored.

@@ -47,4 +47,18 @@ import Testing
         #expect(FileManager.default.contents(atPath: dir + "/a") == Data("a".utf8))
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["a", "taken"])
     }
+
+    /// The store's `sha256/ab/cd` and compress's folders: each missing level made (its
+    /// parent fsync'd, which only a power cut would show), the existing ones left.
+    @Test func missingFoldersAreMadeLevelByLevel() throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try DurableFile.makeFolders(dir + "/sha256/ab/cd") == [dir + "/sha256", dir + "/sha256/ab", dir + "/sha256/ab/cd"])
+        #expect(try DurableFile.makeFolders(dir + "/sha256/ab/ef") == [dir + "/sha256/ab/ef"])
+        #expect(try DurableFile.makeFolders(dir + "/sha256/ab/cd") == [])
+        var isDir: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: dir + "/sha256/ab/ef", isDirectory: &isDir) && isDir.boolValue)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: dir + "/file"))
+        #expect(throws: SystemError.self) { try DurableFile.makeFolders(dir + "/file/sub") }
+    }
 }
