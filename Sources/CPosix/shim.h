@@ -32,12 +32,16 @@ static inline int pm_limit_malloc_arenas(int n) {
 }
 
 /* Fixed thresholds (setting them turns glibc's dynamic ones off): a block of at least
-   `mmap_bytes` is mapped and unmapped on free, and a heap's free top past `trim_bytes` is
-   given back. Dynamically, one freed 12 MB decode buffer raised the mmap threshold to it,
-   so later ones came from the heap and their pages stayed resident after a storm. */
-static inline int pm_malloc_give_back(int mmap_bytes, int trim_bytes) {
-    return mallopt(M_MMAP_THRESHOLD, mmap_bytes) && mallopt(M_TRIM_THRESHOLD, trim_bytes);
+   `mmap_bytes` that the heap's free top cannot hold is mapped and unmapped on free, and a
+   heap's free top past `trim_bytes` is given back down to `pad_bytes`, kept for the next
+   photo. Dynamically, one freed 12 MB decode buffer raised the mmap threshold to it, so
+   later ones came from the heap and their pages stayed resident after a storm. */
+static inline int pm_malloc_thresholds(int mmap_bytes, int trim_bytes, int pad_bytes) {
+    return mallopt(M_MMAP_THRESHOLD, mmap_bytes) && mallopt(M_TRIM_THRESHOLD, trim_bytes) && mallopt(M_TOP_PAD, pad_bytes);
 }
+
+/* Gives every arena's free pages back (the main heap's free top too). */
+static inline int pm_malloc_trim(void) { return malloc_trim(0); }
 
 #include <errno.h>
 #include <sys/syscall.h>

@@ -86,8 +86,10 @@ public final class Daemon {
     public func run() throws -> Int32 {
         let hostID = try options.hostID.map(Backend.checked)  // before anything opens
         umask(0o027)  // journal, quarantine and store files: owner rw, group r, others nothing
-        limitMallocArenas(2)  // before any worker thread starts (PLATFORM.md: flat RSS)
-        giveBackFreedMemory()  // RSS returns to its baseline after a storm
+        // Before any worker thread starts. One arena: RSS stays flat (PLATFORM.md), and a quiet
+        // second's trim gives back its whole free top (a thread arena's top is trimmed only on free).
+        limitMallocArenas(1)
+        keepFreedMemory(padBytes: 32 << 20)  // for the next photo; given back when quiet (FreedMemoryTrimmer)
         try home.prepare()
         let lockFD = try home.lock()
         defer { close(lockFD) }

@@ -141,7 +141,8 @@ struct DaemonBuilder {
 
         (self.loop, self.lane, self.wakeup, self.live, self.scheduler) = (loop, lane, wakeup, live, scheduler)
         (self.deliverer, self.reloader) = (deliverer, reloader)
-        var started: [any DaemonService] = (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, pruner, maintenance, followers]
+        let trimmer = try FreedMemoryTrimmer(loop: loop) { [unowned scheduler] in (scheduler.runsStarted, scheduler.runningCount) }
+        var started: [any DaemonService] = (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, pruner, maintenance, followers, trimmer]
         started += (listener.map { [$0] } ?? []) as [any DaemonService]
         started += tailers as [any DaemonService]
         started += [inbox, control] as [any DaemonService]

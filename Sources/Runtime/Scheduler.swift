@@ -101,6 +101,7 @@ final class Scheduler {
     }
 
     var runningCount: Int { slots.jobCount }
+    var runsStarted: Int { slots.runsStarted }
 
     /// Every job this host holds a claim on: running, parked for its next stage, or
     /// claimed ahead. Their leases are renewed (`LeaseKeeper`).

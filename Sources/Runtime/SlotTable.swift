@@ -15,6 +15,9 @@ struct SlotTable {
     /// Runs whose outcome write failed and waits to be tried again, per stage.
     private var unwritten: [String: Int] = [:]
 
+    /// Runs started since the daemon started (`FreedMemoryTrimmer` tells quiet from busy).
+    private(set) var runsStarted = 0
+
     var jobCount: Int { jobs.values.reduce(0, +) }
 
     func jobs(stage: String) -> Int { jobs[stage, default: 0] }
@@ -28,6 +31,7 @@ struct SlotTable {
     mutating func started(_ stage: String, jobs count: Int) {
         jobs[stage, default: 0] += count
         slots[stage, default: 0] += 1
+        runsStarted += 1
     }
 
     /// A run returned (its outcome is being written): its slot is free.
