@@ -13,7 +13,7 @@ public enum StageReadme {
 
             | declared | value |
             |---|---|
-            | workload | \(stage.workload == .cpu ? "cpu (one job per core by default)" : "io (four jobs per core by default)") |
+            | workload | \(stage.workload == .cpu ? "cpu (one job per core and one more by default)" : "io (four jobs per core by default)") |
             | photo-local (runs on the host that took the photo) | \(stage.photoLocal ? "yes" : "no") |
             | reads the memo | \(stage.readsMemo ? "yes" : "no") |
             | stores the job's files (asset store) | \(stage.storesAssets ? "yes" : "no") |
