@@ -105,7 +105,7 @@ public struct HTTPRequest {
                     t.refused = "not an IP address"
                     return -1
                 }
-                if let why = t.refuseAddress?(String(cString: text)) {
+                if let why = t.refuseAddress?(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)) {
                     t.refused = why
                     return -1  // CURL_SOCKET_BAD: curl tries the host's next address, if any
                 }

@@ -46,7 +46,7 @@ struct Backend {
     static func defaultHost(home: String) -> String {
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, name.count - 1)
-        let machine = String(cString: name).filter { $0.isLetter || $0.isNumber || "-._".contains($0) }
+        let machine = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).filter { $0.isLetter || $0.isNumber || "-._".contains($0) }
         let path = URL(fileURLWithPath: home).resolvingSymlinksInPath().path
         return (machine.isEmpty ? "host" : machine) + "-" + String(SHA256.hex(Data(path.utf8)).prefix(6))
     }

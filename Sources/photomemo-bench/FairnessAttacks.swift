@@ -16,7 +16,7 @@ extension FairnessBench {
                 }
                 for i in 0..<40 {
                     let head = webpHeader(width: 10_000, height: 10_000)
-                    FileManager.default.createFile(atPath: bombs + "/b\(i).webp", contents: Data(head + [UInt8](repeating: UInt8(i), count: 4096 - head.count)))
+                    _ = FileManager.default.createFile(atPath: bombs + "/b\(i).webp", contents: Data(head + [UInt8](repeating: UInt8(i), count: 4096 - head.count)))
                 }
                 for name in (try? FileManager.default.contentsOfDirectory(atPath: bombs)) ?? [] {
                     dropAsAttacker(d, from: bombs + "/" + name, as: name)
@@ -47,7 +47,7 @@ extension FairnessBench {
             }),
             ("dd into inbox/.fill.part, 10 MB a second", { d in
                 let fill = d.home + "/inbox/.fill.part"
-                FileManager.default.createFile(atPath: fill, contents: nil, attributes: [.posixPermissions: 0o644])
+                _ = FileManager.default.createFile(atPath: fill, contents: nil, attributes: [.posixPermissions: 0o644])
                 _ = uid(attacker).map { chown(fill, $0, UInt32.max) }
                 let done = LockedValue(false)
                 Thread {
@@ -81,7 +81,7 @@ extension FairnessBench {
     /// The attacker's queue file, theirs (its owner is whose lines they are).
     static func attackersQueueFile(_ d: BenchDaemon) -> String {
         let file = d.home + "/queue.d/\(attacker).jsonl"
-        FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o644])
+        _ = FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o644])
         _ = uid(attacker).map { chown(file, $0, UInt32.max) }
         return file
     }

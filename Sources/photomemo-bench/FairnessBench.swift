@@ -42,7 +42,7 @@ enum FairnessBench {
             }
             // The victim's queue file, theirs from the start (its owner is whose lines they are).
             let queue = d.home + "/queue.d/\(victim).jsonl"
-            FileManager.default.createFile(atPath: queue, contents: nil, attributes: [.posixPermissions: 0o644])
+            _ = FileManager.default.createFile(atPath: queue, contents: nil, attributes: [.posixPermissions: 0o644])
             chown(queue, uid(victim) ?? 1, UInt32.max)
             try d.start()
             defer { d.stop() }

@@ -40,7 +40,7 @@ extension FairnessBench {
     /// exceed 128 KiB.
     static func queryLoop(_ d: BenchDaemon, connections: Int, predicate: String, seconds: Int) -> () -> Void {
         let file = d.home + "/predicate-\(connections).txt"
-        FileManager.default.createFile(atPath: file, contents: Data(predicate.utf8), attributes: [.posixPermissions: 0o644])
+        _ = FileManager.default.createFile(atPath: file, contents: Data(predicate.utf8), attributes: [.posixPermissions: 0o644])
         let p = runAsAttacker(["/usr/bin/python3", "-c", """
             import json, socket, sys, threading, time
             end, predicate = time.time() + float(sys.argv[2]), open(sys.argv[3]).read()

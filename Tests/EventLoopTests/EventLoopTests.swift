@@ -112,7 +112,7 @@ import Testing
                 // Still open: only created, no close-write yet.
                 #expect(events == [.created("slow.jpg")])
                 close(fd)
-                FileManager.default.createFile(atPath: dir + "/.a.part", contents: Data("x".utf8))
+                _ = FileManager.default.createFile(atPath: dir + "/.a.part", contents: Data("x".utf8))
                 rename(dir + "/.a.part", dir + "/a.jpg")
             case 3:
                 #expect(events.contains(.closedAfterWrite("slow.jpg")))
@@ -146,7 +146,7 @@ import Testing
                 try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
                 #expect(throws: Never.self) { try watcher.rearm() }
                 events.removeAll()
-                FileManager.default.createFile(atPath: dir + "/b.jpg", contents: Data("y".utf8))
+                _ = FileManager.default.createFile(atPath: dir + "/b.jpg", contents: Data("y".utf8))
             case 3:
                 #expect(events.contains(.closedAfterWrite("b.jpg")))
                 watcher.close()

@@ -270,7 +270,7 @@ extension QueryBudgetTests {
         var longest = 0.0
         while finished.wait(timeout: .now() + 0.01) == .timedOut {
             let t0 = Date()
-            try other.transaction { try other.run("INSERT INTO probe VALUES (1)") }
+            _ = try other.transaction { try other.run("INSERT INTO probe VALUES (1)") }
             longest = max(longest, Date().timeIntervalSince(t0))
         }
         return (took, longest)

@@ -143,7 +143,7 @@ import Testing
         // NEWHOME that holds anything is never written over.
         let occupied = d.root + "/occupied"
         try FileManager.default.createDirectory(atPath: occupied, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: occupied + "/keep", contents: Data("mine".utf8))
+        _ = FileManager.default.createFile(atPath: occupied + "/keep", contents: Data("mine".utf8))
         let (status, _, err) = try DaemonHarness.run(["restore", dir, "--home", occupied])
         #expect(status == 1 && err.contains("is not an empty folder"), "\(err)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: occupied) == ["keep"])

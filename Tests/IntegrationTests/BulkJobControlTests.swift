@@ -25,7 +25,7 @@ extension WhoMayDoWhatTests {
     @Test func fiveHundredFailedJobsAreRetriedByOneCommand() throws {
         let root = NSTemporaryDirectory() + "pm-bulk-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let flag = root + "-down"
-        FileManager.default.createFile(atPath: flag, contents: nil)
+        _ = FileManager.default.createFile(atPath: flag, contents: nil)
         defer { for f in [flag, root + "-fails.sh"] { unlink(f) } }
         let d = try start(stages: try Self.failingWhile(flag, root: root))
         try d.append((0..<500).map { #"{"memo": "note \#($0)"}"# + "\n" }.joined())
@@ -61,7 +61,7 @@ extension WhoMayDoWhatTests {
     @Test func aUsersBulkRetryAndCancelTouchOnlyTheirOwnJobs() throws {
         let root = NSTemporaryDirectory() + "pm-bulk-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let flag = root + "-down"
-        FileManager.default.createFile(atPath: flag, contents: nil)
+        _ = FileManager.default.createFile(atPath: flag, contents: nil)
         defer { for f in [flag, root + "-fails.sh"] { unlink(f) } }
         let d = try start(stages: try Self.failingWhile(flag, root: root))
         for user in [bob, alice] {

@@ -18,7 +18,7 @@ import Testing
             try d.drop(p)
         }
         try d.drop("corrupted.jpg")
-        FileManager.default.createFile(atPath: d.home + "/inbox/empty.jpg", contents: Data())
+        _ = FileManager.default.createFile(atPath: d.home + "/inbox/empty.jpg", contents: Data())
         try d.append((0..<3).map { #"{"memo":"m\#($0)"}"# + "\n" }.joined())
         try d.waitIdle(jobs: 10)
         let s = try json(d, ["status"])
@@ -90,7 +90,7 @@ import Testing
         let r = try json(d, ["enqueue", "--memo", "needs the flag"])
         let id = try #require(r["job"]?.intValue)
         try d.waitUntil("the job fails") { try d.jobs("id = \(id)").first?.state == "failed" }
-        FileManager.default.createFile(atPath: flag, contents: nil)
+        _ = FileManager.default.createFile(atPath: flag, contents: nil)
         defer { unlink(flag) }
         #expect(try json(d, ["retry", String(id)])["state"] == "queued")
         try d.waitUntil("the retried job is done") { try d.jobs("id = \(id)").first?.state == "done" }

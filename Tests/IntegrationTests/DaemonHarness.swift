@@ -89,7 +89,7 @@ final class DaemonHarness {
         env.removeValue(forKey: "PHOTOMEMO_FAILPOINTS")
         for (k, v) in extra { env[k] = v }
         p.environment = env
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         p.standardError = FileHandle(forWritingAtPath: logPath)
         p.standardOutput = FileHandle.nullDevice
         try p.run()
@@ -143,7 +143,7 @@ final class DaemonHarness {
 
     func append(_ text: String) throws {
         let path = home + "/queue.jsonl"
-        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         let h = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         try h.seekToEnd()
         try h.write(contentsOf: Data(text.utf8))

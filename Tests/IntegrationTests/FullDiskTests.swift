@@ -79,7 +79,7 @@ struct FullDiskTests {
         env["EFFECTS"] = d.effects
         p.environment = env
         let log = d.root + "/full-start.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         p.standardError = FileHandle(forWritingAtPath: log)
         try p.run()
         defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }

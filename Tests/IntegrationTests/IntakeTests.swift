@@ -75,7 +75,7 @@ import Testing
         try d.start()
         let line = #"{"memo":"from an open file"}"# + "\n"
         let tmp = d.home + "/.queue.jsonl.tmp"
-        FileManager.default.createFile(atPath: tmp, contents: Data(line.utf8))
+        _ = FileManager.default.createFile(atPath: tmp, contents: Data(line.utf8))
         chmod(tmp, 0o666)
         rename(tmp, d.home + "/queue.jsonl")
         try d.waitUntil("status names the refused file") {

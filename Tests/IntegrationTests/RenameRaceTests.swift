@@ -105,7 +105,7 @@ import Testing
         try d.drop("Nikon_D70.jpg", as: "late.jpg")
         try d.waitUntil("the job fails at exec") { try d.jobs().first?.state == "failed" }
         #expect(!FileManager.default.fileExists(atPath: d.home + "/inbox/late.jpg"))
-        FileManager.default.createFile(atPath: flag, contents: nil)
+        _ = FileManager.default.createFile(atPath: flag, contents: nil)
         defer { unlink(flag) }
         let id = try #require(try d.jobs().first?.id)
         #expect(try json(d, ["retry", String(id)])["state"] == "queued")

@@ -19,7 +19,7 @@ struct UnreadablePhotoTests {
         daemon.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
         daemon.arguments = ["-u", "daemon", "--", DaemonHarness.binary, "serve", "--home", d.home, "--log-level", "info",
                             "--settle", "0.3", "--rescan-interval", "2"]
-        FileManager.default.createFile(atPath: d.logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: d.logPath, contents: nil)
         daemon.standardError = FileHandle(forWritingAtPath: d.logPath)
         daemon.standardOutput = FileHandle.nullDevice
         try daemon.run()

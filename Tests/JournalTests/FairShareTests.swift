@@ -39,7 +39,7 @@ import SQL
         let f = try JournalFixture(engine)
         _ = try f.journal.commitMemos((0..<3).map { memo("m\($0)", "mallory") }, position: nil, joinTimeoutSeconds: 60)
         let mallorys = try f.journal.claim(stageIndex: 0, stageName: "zero", limit: 3)
-        try f.journal.recordSteps(JobStateMachine.steps(mallorys.map { ($0, .continue()) }, stageCount: 2, retry: .default),
+        _ = try f.journal.recordSteps(JobStateMachine.steps(mallorys.map { ($0, .continue()) }, stageCount: 2, retry: .default),
                                   stageName: "zero", durationMs: 1)
         _ = try f.journal.commitMemos([memo("a0", "alice")], position: nil, joinTimeoutSeconds: 60)
         let alices = try f.journal.claim(stageIndex: 0, stageName: "zero", limit: 1)

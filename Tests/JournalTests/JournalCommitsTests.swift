@@ -12,7 +12,7 @@ import StageKit
         _ = try f.journal.commitMemos([f.memo("a"), f.memo("b")], position: nil, joinTimeoutSeconds: 60)
         let claimed = try f.journal.claim(stageIndex: 0, stageName: "s", limit: 2)
         #expect(claimed.count == 2)
-        try f.journal.recordSteps(JobStateMachine.steps(claimed.map { ($0, .continue()) }, stageCount: 1, retry: .default),
+        _ = try f.journal.recordSteps(JobStateMachine.steps(claimed.map { ($0, .continue()) }, stageCount: 1, retry: .default),
                                   stageName: "s", durationMs: 1)
         let end = f.journal.committed
         // Intake and the two outcomes' one transaction wait for the disk; the claim is a

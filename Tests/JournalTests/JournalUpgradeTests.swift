@@ -29,7 +29,7 @@ import TestSupport
         }
         _ = try j.commitMemos([memo("k1")], position: positions["queue.jsonl"], joinTimeoutSeconds: 60)
         let claimed = try j.claim(stageIndex: 0, stageName: "validate", limit: 10)
-        let byPath = Dictionary(uniqueKeysWithValues: claimed.map { ($0.context.memo.photo ?? $0.context.key ?? "", $0) })
+        let byPath = Dictionary(uniqueKeysWithValues: claimed.map { ($0.context.memo.photo ?? $0.context.key, $0) })
         func step(_ name: String, _ outcome: StageOutcome, stages: Int) throws {
             let job = try #require(byPath[name], "claimed: \(byPath.keys.sorted())")
             _ = try f.record(job, stageName: "validate", outcome: outcome, durationMs: 3, stageCount: stages, retry: .default)

@@ -74,13 +74,13 @@ import Testing
         let dir = NSTemporaryDirectory() + "pm-sidecar-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        for name in ["IMG_1.jpg", "IMG_1.jpg.json", "IMG_1.xmp"] { FileManager.default.createFile(atPath: dir + "/" + name, contents: Data("{}".utf8)) }
+        for name in ["IMG_1.jpg", "IMG_1.jpg.json", "IMG_1.xmp"] { _ = FileManager.default.createFile(atPath: dir + "/" + name, contents: Data("{}".utf8)) }
         #expect(try MemoSidecar.locate(in: OpenFolder(dir), photo: "IMG_1.jpg", uid: getuid())?.name == "IMG_1.jpg.json")
         guard getuid() == 0 else { return }
         chown(dir + "/IMG_1.jpg.json", 65534, 65534)
         #expect(try MemoSidecar.locate(in: OpenFolder(dir), photo: "IMG_1.jpg", uid: 0)?.name == "IMG_1.xmp")
         #expect(try MemoSidecar.releasedWith(photo: "IMG_1.jpg", uid: 0, in: OpenFolder(dir)) == "IMG_1.xmp")
-        FileManager.default.createFile(atPath: dir + "/IMG_1.heic", contents: Data())
+        _ = FileManager.default.createFile(atPath: dir + "/IMG_1.heic", contents: Data())
         #expect(try MemoSidecar.releasedWith(photo: "IMG_1.jpg", uid: 0, in: OpenFolder(dir)) == nil, "IMG_1.heic still uses IMG_1.xmp")
     }
 }

@@ -200,7 +200,7 @@ import Testing
     /// A sparse file costs its writer nothing: the daemon keeps at most 16 MiB of a line.
     @Test func aHugeSparseLineKeepsOnlyItsHeadInQuarantine() throws {
         let t = try TestHome()
-        FileManager.default.createFile(atPath: t.home.queueFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: t.home.queueFile, contents: nil)
         let fd = open(t.home.queueFile, O_WRONLY)
         #expect(ftruncate(fd, 40 << 20) == 0)  // 40 MiB of holes, then a newline
         #expect(pwrite(fd, "\n\n", 2, 40 << 20) == 2)

@@ -34,7 +34,7 @@ final class TestHome {
 
     func append(_ text: String, to path: String? = nil) throws {
         let p = path ?? home.queueFile
-        if !FileManager.default.fileExists(atPath: p) { FileManager.default.createFile(atPath: p, contents: nil) }
+        if !FileManager.default.fileExists(atPath: p) { _ = FileManager.default.createFile(atPath: p, contents: nil) }
         let h = try FileHandle(forWritingTo: URL(fileURLWithPath: p))
         try h.seekToEnd()
         try h.write(contentsOf: Data(text.utf8))

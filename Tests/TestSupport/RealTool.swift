@@ -16,8 +16,8 @@ public func realTool(_ name: String, package: String) throws -> String {
 /// connection it shares, could hold a pipe open): (exit status, stdout, stderr).
 public func runTool(_ argv: [String], environment: [String: String]? = nil) throws -> (Int32, String, String) {
     let base = NSTemporaryDirectory() + "pm-tool-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    FileManager.default.createFile(atPath: base + ".out", contents: nil)
-    FileManager.default.createFile(atPath: base + ".err", contents: nil)
+    _ = FileManager.default.createFile(atPath: base + ".out", contents: nil)
+    _ = FileManager.default.createFile(atPath: base + ".err", contents: nil)
     defer { unlink(base + ".out"); unlink(base + ".err") }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: argv[0])
