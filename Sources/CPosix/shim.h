@@ -114,6 +114,18 @@ static inline int pm_openat_beneath(int dirfd, const char *path, int flags) {
 #endif
 }
 
+#include <stdio.h>
+
+/* renameat2(2) with RENAME_NOREPLACE (glibc declares it only under _GNU_SOURCE): EEXIST
+   instead of replacing `to`. Where the filesystem cannot (EINVAL), a check, then a plain
+   rename: only the daemon writes the target's folder. */
+static inline int pm_rename_noreplace(int fromdir, const char *from, int todir, const char *to) {
+    int r = (int)syscall(SYS_renameat2, fromdir, from, todir, to, 1 /* RENAME_NOREPLACE */);
+    if (r == 0 || errno != EINVAL) return r;
+    if (faccessat(todir, to, F_OK, AT_SYMLINK_NOFOLLOW) == 0) { errno = EEXIST; return -1; }
+    return renameat(fromdir, from, todir, to);
+}
+
 /* `count` random bytes from the kernel (getrandom(2), blocking only until boot entropy). */
 static inline long pm_random_bytes(void *buf, size_t count) {
     return (long)getrandom(buf, count, 0);
