@@ -92,6 +92,27 @@ import Testing
         #expect(try report.rejected.count == 1 && t.quarantined().count == 1)
     }
 
+    /// A file whose name is not UTF-8 (a Latin-1 name from an old tool) is quarantined only
+    /// when it is a photo candidate: a sync tool's temporary name, an ignored one and a file
+    /// that is no photo stay where they are, as under a UTF-8 name (they were all moved).
+    @Test func aFileWhoseNameIsNotUTF8IsQuarantinedOnlyWhenItIsAPhoto() throws {
+        let t = try TestHome()
+        let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0, 16]
+        let files: [(String, String, [UInt8])] = [("clip", ".MOV", Array("not an image".utf8)), (".IMG", ".jpg.Xa1b2c", jpeg),
+                                                  ("IMG", ".jpg.part", jpeg), ("IMG", ".jpg", jpeg), ("raw", "", jpeg)]
+        for (head, tail, bytes) in files {
+            let path: [CChar] = Array((t.home.inbox + "/" + head).utf8CString.dropLast()) + [CChar(bitPattern: 0xE9)] + Array(tail.utf8CString)
+            let fd = open(path, O_CREAT | O_WRONLY, 0o644)
+            #expect(fd >= 0 && write(fd, bytes, bytes.count) == bytes.count)
+            close(fd)
+        }
+        let report = t.scanner(settle: 0).rescan()
+        #expect(report.skipped["clip\\xE9.MOV"]?.reason == "not a photo (.mov)", "\(report.skipped)")
+        #expect(report.rejected.count == 2, "\(report.rejected)")
+        #expect(try t.quarantined().count == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: t.home.inbox).count == 3)
+    }
+
     /// A failed job's nested photo goes to quarantine under its flat name; a folder made
     /// at the photo's name since is a sync tool's and stays where it is.
     @Test func aFailedNestedPhotoIsQuarantinedButAFolderAtItsNameStays() throws {
