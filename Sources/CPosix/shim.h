@@ -97,6 +97,12 @@ static inline off_t pm_seek_data(int fd, off_t offset) {
     return lseek(fd, offset, 3 /* SEEK_DATA */);
 }
 
+/* SEEK_HOLE likewise: the offset of the next hole at or after `offset` (the end of the file
+   counts as one). */
+static inline off_t pm_seek_hole(int fd, off_t offset) {
+    return lseek(fd, offset, 4 /* SEEK_HOLE */);
+}
+
 #include <linux/openat2.h>
 #include <sys/random.h>
 
