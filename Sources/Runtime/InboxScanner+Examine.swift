@@ -81,6 +81,11 @@ extension InboxScanner {
             default:
                 return reject(owner, "a \(Files.kind(st)) is not a photo", &report)
             }
+            // A stage opens the photo by its path beneath the inbox, which the kernel takes up
+            // to PATH_MAX: a deeper one would fail every attempt (`File name too long`).
+            if name.utf8.count >= Int(PATH_MAX) {
+                return reject(owner, "its path in the inbox is \(name.utf8.count) bytes, longer than a path can be (\(PATH_MAX - 1)); move it up", &report)
+            }
             if let why = MemoIntake.overLimit(size: Int64(st.st_size), maxPhotoBytes) { return reject(owner, why, &report) }
             // A daemon not run as root cannot read another user's mode-600 file: that never
             // passes by waiting (it was retried as if the disk were full, logged every few
