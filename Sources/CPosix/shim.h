@@ -101,6 +101,12 @@ static inline off_t pm_seek_data(int fd, off_t offset) {
     return lseek(fd, offset, 3 /* SEEK_DATA */);
 }
 
+/* SEEK_HOLE likewise: the offset of the next hole at or after `offset` (the end of the file
+   counts as one). */
+static inline off_t pm_seek_hole(int fd, off_t offset) {
+    return lseek(fd, offset, 4 /* SEEK_HOLE */);
+}
+
 #include <linux/openat2.h>
 #include <sys/random.h>
 
@@ -116,6 +122,18 @@ static inline int pm_openat_beneath(int dirfd, const char *path, int flags) {
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+#include <stdio.h>
+
+/* renameat2(2) with RENAME_NOREPLACE (glibc declares it only under _GNU_SOURCE): EEXIST
+   instead of replacing `to`. Where the filesystem cannot (EINVAL), a check, then a plain
+   rename: only the daemon writes the target's folder. */
+static inline int pm_rename_noreplace(int fromdir, const char *from, int todir, const char *to) {
+    int r = (int)syscall(SYS_renameat2, fromdir, from, todir, to, 1 /* RENAME_NOREPLACE */);
+    if (r == 0 || errno != EINVAL) return r;
+    if (faccessat(todir, to, F_OK, AT_SYMLINK_NOFOLLOW) == 0) { errno = EEXIST; return -1; }
+    return renameat(fromdir, from, todir, to);
 }
 
 /* `count` random bytes from the kernel (getrandom(2), blocking only until boot entropy). */

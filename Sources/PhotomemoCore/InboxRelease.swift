@@ -1,3 +1,4 @@
+import CPosix
 import Foundation
 import Glibc
 import StageKit
@@ -13,8 +14,16 @@ extension InboxOptions.Originals {
         case .delete: try folder.remove(name)
         case .move:
             try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
-            let target = done + "/" + PhotoPolicy.flatName(relative)
-            try syscall("rename \(folder.path)/\(name) to \(target)", blocking: { renameat(folder.fd, name, AT_FDCWD, target) })
+            // Never over a file already there (a name dropped again after a camera's counter
+            // reset, or another user's top-level `DCIM%2FIMG_1.jpg`): that one gets `~2`, `~3`, ...
+            let flat = done + "/" + PhotoPolicy.flatName(relative)
+            for n in 1... {
+                let target = n == 1 ? flat : flat + "~\(n)"
+                do {
+                    try syscall("rename \(folder.path)/\(name) to \(target)", blocking: { pm_rename_noreplace(folder.fd, name, AT_FDCWD, target) })
+                    return
+                } catch let e as SystemError where e.errno == EEXIST && n < 10_000 {}
+            }
         }
     }
 }

@@ -28,11 +28,24 @@ enum Files {
     static func head(_ name: String, in folder: OpenFolder, count: Int) throws -> [UInt8] {
         let fd = try folder.open(name, O_RDONLY | O_NONBLOCK)
         defer { close(fd) }
+        return try head(of: fd, path: folder.path + "/" + name, count: count)
+    }
+
+    /// The same for an entry whose name is not UTF-8 (`cName`: its bytes and a NUL), which
+    /// no String names; [] when it cannot be read.
+    static func head(cName: [CChar], in folder: OpenFolder, count: Int) -> [UInt8] {
+        let fd = openat(folder.fd, cName, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        return (try? head(of: fd, path: folder.path, count: count)) ?? []
+    }
+
+    private static func head(of fd: Int32, path: String, count: Int) throws -> [UInt8] {
         var st = stat()
-        try syscall("fstat \(folder.path)/\(name)", blocking: { fstat(fd, &st) })
+        try syscall("fstat \(path)", blocking: { fstat(fd, &st) })
         guard st.st_mode & S_IFMT == S_IFREG else { return [] }
         var bytes = [UInt8](repeating: 0, count: count)
-        let n = try syscall("read \(folder.path)/\(name)", blocking: { bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, count) } })
+        let n = try syscall("read \(path)", blocking: { bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, count) } })
         return Array(bytes.prefix(n))
     }
 

@@ -30,7 +30,7 @@ extension InboxScanner {
             report.notSkipped.append(name)
             return nil
         }
-        if let why = Self.leftAlone(base, in: folder, st) {
+        if let why = Self.leftAlone(base, st, head: { (try? Files.head(base, in: folder, count: 16)) ?? [] }) {
             let reason = lookAtSidecar(name, st, in: folder, requireSettled: requireSettled, &report) ?? why
             if reason == Self.released { report.notSkipped.append(name) } else {
                 report.skipped[name] = SkippedEntry(reason: reason, owner: UnixUser.nameOrNumber(st.st_uid))
@@ -80,6 +80,11 @@ extension InboxScanner {
                 return reject(owner, "a symlink is not taken (a photo belongs to its file's owner): move or copy the file in", &report)
             default:
                 return reject(owner, "a \(Files.kind(st)) is not a photo", &report)
+            }
+            // A stage opens the photo by its path beneath the inbox, which the kernel takes up
+            // to PATH_MAX: a deeper one would fail every attempt (`File name too long`).
+            if name.utf8.count >= Int(PATH_MAX) {
+                return reject(owner, "its path in the inbox is \(name.utf8.count) bytes, longer than a path can be (\(PATH_MAX - 1)); move it up", &report)
             }
             if let why = MemoIntake.overLimit(size: Int64(st.st_size), maxPhotoBytes) { return reject(owner, why, &report) }
             // A daemon not run as root cannot read another user's mode-600 file: that never
@@ -141,8 +146,8 @@ extension InboxScanner {
         return [inbox, realInbox].contains { normal.hasPrefix($0 + "/") }
     }
 
-    /// A name that is not UTF-8 can be no record's photo name: the file goes to quarantine
-    /// under its path's bytes in hex, with the name shown escaped (`\xFF`) in the reason.
+    /// A name that is not UTF-8 can be no record's photo name: a photo candidate goes to
+    /// quarantine under its path's bytes in hex, with the name shown escaped (`\xFF`) in the reason.
     func rejectBadName(_ bytes: [UInt8], in folder: OpenFolder, under relative: String, _ report: inout Report) {
         let whole = (relative.isEmpty ? [] : Array(relative.utf8) + [0x2F]) + bytes
         let digits = Array("0123456789abcdef".utf8)
@@ -155,6 +160,14 @@ extension InboxScanner {
         // A folder is a sync tool's, whatever its name: never moved, not looked into.
         if st.st_mode & S_IFMT == S_IFDIR {
             report.skipped[shown] = SkippedEntry(reason: "a folder whose name is not valid UTF-8 (not looked into)", owner: UnixUser.nameOrNumber(st.st_uid))
+            return
+        }
+        // Left alone as under a UTF-8 name: a transfer tool's name in transit (rsync's
+        // `.NAME.XXXXXX` of such a name), an ignored one, or no photo (a Latin-1 `.MOV`).
+        let lossy = String(decoding: whole, as: UTF8.self)
+        if isIgnored(lossy) { return }
+        if let why = Self.leftAlone(lossy, st, head: { Files.head(cName: cName, in: folder, count: 16) }) {
+            report.skipped[shown] = SkippedEntry(reason: why, owner: UnixUser.nameOrNumber(st.st_uid))
             return
         }
         let name = "inbox-name-" + hex

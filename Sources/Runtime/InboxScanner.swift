@@ -104,13 +104,13 @@ final class InboxScanner: @unchecked Sendable {
     /// Why an entry is left alone, or nil for a photo candidate: a name without a photo's
     /// extension that is not a regular file starting like an image (the first bytes are
     /// read for that, through `folder`, without following a link or waiting on a FIFO).
-    static func leftAlone(_ name: String, in folder: OpenFolder, _ st: stat) -> String? {
+    static func leftAlone(_ name: String, _ st: stat, head: () -> [UInt8]) -> String? {
         let type = st.st_mode & S_IFMT
         let ext = PhotoPolicy.fileExtension(name)
         if let ext, PhotoPolicy.photoExtensions.contains(ext) { return nil }
         let kind = ext.map { "not a photo (.\($0))" } ?? "not a photo (no photo extension"
         guard type == S_IFREG else { return ext == nil ? kind + ")" : kind }
-        if let head = try? Files.head(name, in: folder, count: 16), PhotoPolicy.startsLikeAnImage(head) { return nil }
+        if PhotoPolicy.startsLikeAnImage(head()) { return nil }
         return ext == nil ? kind + ", and its first bytes are no image's)" : kind
     }
 

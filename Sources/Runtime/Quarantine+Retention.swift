@@ -14,7 +14,8 @@ extension Quarantine {
         var removed = 0
         var errors: [String] = []
         func changed(_ path: String, modified: Bool) -> Double? {
-            guard let st = try? Files.lstatEntry(path), st.st_mode & S_IFMT == S_IFREG else { return nil }
+            // Any entry but a folder: a quarantined link or FIFO goes too (unlink never follows).
+            guard let st = try? Files.lstatEntry(path), st.st_mode & S_IFMT != S_IFDIR else { return nil }
             let t = modified ? st.st_mtim : st.st_ctim
             return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
         }

@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import Glibc
 import Journal
 import StageKit
 
@@ -150,6 +151,12 @@ final class QueueFolder: @unchecked Sendable {
             readers[prefix + file] = makeReader(path + "/" + file, prefix + file)
         }
         var out: [String: Result<QueueReader.Report, Error>] = [:]
+        for (shown, owner) in undecodableQueueFiles() {
+            var refused = QueueReader.Report()
+            refused.refused = "\(path)/\(shown): the file name is not valid UTF-8, so it is not read; rename it (its lines are read from the start)"
+            refused.owner = owner
+            out[prefix + shown] = .success(refused)
+        }
         for (name, reader) in readers {
             let result = Result { try reader.catchUp() }
             out[name] = result
@@ -159,5 +166,21 @@ final class QueueFolder: @unchecked Sendable {
             }
         }
         return out
+    }
+
+    /// Queue files whose names are not UTF-8 (Foundation's listing leaves them out, so they
+    /// were never read and nothing said why): each shown escaped (`\xFF`), with its owner.
+    private func undecodableQueueFiles() -> [(shown: String, owner: UInt32)] {
+        guard let dir = opendir(path) else { return [] }
+        defer { closedir(dir) }
+        var found: [(String, UInt32)] = []
+        while let ent = readdir(dir) {
+            let bytes = withUnsafeBytes(of: ent.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            guard String(validating: bytes, as: UTF8.self) == nil, isQueueFile(String(decoding: bytes, as: UTF8.self)) else { continue }
+            var st = stat()
+            guard fstatat(dirfd(dir), bytes.map { CChar(bitPattern: $0) } + [0], &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            found.append((bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined(), st.st_uid))
+        }
+        return found
     }
 }

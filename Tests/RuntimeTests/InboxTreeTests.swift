@@ -92,6 +92,50 @@ import Testing
         #expect(try report.rejected.count == 1 && t.quarantined().count == 1)
     }
 
+    /// A file whose name is not UTF-8 (a Latin-1 name from an old tool) is quarantined only
+    /// when it is a photo candidate: a sync tool's temporary name, an ignored one and a file
+    /// that is no photo stay where they are, as under a UTF-8 name (they were all moved).
+    @Test func aFileWhoseNameIsNotUTF8IsQuarantinedOnlyWhenItIsAPhoto() throws {
+        let t = try TestHome()
+        let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0, 16]
+        let files: [(String, String, [UInt8])] = [("clip", ".MOV", Array("not an image".utf8)), (".IMG", ".jpg.Xa1b2c", jpeg),
+                                                  ("IMG", ".jpg.part", jpeg), ("IMG", ".jpg", jpeg), ("raw", "", jpeg)]
+        for (head, tail, bytes) in files {
+            let path: [CChar] = Array((t.home.inbox + "/" + head).utf8CString.dropLast()) + [CChar(bitPattern: 0xE9)] + Array(tail.utf8CString)
+            let fd = open(path, O_CREAT | O_WRONLY, 0o644)
+            #expect(fd >= 0 && write(fd, bytes, bytes.count) == bytes.count)
+            close(fd)
+        }
+        let report = t.scanner(settle: 0).rescan()
+        #expect(report.skipped["clip\\xE9.MOV"]?.reason == "not a photo (.mov)", "\(report.skipped)")
+        #expect(report.rejected.count == 2, "\(report.rejected)")
+        #expect(try t.quarantined().count == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: t.home.inbox).count == 3)
+    }
+
+    /// A photo whose path in the inbox is longer than a path can be (PATH_MAX) could never be
+    /// opened by a stage: it was taken, failed every attempt (`File name too long`) and only
+    /// then was quarantined. Now it is quarantined at once, saying why.
+    @Test func aPhotoTooDeepToOpenIsQuarantinedAtOnce() throws {
+        let t = try TestHome()
+        var fd = open(t.home.inbox, O_RDONLY | O_DIRECTORY)
+        for i in 0..<16 {
+            let name = "f\(i)" + String(repeating: "z", count: 250)
+            #expect(mkdirat(fd, name, 0o755) == 0)
+            let next = openat(fd, name, O_RDONLY | O_DIRECTORY)
+            close(fd)
+            fd = next
+        }
+        let photo = openat(fd, String(repeating: "r", count: 250) + ".jpg", O_CREAT | O_WRONLY, 0o644)
+        #expect(photo >= 0 && write(photo, [0xFF, 0xD8, 0xFF, 0xE0] as [UInt8], 4) == 4)
+        close(photo)
+        close(fd)
+        let report = t.scanner(settle: 0).rescan()
+        #expect(report.outcomes.isEmpty && report.rejected.count == 1, "\(report.rejected)")
+        #expect(report.rejected.first?.contains("longer than a path can be (4095)") == true, "\(report.rejected)")
+        #expect(try t.quarantined().count == 1)
+    }
+
     /// A failed job's nested photo goes to quarantine under its flat name; a folder made
     /// at the photo's name since is a sync tool's and stays where it is.
     @Test func aFailedNestedPhotoIsQuarantinedButAFolderAtItsNameStays() throws {

@@ -214,6 +214,30 @@ import Testing
         #expect(try t.jobs().map(\.memo.memo) == ["after it"])
     }
 
+    /// A line's holes stay holes in its quarantined copy: lines of 15 MiB of holes each, a
+    /// newline apart, cost their writer a block each and were copied as 15 MiB of zeros each
+    /// (48 KB of a user's file filled 184 MB of the daemon's disk).
+    @Test func aSparseLineCostsTheDiskInQuarantineWhatItCostItsWriter() throws {
+        let t = try TestHome()
+        FileManager.default.createFile(atPath: t.home.queueFile, contents: nil)
+        let fd = open(t.home.queueFile, O_WRONLY)
+        for k in 1...4 { #expect(pwrite(fd, "\n", 1, off_t(k * (15 << 20))) == 1) }
+        #expect(pwrite(fd, "x", 1, 22 << 20) == 1)  // in the second line, kept where it was
+        close(fd)
+        let report = try t.queueReader().catchUp()
+        #expect(report.quarantined.count == 4, "\(report.quarantined)")
+        var allocated = 0, second: Data?
+        for name in try t.quarantined() {
+            var st = stat()
+            #expect(stat(t.home.quarantine + "/" + name, &st) == 0 && st.st_size >= 15 << 20 - 1)
+            allocated += Int(st.st_blocks) * 512
+            if name.hasSuffix("-\((15 << 20) + 1).jsonl") { second = FileManager.default.contents(atPath: t.home.quarantine + "/" + name) }
+        }
+        #expect(allocated < 1 << 20, "the copies take \(allocated) bytes of disk")
+        let copy = try #require(second)
+        #expect(copy[(22 << 20) - (15 << 20) - 1] == UInt8(ascii: "x") && copy.filter { $0 != 0 }.count == 1)
+    }
+
     /// StrictModes holds for a replaced file too: one made writable by others after it was
     /// read, then replaced, was drained through the descriptor without the check, so lines
     /// anyone had appended meanwhile became its owner's jobs.

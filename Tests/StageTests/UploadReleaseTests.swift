@@ -37,6 +37,23 @@ import Testing
         #expect(try String(contentsOfFile: h.root + "/done/DCIM%2F2026%2FIMG_1.jpg", encoding: .utf8) == "2026")
         #expect(h.exists(h.root + "/inbox/DCIM/2025") && !h.exists(h.root + "/inbox/DCIM/2025/IMG_1.jpg"))
     }
+
+    /// `done/` never loses an original to a later one of the same flat name: a camera's
+    /// counter reset (`IMG_2.jpg` again), or another user's top-level `DCIM%2FIMG_1.jpg`
+    /// after a nested `DCIM/IMG_1.jpg` (the daemon, as root, renamed it over the first).
+    @Test func aMovedPhotoNeverReplacesOneAlreadyInDone() throws {
+        let h = try StageHome()
+        let stage = try h.stage(UploadStage.self, ["keep_originals": "move"])
+        for (name, bytes) in [("DCIM/IMG_1.jpg", "alice's"), ("DCIM%2FIMG_1.jpg", "bob's"), ("IMG_2.jpg", "first"), ("IMG_2.jpg", "second")] {
+            _ = try h.write("inbox/" + name, bytes)
+            try stage.releaseOriginal(h.root + "/inbox/" + name)
+        }
+        let done = h.root + "/done/"
+        let kept = try FileManager.default.contentsOfDirectory(atPath: done).map { try String(contentsOfFile: done + $0, encoding: .utf8) }
+        #expect(kept.sorted() == ["alice's", "bob's", "first", "second"])
+        #expect(try String(contentsOfFile: done + "DCIM%2FIMG_1.jpg", encoding: .utf8) == "alice's")
+        #expect(try String(contentsOfFile: done + "IMG_2.jpg~2", encoding: .utf8) == "second")
+    }
 }
 
 /// Each photo format validate accepts is stored with its MIME type (AVIF: image/avif), not

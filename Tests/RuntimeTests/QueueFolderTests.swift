@@ -1,0 +1,26 @@
+import Foundation
+import Glibc
+import Testing
+@testable import Runtime
+
+/// The queue files of a folder (`queue.d/`), each read by its own reader.
+@Suite struct QueueFolderTests {
+    /// A queue file whose name is not UTF-8 was left out of the folder's listing: its lines
+    /// were never read and nothing said why. It is refused with why, shown as its owner's.
+    @Test func aQueueFileWhoseNameIsNotUTF8IsRefusedWithWhy() throws {
+        let t = try TestHome()
+        try FileManager.default.createDirectory(atPath: t.home.queueFolder, withIntermediateDirectories: true)
+        try t.append(#"{"memo":"ok"}"# + "\n", to: t.home.queueFolder + "/ok.jsonl")
+        let bad: [CChar] = Array((t.home.queueFolder + "/bad").utf8CString.dropLast()) + [CChar(bitPattern: 0xFF)] + Array(".jsonl".utf8CString)
+        let fd = open(bad, O_CREAT | O_WRONLY, 0o644)
+        #expect(fd >= 0 && write(fd, "{\"memo\":\"lost\"}\n", 16) == 16)
+        close(fd)
+        let folder = QueueFolder(path: t.home.queueFolder, prefix: "queue.d/", isQueueFile: { $0.hasSuffix(".jsonl") }) { path, name in
+            QueueReader(path: path, name: name, journal: t.journal, quarantine: t.quarantine, intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 60))
+        }
+        let results = folder.catchUp()
+        let refused = try #require(results["queue.d/bad\\xFF.jsonl"], "\(results.keys)").get()
+        #expect(refused.refused?.contains("is not valid UTF-8") == true && refused.owner == getuid(), "\(refused)")
+        #expect(try t.jobs().map(\.memo.memo) == ["ok"])
+    }
+}
