@@ -66,6 +66,9 @@ public protocol RecordIndex: AnyObject, Sendable {
     /// Makes a subscription's pending deliveries wait until at least `until` (its sink hangs).
     func holdDeliveries(subscription id: String, until: Double) throws
     func retryFailedDeliveries(subscription id: String, viewer: Viewer, now: Double) throws -> Int
+    /// Deletes up to `limit` deliveries delivered before `deliveredBefore` or failed before
+    /// `failedBefore` (retention); returns how many.
+    func pruneDeliveries(deliveredBefore: Double, failedBefore: Double, limit: Int) throws -> Int
     /// A socket follower's events after change `since`.
     func socketEvents(subscription s: Subscription, since: Int64) throws -> [JSONValue]
 

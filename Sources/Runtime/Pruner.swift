@@ -1,17 +1,19 @@
 import EventLoop
+import Index
 import Journal
 import PhotomemoCore
 import StageKit
 
 /// Retention (DESIGN.md, "Running for months"): jobs finished longer ago than the
-/// definition's `retention`, with their history, and quarantine files older than its
-/// `failed`, pruned on the work pool (never the loop), at least once a minute. Each batch
+/// definition's `retention`, with their history, deliveries delivered or failed as long ago
+/// (`RecordStore.pruneDeliveries`), and quarantine files older than its `failed`, pruned on the work pool (never the loop), at least once a minute. Each batch
 /// is its own journal transaction (`Journal.pruneBatch`), so intake waits for one short
 /// batch at most. Several hosts on one PostgreSQL journal may prune at once: a batch
 /// picks and changes its jobs under the journal's write lock.
 final class Pruner {
     private let loop: EventLoop
     private let journal: any JobJournal
+    private let records: any RecordIndex
     private let quarantine: Quarantine
     private let retention: () -> Retention
     private let timer: LoopTimer
@@ -22,8 +24,9 @@ final class Pruner {
     static let batchSize = 500
     static let batchesPerRun = 40
 
-    init(loop: EventLoop, journal: any JobJournal, quarantine: Quarantine, retention: @escaping () -> Retention) throws {
-        (self.loop, self.journal, self.quarantine, self.retention) = (loop, journal, quarantine, retention)
+    init(loop: EventLoop, journal: any JobJournal, records: any RecordIndex, quarantine: Quarantine,
+         retention: @escaping () -> Retention) throws {
+        (self.loop, self.journal, self.records, self.quarantine, self.retention) = (loop, journal, records, quarantine, retention)
         timer = try LoopTimer(loop: loop)
     }
 
@@ -40,9 +43,9 @@ final class Pruner {
         let retention = self.retention()
         nextRun = now + Self.interval(retention)
         running = true
-        let (journal, quarantine) = (self.journal, self.quarantine)
-        loop.submit({ () -> (jobs: Int, files: Int, errors: [String]) in
-            var jobs = 0
+        let (journal, records, quarantine) = (self.journal, self.records, self.quarantine)
+        loop.submit({ () -> (jobs: Int, deliveries: Int, files: Int, errors: [String]) in
+            var jobs = 0, deliveries = 0
             var errors: [String] = []
             do {
                 for _ in 0..<Self.batchesPerRun {
@@ -53,12 +56,23 @@ final class Pruner {
             } catch {
                 errors.append("journal: \(error)")
             }
+            do {
+                for _ in 0..<Self.batchesPerRun {
+                    let now = unixNow()
+                    let n = try records.pruneDeliveries(deliveredBefore: now - retention.done, failedBefore: now - retention.failed,
+                                                        limit: Self.batchSize)
+                    deliveries += n
+                    if n < Self.batchSize { break }
+                }
+            } catch {
+                errors.append("deliveries: \(error)")
+            }
             let files = quarantine.prune(before: unixNow() - retention.failed)
-            return (jobs, files.removed, errors + files.errors)
+            return (jobs, deliveries, files.removed, errors + files.errors)
         }) { [unowned self] result in
             self.running = false
-            if result.jobs > 0 || result.files > 0 {
-                Log.info("retention: pruned \(result.jobs) finished jobs and \(result.files) quarantine files")
+            if result.jobs + result.deliveries + result.files > 0 {
+                Log.info("retention: pruned \(result.jobs) finished jobs, \(result.deliveries) finished deliveries and \(result.files) quarantine files")
             }
             for e in result.errors.prefix(3) { Log.warning("retention: \(e)") }
         }
