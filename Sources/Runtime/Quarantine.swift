@@ -15,9 +15,13 @@ struct Quarantine: Sendable {
     /// The definition's `inbox.originals` (set on reload): with `keep` nothing in the inbox
     /// is moved — a sync tool owns it — and a bad photo's reason is only recorded.
     let originals: LockedValue<InboxOptions.Originals>
+    /// Each user's bad queue lines here (at most `QuarantinedLines.maxPerUser`).
+    let lines: QuarantinedLines
 
-    init(folder: String, inbox: String, originals: LockedValue<InboxOptions.Originals> = LockedValue(.delete)) {
+    init(folder: String, inbox: String, originals: LockedValue<InboxOptions.Originals> = LockedValue(.delete),
+         lines: QuarantinedLines? = nil) {
         (self.folder, self.inbox, self.originals) = (folder, inbox, originals)
+        self.lines = lines ?? QuarantinedLines(folder: folder)
     }
 
     /// Whether inbox files stay where they are (`inbox.originals` is `keep`).
@@ -58,11 +62,19 @@ struct Quarantine: Sendable {
         return target
     }
 
-    /// Writes a bad queue line as a file of its own with its reason.
-    func writeLine(_ bytes: ArraySlice<UInt8>, name: String, reason: JSONValue) throws -> String {
+    /// Writes a bad queue line of `owner`'s as a file of its own with its reason.
+    func writeLine(_ bytes: ArraySlice<UInt8>, name: String, reason: JSONValue, owner: uid_t) throws -> String {
         let target = folder + "/" + name
         try DurableFile.write(reason.jsonData, to: target + ".reason.json")
         try DurableFile.write(Data(bytes), to: target)
+        return ownLine(target, owner)
+    }
+
+    /// A quarantined line's file is its writer's (`QuarantinedLines` counts them by owner;
+    /// a disk quota charges them). Only root can give it away: otherwise it is already theirs.
+    private func ownLine(_ target: String, _ owner: uid_t) -> String {
+        if geteuid() == 0 { _ = lchown(target, owner, gid_t.max) }
+        lines.added(owner)
         return target
     }
 
@@ -72,7 +84,7 @@ struct Quarantine: Sendable {
 
     /// Copies a line too long to hold in memory (`length` bytes at `offset` of `fd`, up to
     /// `maxKeptLineBytes`), a megabyte at a time, as a file of its own with its reason.
-    func copyLine(from fd: Int32, offset: Int64, length fullLength: Int64, name: String, reason: JSONValue) throws -> String {
+    func copyLine(from fd: Int32, offset: Int64, length fullLength: Int64, name: String, reason: JSONValue, owner: uid_t) throws -> String {
         let length = min(fullLength, Self.maxKeptLineBytes)
         let target = folder + "/" + name
         try DurableFile.write(reason.jsonData, to: target + ".reason.json")
@@ -104,7 +116,7 @@ struct Quarantine: Sendable {
             if fstat(fd, &st) == 0 { end = min(end, max(done, Int64(st.st_size) - offset)) }
             try syscall("ftruncate \(target)", blocking: { ftruncate(out, off_t(max(done, end))) })
         }
-        return target
+        return ownLine(target, owner)
     }
 
     /// `lseek` with SEEK_DATA or SEEK_HOLE: the offset, -1 when only a hole is left (ENXIO),

@@ -27,8 +27,14 @@ extension QueueReader {
             var next = pos
             var framer = QueueLineFramer(buf[0..<n])
             while let line = framer.next() {
-                next.line += 1
-                try handle(line, at: next, into: &memos, &report)
+                var at = next
+                at.line += 1
+                guard try handle(line, at: at, into: &memos, &report) else {
+                    // A bad line at its owner's cap: the read stops before it.
+                    if next.offset != pos.offset { try commit(&memos, at: next, fd, &pos, &report) }
+                    return
+                }
+                next = at
                 next.offset += Int64(line.length)
                 linesRead += 1
                 if next.line - pos.line >= Self.linesPerCommit || linesRead >= maxLines {
@@ -39,6 +45,10 @@ extension QueueReader {
             if framer.startsOverlongLine(cap: MemoJob.maxLineBytes) {
                 // One line longer than the limit: find its end, quarantine all of it, skip it.
                 guard let end = try findNewline(fd, lineAt: pos, from: pos.offset + Int64(n), &report) else { return }
+                if atBadLineCap(&report) {
+                    if next.offset != pos.offset { try commit(&memos, at: next, fd, &pos, &report) }
+                    return
+                }
                 next.line += 1
                 let length = end - pos.offset
                 let kept = length > Quarantine.maxKeptLineBytes ? " (its first \(Quarantine.maxKeptLineBytes >> 20) MiB are kept)" : ""
@@ -68,18 +78,23 @@ extension QueueReader {
         memos.removeAll(keepingCapacity: true)
     }
 
-    func handle(_ line: QueueLineFramer.Line, at pos: QueuePosition, into memos: inout [QueuedMemo], _ report: inout Report) throws {
-        if line.isBlank { return }
+    /// Takes one line: a job, nothing (blank), or quarantine. False when the line is bad and
+    /// its owner is at the cap of quarantined lines (`QuarantinedLines`): it is not taken.
+    func handle(_ line: QueueLineFramer.Line, at pos: QueuePosition, into memos: inout [QueuedMemo], _ report: inout Report) throws -> Bool {
+        if line.isBlank { return true }
         if let u = untrusted, u.inode == pos.inode, u.generation == pos.generation, pos.offset < u.until {
+            guard !atBadLineCap(&report) else { return false }
             try quarantineLine(line.bytes, at: pos, reason: "appended while \(name) was writable by others than its owner, so it could be "
                                + "anyone's; not read as theirs: append it again if it is yours", &report)
-            return
+            return true
         }
         switch parser.parse(line.bytes, at: pos, owner: owner, allowance: &allowance) {
         case .success(let memo): memos.append(memo)
         case .failure(let refused):
+            guard !atBadLineCap(&report) else { return false }
             // If even quarantine fails, this throws: the position is not committed past the line.
             try quarantineLine(line.bytes, at: pos, reason: refused.reason, &report)
         }
+        return true
     }
 }

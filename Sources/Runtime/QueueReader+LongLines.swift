@@ -45,21 +45,36 @@ extension QueueReader {
     }
 
     func quarantineName(_ pos: QueuePosition) -> String {
-        "queue-line-\(name.replacingOccurrences(of: "/", with: "_"))-g\(pos.generation)-\(pos.offset).jsonl"
+        QuarantinedLines.prefix + "\(name.replacingOccurrences(of: "/", with: "_"))-g\(pos.generation)-\(pos.offset).jsonl"
     }
 
     func quarantineReason(_ reason: String, _ pos: QueuePosition) -> JSONValue {
         Quarantine.reason(reason, extra: ["source": .string(name), "line": .int(pos.line), "offset": .int(pos.offset)])
     }
 
+    /// Whether the file's owner holds as many quarantined lines as a user may: their next
+    /// bad line, and the rest of the file, wait unread (said once until it is read on).
+    func atBadLineCap(_ report: inout Report) -> Bool {
+        guard quarantine.lines.atCap(owner.uid) else {
+            heldAtBadLines = false
+            return false
+        }
+        if !heldAtBadLines {
+            report.notes.append("\(name): \(owner.name) has \(quarantine.lines.maxPerUser) bad queue lines in quarantine, the most a user may have; "
+                                + "the rest of the file is read once retention or an admin removes some")
+            heldAtBadLines = true
+        }
+        return true
+    }
+
     func quarantineLine(_ bytes: ArraySlice<UInt8>, at pos: QueuePosition, reason: String, _ report: inout Report) throws {
-        let saved = try quarantine.writeLine(bytes, name: quarantineName(pos), reason: quarantineReason(reason, pos))
+        let saved = try quarantine.writeLine(bytes, name: quarantineName(pos), reason: quarantineReason(reason, pos), owner: owner.uid)
         report.quarantined.append(saved + ": line \(pos.line): " + reason)
     }
 
     func quarantineLongLine(_ fd: Int32, at pos: QueuePosition, length: Int64, reason: String, _ report: inout Report) throws {
         let saved = try quarantine.copyLine(from: fd, offset: pos.offset, length: length, name: quarantineName(pos),
-                                            reason: quarantineReason(reason, pos))
+                                            reason: quarantineReason(reason, pos), owner: owner.uid)
         report.quarantined.append(saved + ": line \(pos.line): " + reason)
     }
 }

@@ -58,6 +58,8 @@ final class QueueReader: @unchecked Sendable {
     /// Its owner reached `MemoIntake.maxUnfinishedPerUser` since the file was last read to
     /// its end (said once in the log, not at every read).
     private var holding = false
+    /// Its owner reached `QuarantinedLines.maxPerUser` (said once, as `holding`).
+    var heldAtBadLines = false
     /// The owner's quota as this read turn found it (`QuotaMeter`): lines past it are quarantined.
     var allowance: QuotaMeter.Allowance?
     /// The inode of the held file while it is refused (StrictModes): when it is safe again,
