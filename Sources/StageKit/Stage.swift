@@ -13,7 +13,7 @@ public protocol Stage: Sendable {
     /// One line for `photomemo check` and the stage's README.
     static var summary: String { get }
     static var options: [StageOption] { get }
-    /// CPU-bound stages default to one concurrent job per core, I/O stages to more.
+    /// CPU-bound stages default to one concurrent job per core and one more, I/O stages to more.
     static var workload: StageWorkload { get }
     /// An option of this stage that is an older name of `"inbox": {"originals"}` (upload's
     /// `keep_originals`): the definition reads it as that, and refuses both differing.
