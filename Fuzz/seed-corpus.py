@@ -4,7 +4,8 @@
 The probe's seeds come from ../shared/testdata/photos: the first 4 KiB of every photo
 (headers and the start of the data), the small photos whole, the first 64 KiB of the
 HEIC, plus hand-built PNG, WebP and HEIC headers, so the corpus stays small. The HEIF
-parser's are the HEIC's boxes (heif_seeds)."""
+parser's are the HEIC's boxes (heif_seeds). Files named regression-* are inputs a fuzz
+run found, checked in by hand so every run tries them again; this script leaves them be."""
 import os, struct, sys, zlib
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
