@@ -146,12 +146,12 @@ final class QueueFolder: @unchecked Sendable {
 
     /// Reads every queue file in the folder (and any replaced one still held) to its end.
     func catchUp() -> [String: Result<QueueReader.Report, Error>] {
-        let present = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter(isQueueFile)
+        let (present, undecodable) = queueFiles()
         for file in present where readers[prefix + file] == nil {
             readers[prefix + file] = makeReader(path + "/" + file, prefix + file)
         }
         var out: [String: Result<QueueReader.Report, Error>] = [:]
-        for (shown, owner) in undecodableQueueFiles() {
+        for (shown, owner) in undecodable {
             var refused = QueueReader.Report()
             refused.refused = "\(path)/\(shown): the file name is not valid UTF-8, so it is not read; rename it (its lines are read from the start)"
             refused.owner = owner
@@ -168,19 +168,24 @@ final class QueueFolder: @unchecked Sendable {
         return out
     }
 
-    /// Queue files whose names are not UTF-8 (Foundation's listing leaves them out, so they
-    /// were never read and nothing said why): each shown escaped (`\xFF`), with its owner.
-    private func undecodableQueueFiles() -> [(shown: String, owner: UInt32)] {
-        guard let dir = opendir(path) else { return [] }
+    /// The folder's queue files, in one pass: those named in UTF-8, and those whose names
+    /// are not (Foundation's listing left them out, so they were never read and nothing
+    /// said why), each shown escaped (`\xFF`) with its owner.
+    private func queueFiles() -> (named: Set<String>, undecodable: [(shown: String, owner: UInt32)]) {
+        guard let dir = opendir(path) else { return ([], []) }
         defer { closedir(dir) }
-        var found: [(String, UInt32)] = []
+        var named = Set<String>(), undecodable: [(String, UInt32)] = []
         while let ent = readdir(dir) {
             let bytes = withUnsafeBytes(of: ent.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-            guard String(validating: bytes, as: UTF8.self) == nil, isQueueFile(String(decoding: bytes, as: UTF8.self)) else { continue }
+            if let name = String(validating: bytes, as: UTF8.self) {
+                if isQueueFile(name) { named.insert(name) }
+                continue
+            }
+            guard isQueueFile(String(decoding: bytes, as: UTF8.self)) else { continue }
             var st = stat()
             guard fstatat(dirfd(dir), bytes.map { CChar(bitPattern: $0) } + [0], &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
-            found.append((bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined(), st.st_uid))
+            undecodable.append((bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined(), st.st_uid))
         }
-        return found
+        return (named, undecodable)
     }
 }
