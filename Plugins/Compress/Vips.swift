@@ -52,8 +52,10 @@ final class VipsImageRef {
     func iccToSRGB() throws -> VipsImageRef { try then("colour transform") { pm_vips_icc_to_srgb($0, $1) } }
     func inSRGB() throws -> VipsImageRef { try then("colour conversion") { pm_vips_colourspace_srgb($0, $1) } }
     func castToUchar() throws -> VipsImageRef { try then("8-bit conversion") { pm_vips_cast_uchar($0, $1) } }
+    /// The rectangle's pixels, computed now (`pm_vips_crop_memory`).
     func cropped(left: Int32, top: Int32, width: Int32, height: Int32) throws -> VipsImageRef {
-        try then("crop") { pm_vips_extract($0, $1, left, top, width, height) }
+        let input = try inMemory()
+        return try input.then("crop") { pm_vips_crop_memory($0, $1, left, top, width, height) }
     }
 
     /// The names of the image's metadata fields.

@@ -73,8 +73,20 @@ static inline int pm_vips_flatten_white(VipsImage *in, VipsImage **out) {
     return rc;
 }
 
-static inline int pm_vips_extract(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
-    return vips_extract_area(in, out, left, top, width, height, NULL);
+/* A rectangle of an in-memory image copied row by row into a new one: a lazy
+   vips_extract_area would be computed later through a pipeline and its worker thread, a
+   handoff per strip (a thumbnail's crop cost ~3 ms of waiting for ~0.05 ms of copying). */
+static inline int pm_vips_crop_memory(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
+    if (left < 0 || top < 0 || width <= 0 || height <= 0 || width > in->Xsize - left || height > in->Ysize - top) {
+        vips_error("crop", "%dx%d at %d,%d is outside the %dx%d image", width, height, left, top, in->Xsize, in->Ysize);
+        return -1;
+    }
+    VipsImage *image = pm_vips_new_memory_like(in, width, height);
+    if (!image) return -1;
+    size_t row = (size_t)VIPS_IMAGE_SIZEOF_PEL(in) * (size_t)width;
+    for (int y = 0; y < height; y++) memcpy(VIPS_IMAGE_ADDR(image, 0, y), VIPS_IMAGE_ADDR(in, left, top + y), row);
+    *out = image;
+    return 0;
 }
 
 static inline int pm_vips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int strip) {
