@@ -19,6 +19,7 @@ public struct CompressStage: Stage {
     public static let summary = "makes the renditions (resize, crop, rotate, sRGB, strip) with libvips and reads EXIF"
     public static let workload = StageWorkload.cpu
     public static let photoLocal = true
+    public static let runsUnseen = true
     public static let readsMemo = false
     public static let options: [StageOption] = [
         StageOption("renditions", .any, default: [

@@ -13,6 +13,7 @@ public struct ValidateStage: Stage {
     public static let summary = "checks format (magic bytes), size limits and structure without decoding"
     public static let workload = StageWorkload.cpu
     public static let photoLocal = true
+    public static let runsUnseen = true
     public static let readsMemo = false
     public static let options: [StageOption] = [
         StageOption("formats", .stringList, default: ["jpeg", "png", "heic", "webp", "avif"],

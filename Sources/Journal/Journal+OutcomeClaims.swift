@@ -6,11 +6,14 @@ public struct StageRunSteps: Sendable {
     public let steps: [(job: ClaimedJob, step: JobStep)]
     public let stageName: String
     public let durationMs: Double
+    /// Whether the commit must reach the disk before the steps count (`Stage.runsUnseen`).
+    public let durable: Bool
 
-    public init(steps: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double) {
+    public init(steps: [(job: ClaimedJob, step: JobStep)], stageName: String, durationMs: Double, durable: Bool = true) {
         self.steps = steps
         self.stageName = stageName
         self.durationMs = durationMs
+        self.durable = durable
     }
 }
 

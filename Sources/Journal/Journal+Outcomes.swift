@@ -20,10 +20,11 @@ extension Journal {
 
     /// Several stage runs' steps in one transaction (group commit: one fsync for the runs
     /// that returned while the last write was in flight), then in the same transaction
-    /// the claims the scheduler has room for (`Journal+OutcomeClaims`).
+    /// the claims the scheduler has room for (`Journal+OutcomeClaims`). Durable unless
+    /// every run says it need not be (`StageRunSteps.durable`).
     public func recordOutcomes(_ runs: [StageRunSteps], thenClaim claims: [ClaimRequest], photoLocalEnd: Int = .max,
                                now: Double = unixNow()) throws -> RecordedOutcomes {
-        try write { db in
+        try write(durable: runs.isEmpty || runs.contains(where: \.durable)) { db in
             let transitions = try writeSteps(db, runs, now: now)
             let claimed = try claimAfterOutcomes(db, claims, photoLocalEnd: photoLocalEnd, now: now)
             return RecordedOutcomes(transitions: transitions, claimed: claimed)

@@ -50,11 +50,12 @@ public final class Journal: @unchecked Sendable {
 
     /// One write transaction. PostgreSQL: several daemons write one journal; one writer at
     /// a time keeps intake, joins and outcomes as simple as on SQLite (BEGIN IMMEDIATE).
-    /// `durable: false` (SQLite): the commit does not wait for the WAL's fsync
-    /// (`synchronous=NORMAL`, which still syncs checkpoints: OFF would not, and a power loss
-    /// could then undo durable commits too). It survives the daemon's own crash (it is in
-    /// the kernel's cache), and the next durable commit flushes it with its own; only a
-    /// power loss before that can undo it. A durable write sets FULL again first, or fails.
+    /// `durable: false`: the commit does not wait for the WAL's fsync (SQLite:
+    /// `synchronous=NORMAL`, which still syncs checkpoints: OFF would not, and a power loss
+    /// could then undo durable commits too; PostgreSQL: `synchronous_commit` off for this
+    /// transaction). It survives the daemon's own crash (it is in the kernel's cache), and
+    /// the next durable commit flushes it with its own; only a power loss (or the server's
+    /// crash) before that can undo it. A durable write sets FULL again first, or fails.
     @discardableResult
     func write<T>(durable: Bool = true, _ body: (any SQLConnection) throws -> T) throws -> T {
         lock.lock()
@@ -65,7 +66,10 @@ public final class Journal: @unchecked Sendable {
                 relaxed = !durable
             }
             let result = try db.transaction {
-                if db.dialect == .postgres { try db.run("SELECT pg_advisory_xact_lock(hashtext('photomemo:journal'))") }
+                if db.dialect == .postgres {
+                    try db.run("SELECT pg_advisory_xact_lock(hashtext('photomemo:journal'))")
+                    if !durable { try db.run("SET LOCAL synchronous_commit = off") }
+                }
                 return try body(db)
             }
             writeHealth.succeeded()

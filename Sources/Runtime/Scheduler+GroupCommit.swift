@@ -22,6 +22,17 @@ struct ReturnedRun {
 /// as the loop hears of the commit, without a claim round trip of its own. A claim in
 /// flight counts against its stage's room (`claimRoom`).
 extension Scheduler {
+    /// Whether recording `steps` may skip waiting for the disk: each job moves on from a
+    /// stage no one outside sees to another such stage (`Stage.runsUnseen`). Not to one
+    /// that is seen: upload may remove the inbox photo, which a stage run again after a
+    /// power loss undid the outcome would need, so what came before it is durable first.
+    static func unseen(_ steps: [JobStep], from stage: any Stage, in definition: JobDefinition) -> Bool {
+        type(of: stage).runsUnseen && steps.allSatisfy { step in
+            guard case .advance(let next) = step.next, definition.stages.indices.contains(next) else { return false }
+            return type(of: definition.stages[next].stage).runsUnseen
+        }
+    }
+
     func writeOutcomes() {
         guard !writingOutcomes, !outcomesWaiting.isEmpty else { return }
         let batch = outcomesWaiting
@@ -33,7 +44,8 @@ extension Scheduler {
             let old = r.definition.stages.map(\.name)
             let steps = JobStateMachine.steps(Array(zip(r.jobs, r.outcomes)), stageCount: r.definition.stages.count, retry: r.definition.retry)
                 .map { ($0.job, $0.step.moved(from: old, to: names)) }
-            return StageRunSteps(steps: steps, stageName: r.entry.name, durationMs: r.ms)
+            return StageRunSteps(steps: steps, stageName: r.entry.name, durationMs: r.ms,
+                                 durable: !Self.unseen(steps.map(\.1), from: r.entry.stage, in: current))
         }
         let claims = claimsAfter(runs, definition: current)
         reserve(claims, +1, byPump: false)

@@ -31,6 +31,11 @@ public protocol Stage: Sendable {
     /// `storedKey`): a stage whose record is a receipt that the original is safe comes
     /// after every such stage (the index stage checks it).
     static var storesAssets: Bool { get }
+    /// Whether no one outside the daemon sees what a run did (validate's checks; compress's
+    /// renditions, its own files until upload stores them). Its outcome when the job moves
+    /// on is then committed without waiting for the disk: a power loss that undoes it only
+    /// runs the stage again (runs are idempotent), and the next durable commit flushes it.
+    static var runsUnseen: Bool { get }
 
     init(options: StageOptions, environment: StageEnvironment) throws
 
@@ -71,6 +76,7 @@ extension Stage {
     public static var readsMemo: Bool { true }
     public static var writesRecords: Bool { false }
     public static var storesAssets: Bool { false }
+    public static var runsUnseen: Bool { false }
     public var maxPhotoBytes: Int64? { nil }
     public var decodesPhotos: Bool { false }
     public func check(alongside stages: [any Stage]) throws {}
