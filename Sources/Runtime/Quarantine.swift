@@ -35,31 +35,46 @@ struct Quarantine: Sendable {
     /// Moves the inbox entry `base` of `folder` (held open beneath the inbox: no link is
     /// followed on the way) into quarantine under `name`'s flat form
     /// (`PhotoPolicy.flatName`: `DCIM/a.jpg` is `DCIM%2Fa.jpg`, no folder is made), or that
-    /// with `~jobN` when it is taken by another entry. Returns the new path.
-    /// The name is another entry's when the file is still to move, or when it is gone (a
-    /// photo deleted before its stage ran) and its reason names another job: that
-    /// reason must not be overwritten by this job's.
+    /// with `~jobN` (then `~jobN~2`, ...) when it is taken by another entry. Returns the new path.
+    /// A name is another entry's when a file or a reason is there, unless the reason is
+    /// this job's (this move, run again after a crash). A name is taken by creating its reason (`O_EXCL`) and the file moves in
+    /// without replacing anything (`RENAME_NOREPLACE`): two entries of one flat name
+    /// quarantined at the same instant (the intake lane and a stage's failure) each keep theirs.
     /// `gone`: the file was not there when its job failed: only the reason is written (a
     /// file back under that name since is a new arrival, taken again, not this job's).
     /// With `keep`, an inbox file is not moved and no reason file is written: the job's
     /// `quarantine` says it was kept in place, and its reason is the job's error.
     func moveEntry(_ base: String, in folder: OpenFolder?, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
         if keepsInbox { return keptInPlace(inbox + "/" + name) }
-        let flat = PhotoPolicy.flatName(name)
-        var target = self.folder + "/" + flat
-        let reasonFor = { (t: String) in t + ".reason.json" }
-        let reasonJob = { (t: String) in (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reasonFor(t)))))?["job"]?.intValue }
+        let flat = self.folder + "/" + PhotoPolicy.flatName(name)
+        let other = job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))"
         let present = { folder?.entry(base) != nil }
-        if Files.exists(target) && (present() || reasonJob(target) != job) {
-            target = self.folder + "/" + flat + (job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))")
+        for n in 1...10_000 {
+            let target = n == 1 ? flat : n == 2 ? flat + other : flat + other + "~\(n - 1)"
+            let reasonPath = target + ".reason.json"
+            if Files.exists(target) || Files.exists(reasonPath) {
+                // This job's reason: this move run again after a crash, the file moved or not yet.
+                let reasonJob = (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reasonPath))))?["job"]?.intValue
+                guard job != nil, reasonJob == job, !(present() && Files.exists(target)) else { continue }
+            } else {
+                let fd = open(reasonPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o640)
+                if fd < 0 && errno == EEXIST { continue }  // taken at this instant by another entry
+                if fd >= 0 { close(fd) }
+            }
+            try DurableFile.write(reason.jsonData, to: reasonPath)
+            if !gone, let folder, present() {
+                do {
+                    try syscall("rename \(folder.path)/\(base)", blocking: { pm_rename_noreplace(folder.fd, base, AT_FDCWD, target) })
+                } catch let e as SystemError where e.errno == EEXIST {
+                    unlink(reasonPath)  // an entry came in without a reason (not one of ours): the next name
+                    continue
+                }
+                try DurableFile.fsyncFolder(self.folder)
+                try syscall("fsync \(folder.path)", blocking: { fsync(folder.fd) })
+            }
+            return target
         }
-        try DurableFile.write(reason.jsonData, to: reasonFor(target))
-        if !gone, let folder, present() {
-            try syscall("rename \(folder.path)/\(base)", blocking: { renameat(folder.fd, base, AT_FDCWD, target) })
-            try DurableFile.fsyncFolder(self.folder)
-            try syscall("fsync \(folder.path)", blocking: { fsync(folder.fd) })
-        }
-        return target
+        throw PhotomemoError(.io, "no free name in quarantine for \(name)")
     }
 
     /// Writes a bad queue line of `owner`'s as a file of its own with its reason.

@@ -1,0 +1,77 @@
+import Foundation
+import Glibc
+import PhotomemoCore
+import StageKit
+import Testing
+@testable import Runtime
+
+/// Quarantine never puts an entry over another's file or reason (`Quarantine.moveEntry`):
+/// each entry keeps its bytes and its own reason, under the flat name or the next free one.
+@Suite struct QuarantineNamesTests {
+    struct Rig {
+        let dir = NSTemporaryDirectory() + "pm-qnames-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        var inbox: String { dir + "/inbox" }
+        var quarantine: Quarantine { Quarantine(folder: dir + "/quarantine", inbox: inbox) }
+        init() throws {
+            for sub in ["/inbox/DCIM", "/quarantine"] { try FileManager.default.createDirectory(atPath: dir + sub, withIntermediateDirectories: true) }
+        }
+        func drop(_ name: String, _ text: String) throws { try Data(text.utf8).write(to: URL(fileURLWithPath: inbox + "/" + name)) }
+        func text(_ path: String) -> String? { (try? Data(contentsOf: URL(fileURLWithPath: path))).map { String(decoding: $0, as: UTF8.self) } }
+        func job(ofReason path: String) -> Int64? {
+            (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: path + ".reason.json"))))?["job"]?.intValue
+        }
+        func move(_ name: String, job: Int64?, gone: Bool = false) throws -> String {
+            let parent = (name as NSString).deletingLastPathComponent
+            let folder = try OpenFolder(parent.isEmpty ? inbox : inbox + "/" + parent)
+            return try quarantine.moveEntry((name as NSString).lastPathComponent, in: folder, name: name,
+                                            reason: Quarantine.reason("bad", job: job, stage: "validate"), job: job, gone: gone)
+        }
+    }
+
+    /// A job whose photo was gone left only its reason at the flat name; the next job's
+    /// photo of that name goes beside it, and the first reason still names its job.
+    @Test func aReasonLeftByAnotherJobIsNeverOverwritten() throws {
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(atPath: r.dir) }
+        let first = try r.move("a.jpg", job: 1, gone: true)
+        #expect(first == r.dir + "/quarantine/a.jpg" && r.job(ofReason: first) == 1)
+        try r.drop("a.jpg", "second")
+        let second = try r.move("a.jpg", job: 2)
+        #expect(second == r.dir + "/quarantine/a.jpg~job2")
+        #expect(r.job(ofReason: first) == 1 && r.job(ofReason: second) == 2 && r.text(second) == "second")
+    }
+
+    /// This job's move run again (a crash after its reason was written, before or after the
+    /// file moved) finishes under the same name: no second entry, no reason left alone.
+    @Test func aMoveRunAgainFinishesUnderItsName() throws {
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(atPath: r.dir) }
+        try r.drop("b.jpg", "b")
+        try DurableFile.write(Quarantine.reason("bad", job: 3, stage: "validate").jsonData, to: r.dir + "/quarantine/b.jpg.reason.json")
+        #expect(try r.move("b.jpg", job: 3) == r.dir + "/quarantine/b.jpg")
+        #expect(try r.move("b.jpg", job: 3, gone: true) == r.dir + "/quarantine/b.jpg")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: r.dir + "/quarantine").sorted() == ["b.jpg", "b.jpg.reason.json"])
+        #expect(r.text(r.dir + "/quarantine/b.jpg") == "b")
+    }
+
+    /// `DCIM/a.jpg` and a top-level `DCIM%2Fa.jpg` (one flat name) quarantined at the same
+    /// instant from two threads, as the intake lane and a stage's failure may: both files
+    /// are kept, each with the reason of its own job.
+    @Test func twoEntriesOfOneFlatNameAtOnceBothStay() throws {
+        for round in 0..<30 {
+            let r = try Rig()
+            defer { try? FileManager.default.removeItem(atPath: r.dir) }
+            try r.drop("DCIM/a.jpg", "nested")
+            try r.drop("DCIM%2Fa.jpg", "top")
+            let moved = LockedValue<[Int64: String]>([:])
+            DispatchQueue.concurrentPerform(iterations: 2) { i in
+                let (name, job) = i == 0 ? ("DCIM/a.jpg", Int64(10)) : ("DCIM%2Fa.jpg", Int64(11))
+                if let path = try? r.move(name, job: job) { moved.withLock { $0[job] = path } }
+            }
+            let paths = moved.value
+            #expect(paths.count == 2 && Set(paths.values).count == 2, "round \(round): \(paths)")
+            #expect(paths[10].flatMap(r.text) == "nested" && paths[11].flatMap(r.text) == "top", "round \(round): \(paths)")
+            #expect(paths[10].flatMap(r.job(ofReason:)) == 10 && paths[11].flatMap(r.job(ofReason:)) == 11, "round \(round)")
+        }
+    }
+}
