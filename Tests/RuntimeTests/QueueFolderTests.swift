@@ -23,4 +23,17 @@ import Testing
         #expect(refused.refused?.contains("is not valid UTF-8") == true && refused.owner == getuid(), "\(refused)")
         #expect(try t.jobs().map(\.memo.memo) == ["ok"])
     }
+
+    /// A folder named like a queue file is refused with why, and has no unread bytes (its
+    /// size is the folder's, not lines: status showed `unread_bytes: 4096`).
+    @Test func aFolderNamedLikeAQueueFileIsRefusedWithNothingUnread() throws {
+        let t = try TestHome()
+        try FileManager.default.createDirectory(atPath: t.home.queueFolder + "/x.jsonl", withIntermediateDirectories: true)
+        let folder = QueueFolder(path: t.home.queueFolder, prefix: "queue.d/", isQueueFile: { $0.hasSuffix(".jsonl") }) { path, name in
+            QueueReader(path: path, name: name, journal: t.journal, quarantine: t.quarantine, intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 60))
+        }
+        let report = try #require(folder.catchUp()["queue.d/x.jsonl"]).get()
+        #expect(report.refused?.contains("is a directory, not a queue file") == true, "\(report)")
+        #expect(report.unreadBytes == 0)
+    }
 }
