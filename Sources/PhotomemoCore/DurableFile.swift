@@ -1,3 +1,4 @@
+import CPosix
 import Foundation
 import Glibc
 import StageKit
@@ -16,6 +17,19 @@ public enum DurableFile {
         try fsyncFolder(dir)
     }
 
+    /// `data` at `path` only if no entry is there: false, nothing written, when one is. Never
+    /// seen empty or torn (the whole file is renamed in), never over another (`RENAME_NOREPLACE`).
+    public static func create(_ data: Data, at path: String, mode: mode_t = 0o640) throws -> Bool {
+        let dir = (path as NSString).deletingLastPathComponent
+        do {
+            try replace(path, in: dir, mode: mode, noReplace: true) { fd in try writeAll(fd, data, path: path) }
+        } catch let e as SystemError where e.errno == EEXIST {
+            return false
+        }
+        try fsyncFolder(dir)
+        return true
+    }
+
     /// Several files in the one folder `dir`, written and fsync'd together (`Concurrently`:
     /// the disk takes the fsyncs at once), then the folder fsync'd once: compress's
     /// renditions. The same guarantee as a `write` each: a name is renamed in only after
@@ -30,9 +44,9 @@ public enum DurableFile {
         try fsyncFolder(dir)
     }
 
-    /// `path` (in `dir`) replaced by a temp file `body` wrote, fsync'd, renamed over it; the
-    /// folder not fsync'd yet.
-    private static func replace(_ path: String, in dir: String, mode: mode_t, _ body: (Int32) throws -> Void) throws {
+    /// `path` (in `dir`) replaced by a temp file `body` wrote, fsync'd, renamed over it (or,
+    /// `noReplace`, only to where nothing is: EEXIST otherwise); the folder not fsync'd yet.
+    private static func replace(_ path: String, in dir: String, mode: mode_t, noReplace: Bool = false, _ body: (Int32) throws -> Void) throws {
         let tmp = dir + "/." + (path as NSString).lastPathComponent + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = try syscall("open \(tmp)", blocking: { open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) })
         do {
@@ -40,7 +54,7 @@ public enum DurableFile {
             try body(fd)
             try syscall("fsync \(tmp)", blocking: { fsync(fd) })
             // A name that cannot be replaced (a folder stands there) leaves no temp file either.
-            try syscall("rename \(tmp)", blocking: { rename(tmp, path) })
+            try syscall("rename \(tmp)", blocking: { noReplace ? pm_rename_noreplace(AT_FDCWD, tmp, AT_FDCWD, path) : rename(tmp, path) })
         } catch {
             unlink(tmp)
             throw error

@@ -37,7 +37,8 @@ struct Quarantine: Sendable {
     /// (`PhotoPolicy.flatName`: `DCIM/a.jpg` is `DCIM%2Fa.jpg`, no folder is made), or that
     /// with `~jobN` (then `~jobN~2`, ...) when it is taken by another entry. Returns the new path.
     /// A name is another entry's when a file or a reason is there, unless the reason is
-    /// this job's (this move, run again after a crash). A name is taken by creating its reason (`O_EXCL`) and the file moves in
+    /// this job's (this move, run again after a crash). A name is taken by creating its
+    /// reason where none is (`DurableFile.create`) and the file moves in
     /// without replacing anything (`RENAME_NOREPLACE`): two entries of one flat name
     /// quarantined at the same instant (the intake lane and a stage's failure) each keep theirs.
     /// `gone`: the file was not there when its job failed: only the reason is written (a
@@ -56,12 +57,10 @@ struct Quarantine: Sendable {
                 // This job's reason: this move run again after a crash, the file moved or not yet.
                 let reasonJob = (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reasonPath))))?["job"]?.intValue
                 guard job != nil, reasonJob == job, !(present() && Files.exists(target)) else { continue }
-            } else {
-                let fd = open(reasonPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o640)
-                if fd < 0 && errno == EEXIST { continue }  // taken at this instant by another entry
-                if fd >= 0 { close(fd) }
+                try DurableFile.write(reason.jsonData, to: reasonPath)
+            } else if try !DurableFile.create(reason.jsonData, at: reasonPath) {
+                continue  // taken at this instant by another entry
             }
-            try DurableFile.write(reason.jsonData, to: reasonPath)
             if !gone, let folder, present() {
                 do {
                     try syscall("rename \(folder.path)/\(base)", blocking: { pm_rename_noreplace(folder.fd, base, AT_FDCWD, target) })

@@ -24,6 +24,19 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["a", "b", "c"])
     }
 
+    /// `create` writes only where no entry is (a file, a dangling link): the one there
+    /// stays as it was, and no temp file is left.
+    @Test func createNeverReplacesAnEntry() throws {
+        let dir = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try DurableFile.create(Data("first".utf8), at: dir + "/r.json"))
+        #expect(try !DurableFile.create(Data("second".utf8), at: dir + "/r.json"))
+        #expect(symlink(dir + "/nowhere", dir + "/link.json") == 0)
+        #expect(try !DurableFile.create(Data("third".utf8), at: dir + "/link.json"))
+        #expect(FileManager.default.contents(atPath: dir + "/r.json") == Data("first".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["link.json", "r.json"])
+    }
+
     @Test func aFileOutsideTheFolderIsRefusedBeforeAnyIsWritten() throws {
         let dir = try scratch(), other = try scratch()
         defer { try? FileManager.default.removeItem(atPath: dir); try? FileManager.default.removeItem(atPath: other) }
