@@ -152,7 +152,7 @@ final class InboxScanner: @unchecked Sendable {
             report.releasedLate += r.releasedLate
             report.errors += r.errors
         }
-        report.skipped = walk.found.skipped
+        report.skipped = walk.found.skipped.named
         report.stale = walk.found.stale
         report.unsettled = walk.found.unsettled.values.flatMap { $0 }
         report.untaken = walk.found.untaken

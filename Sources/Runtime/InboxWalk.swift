@@ -35,7 +35,7 @@ final class InboxWalk: @unchecked Sendable {  // used by one lane turn at a time
 
     /// What the whole walk found, for the watcher to take in once it is finished.
     struct Found {
-        var skipped: [String: InboxScanner.SkippedEntry] = [:]
+        var skipped = SkippedEntries(counting: true)
         var stale: [String: InboxScanner.StaleEntry] = [:]
         /// Files not settled yet, by the folder holding them: looked at again (that folder,
         /// not deep) once they may have settled.
@@ -132,7 +132,7 @@ extension InboxScanner {
         commit(batch, &report)
         // `keep`: nothing leaves the inbox.
         if walk.finished && walk.isWhole && !quarantine.keepsInbox { removeFinishedDuplicates(&report) }
-        walk.found.skipped.merge(report.skipped) { $1 }
+        walk.found.skipped.merge(report.skipped)
         walk.found.stale.merge(report.stale) { $1 }
         for name in report.unsettled { walk.found.unsettled[InboxWalk.folder(of: name), default: []].insert(name) }
         walk.found.untaken += report.untaken

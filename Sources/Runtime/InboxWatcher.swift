@@ -113,9 +113,10 @@ final class InboxWatcher {
     }
 
     /// Entries left alone (files that are not photos, folders not walked), as the last look at each
-    /// found them: `status` counts them (`backlog.inbox_skipped`, not part of the backlog:
-    /// they never become jobs), `photomemo inbox` lists them.
-    private(set) var skipped: [String: InboxScanner.SkippedEntry] = [:]
+    /// found them (past a user's first 1,000, as the last whole walk counted them:
+    /// `SkippedEntries`): `status` counts them (`backlog.inbox_skipped`, not part of the
+    /// backlog: they never become jobs), `photomemo inbox` lists them.
+    private(set) var skipped = SkippedEntries()
     /// Files under ignored names untouched for the definition's `inbox.stale_temp`, as the
     /// last rescan found them.
     private(set) var stale: [String: InboxScanner.StaleEntry] = [:]
@@ -168,7 +169,7 @@ final class InboxWatcher {
     private func forget(under folders: [String]) {
         guard !folders.isEmpty else { return }
         let gone = { (name: String) in folders.contains { name == $0 || name.hasPrefix($0 + "/") } }
-        skipped = skipped.filter { !gone($0.key) }
+        skipped.removeAll(where: gone)
         stale = stale.filter { !gone($0.key) }
     }
 
@@ -236,8 +237,8 @@ final class InboxWatcher {
                 if self.unsettled[folder]?.remove(name) != nil, self.unsettled[folder]!.isEmpty { self.unsettled[folder] = nil }
             }
             for name in report.unsettled { self.unsettled[InboxWalk.folder(of: name), default: []].insert(name) }
-            self.skipped.merge(report.skipped) { $1 }
-            for name in report.notSkipped { self.skipped[name] = nil }
+            self.skipped.merge(report.skipped)
+            for name in report.notSkipped { self.skipped.remove(name) }
             self.log(report)
             if report.untaken > 0 {
                 self.untaken += report.untaken
@@ -280,8 +281,8 @@ final class InboxWatcher {
             // a time, 100,000 entries grew the dictionary on the loop, each rehash blocking it
             // for tens of milliseconds. A new folder's walk is small: shown as it goes.
             if !walk.isWhole {
-                self.skipped.merge(report.skipped) { $1 }
-                for name in report.notSkipped { self.skipped[name] = nil }
+                self.skipped.merge(report.skipped)
+                for name in report.notSkipped { self.skipped.remove(name) }
                 self.stale.merge(report.stale) { $1 }
             }
             self.atCap.formUnion(report.atCap)
@@ -301,6 +302,7 @@ final class InboxWatcher {
         let found = walk.found
         if walk.isWhole {
             skipped = found.skipped
+            skipped.counting = false  // one name at a time from here: named, not counted
             stale = found.stale
             atCap = found.atCap  // a whole walk: who is still at the cap
             overQuota = found.overQuota

@@ -188,7 +188,7 @@ import Testing
             taken += r.outcomes.count
             turns += 1
         }
-        #expect(turns >= 4 && taken == 3 && walk.found.skipped.count == 50)
+        #expect(turns >= 4 && taken == 3 && walk.found.skipped.count() == 50)
     }
 
     /// A file found fresh is looked at again in its folder alone, not by a walk of the tree.

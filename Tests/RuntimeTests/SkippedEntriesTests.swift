@@ -1,0 +1,50 @@
+import Foundation
+import StageKit
+import Testing
+@testable import Runtime
+
+/// The inbox's entries left alone are named up to 1,000 a user and counted past that
+/// (`SkippedEntries`): one user's 200,000 empty `.txt` files held ~60 MB of names.
+@Suite struct SkippedEntriesTests {
+    let bob = InboxScanner.SkippedEntry(reason: "not a photo (.txt)", owner: "bob")
+    let alice = InboxScanner.SkippedEntry(reason: "not a photo (.mov)", owner: "alice")
+
+    /// A whole walk names a user's first 1,000 and counts the rest; another user's are
+    /// named as ever.
+    @Test func aWalkNamesAUsersFirstThousandAndCountsTheRest() {
+        var walked = SkippedEntries(counting: true)
+        for i in 0..<1_500 { walked.set("junk/\(i).txt", bob) }
+        for i in 0..<3 { walked.set("a\(i).mov", alice) }
+        walked.set("junk/7.txt", bob)  // looked at again: still one entry
+        #expect(walked.named.count == 1_003 && walked.count() == 1_503)
+        #expect(walked.count(of: "bob") == 1_500 && walked.count(of: "alice") == 3 && walked.count(of: "carol") == 0)
+    }
+
+    /// One name at a time (the watcher's looks), past the cap nothing is counted (it cannot
+    /// tell a new entry from one the walk counted); a named entry gone frees its room.
+    @Test func lookedAtOneByOneAUserPastTheCapIsNotCountedTwice() {
+        var entries = SkippedEntries(counting: true)
+        for i in 0..<1_200 { entries.set("\(i).txt", bob) }
+        entries.counting = false
+        for i in 0..<1_200 { entries.set("\(i).txt", bob) }  // the same files looked at again
+        #expect(entries.count(of: "bob") == 1_200)
+        entries.remove("0.txt")
+        entries.set("new.txt", bob)
+        #expect(entries["new.txt"] == bob && entries.named.count == 1_000)
+        entries.removeAll { $0.hasPrefix("1") }
+        #expect(entries.named.keys.allSatisfy { !$0.hasPrefix("1") } && entries["new.txt"] == bob)
+    }
+
+    /// A real inbox: 1,200 files that are not photos, one user's; the walk's report names
+    /// 1,000 and its count holds all.
+    @Test func aRescanOfManyFilesThatAreNotPhotosNamesAThousand() throws {
+        let t = try TestHome()
+        try FileManager.default.createDirectory(atPath: t.home.inbox + "/junk", withIntermediateDirectories: true)
+        for i in 0..<1_200 { try Data().write(to: URL(fileURLWithPath: t.home.inbox + "/junk/\(i).txt")) }
+        let scanner = InboxScanner(inbox: t.home.inbox, journal: t.journal, quarantine: t.quarantine, settleSeconds: 0)
+        let walk = InboxWalk(under: "")
+        while !walk.finished { _ = scanner.step(walk) }
+        #expect(walk.found.skipped.named.count == 1_000 && walk.found.skipped.count() == 1_200)
+        #expect(scanner.rescan().skipped.count == 1_000)
+    }
+}
