@@ -15,9 +15,10 @@ import Testing
         static let options: [StageOption] = []
         static let workload = StageWorkload.io
         static let runsUnseen = true
-        init() {}
-        init(options: StageOptions, environment: StageEnvironment) throws {}
-        func run(_ job: JobContext) -> StageOutcome { .continue() }
+        let outcome: StageOutcome
+        init(_ outcome: StageOutcome = .continue()) { self.outcome = outcome }
+        init(options: StageOptions, environment: StageEnvironment) throws { self.init() }
+        func run(_ job: JobContext) -> StageOutcome { outcome }
     }
 
     /// The journal's transactions (all, durable) while one job goes through `stages`.
@@ -45,17 +46,7 @@ import Testing
 
     /// A failure ends the job (and may quarantine its photo): durable, unseen stage or not.
     @Test func anUnseenStagesFailureIsDurable() throws {
-        struct FailingUnseen: Stage {
-            static let name = "test-unseen-failing"
-            static let summary = "fails, unseen"
-            static let options: [StageOption] = []
-            static let workload = StageWorkload.io
-            static let runsUnseen = true
-            init() {}
-            init(options: StageOptions, environment: StageEnvironment) throws {}
-            func run(_ job: JobContext) -> StageOutcome { .fail(.badImage, "no") }
-        }
-        let rig = try SchedulerRig([("a", FailingUnseen(), 1), ("b", UnseenStage(), 1)])
+        let rig = try SchedulerRig([("a", UnseenStage(.fail(.badImage, "no")), 1), ("b", UnseenStage(), 1)])
         let id = try #require(try rig.enqueue(1).first)
         let start = rig.journal.committed
         let run = try rig.run { (try? rig.state(id)) == .failed }
