@@ -153,7 +153,7 @@ final class InboxScanner: @unchecked Sendable {
             report.errors += r.errors
         }
         report.skipped = walk.found.skipped.named
-        report.stale = walk.found.stale
+        report.stale = walk.found.stale.named
         report.unsettled = walk.found.unsettled.values.flatMap { $0 }
         report.untaken = walk.found.untaken
         report.atCap = walk.found.atCap

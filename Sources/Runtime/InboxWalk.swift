@@ -36,7 +36,7 @@ final class InboxWalk: @unchecked Sendable {  // used by one lane turn at a time
     /// What the whole walk found, for the watcher to take in once it is finished.
     struct Found {
         var skipped = SkippedEntries(counting: true)
-        var stale: [String: InboxScanner.StaleEntry] = [:]
+        var stale = StaleEntries(counting: true)
         /// Files not settled yet, by the folder holding them: looked at again (that folder,
         /// not deep) once they may have settled.
         var unsettled: [String: Set<String>] = [:]
@@ -133,12 +133,12 @@ extension InboxScanner {
         // `keep`: nothing leaves the inbox.
         if walk.finished && walk.isWhole && !quarantine.keepsInbox { removeFinishedDuplicates(&report) }
         walk.found.skipped.merge(report.skipped)
-        walk.found.stale.merge(report.stale) { $1 }
+        walk.found.stale.merge(report.stale)
         for name in report.unsettled { walk.found.unsettled[InboxWalk.folder(of: name), default: []].insert(name) }
         walk.found.untaken += report.untaken
         walk.found.atCap.formUnion(report.atCap)
         walk.found.overQuota.formUnion(report.overQuota.keys)
-        if walk.finished && walk.isWhole { quota?.noteStale(walk.found.stale.values.map { ($0.owner, $0.bytes) }) }
+        if walk.finished && walk.isWhole { quota?.noteStale(walk.found.stale.byOwner().mapValues(\.bytes)) }
         return report
     }
 

@@ -113,13 +113,12 @@ final class InboxWatcher {
     }
 
     /// Entries left alone (files that are not photos, folders not walked), as the last look at each
-    /// found them (past a user's first 1,000, as the last whole walk counted them:
-    /// `SkippedEntries`): `status` counts them (`backlog.inbox_skipped`, not part of the
-    /// backlog: they never become jobs), `photomemo inbox` lists them.
+    /// found them (`OwnedEntries`): `status` counts them (`backlog.inbox_skipped`, not part
+    /// of the backlog: they never become jobs), `photomemo inbox` lists them.
     private(set) var skipped = SkippedEntries()
     /// Files under ignored names untouched for the definition's `inbox.stale_temp`, as the
     /// last rescan found them.
-    private(set) var stale: [String: InboxScanner.StaleEntry] = [:]
+    private(set) var stale = StaleEntries()
     /// Users whose inbox files wait because they are at their cap of unfinished jobs.
     var atCap: Set<String> = []
     /// Users over their quota, said once (`QuotaMeter`).
@@ -170,7 +169,7 @@ final class InboxWatcher {
         guard !folders.isEmpty else { return }
         let gone = { (name: String) in folders.contains { name == $0 || name.hasPrefix($0 + "/") } }
         skipped.removeAll(where: gone)
-        stale = stale.filter { !gone($0.key) }
+        stale.removeAll(where: gone)
     }
 
     /// Waits `inbox.quiet_after_close` from now before taking `name` (0: takes it now).
@@ -283,7 +282,7 @@ final class InboxWatcher {
             if !walk.isWhole {
                 self.skipped.merge(report.skipped)
                 for name in report.notSkipped { self.skipped.remove(name) }
-                self.stale.merge(report.stale) { $1 }
+                self.stale.merge(report.stale)
             }
             self.atCap.formUnion(report.atCap)
             self.log(report)
@@ -302,8 +301,8 @@ final class InboxWatcher {
         let found = walk.found
         if walk.isWhole {
             skipped = found.skipped
-            skipped.counting = false  // one name at a time from here: named, not counted
             stale = found.stale
+            (skipped.counting, stale.counting) = (false, false)  // one name at a time from here
             atCap = found.atCap  // a whole walk: who is still at the cap
             overQuota = found.overQuota
             unsettled = found.unsettled

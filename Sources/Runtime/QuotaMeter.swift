@@ -66,10 +66,8 @@ final class QuotaMeter: Sendable {
         return (stored.records + open, stored.bytes + (staleBytes.value[owner] ?? 0))
     }
 
-    /// Sums the stale files of an inbox walk by owner.
-    func noteStale<S: Sequence>(_ entries: S) where S.Element == (owner: String, bytes: Int64) {
-        var byOwner: [String: Int64] = [:]
-        for e in entries { byOwner[e.owner, default: 0] += e.bytes }
+    /// The bytes of an inbox walk's stale files, by owner.
+    func noteStale(_ byOwner: [String: Int64]) {
         staleBytes.value = byOwner
     }
 }

@@ -46,7 +46,7 @@ final class ControlRig {
         handlers = [
             jobs,
             StatusHandlers(loop: loop, journal: rig.journal, scheduler: rig.scheduler,
-                           live: .init(backlog: { (0, 0) }, inboxSkipped: { SkippedEntries() }, inboxStale: { [:] }, queueFiles: { [] }, clients: { 1 }, watching: { jobs.watching },
+                           live: .init(backlog: { (0, 0) }, inboxSkipped: { SkippedEntries() }, inboxStale: { StaleEntries() }, queueFiles: { [] }, clients: { 1 }, watching: { jobs.watching },
                                        host: "", database: "sqlite", hostWindowSeconds: .infinity)),
             recordHandlers,
             // The trash off: these tests' deletes are final, as before the trash.

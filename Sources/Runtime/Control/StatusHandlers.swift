@@ -17,7 +17,7 @@ final class StatusHandlers: ControlHandler {
         /// Inbox entries left alone (folders, files that are not photos), by name.
         let inboxSkipped: () -> SkippedEntries
         /// Files under ignored names untouched for `inbox.stale_temp`, by name.
-        let inboxStale: () -> [String: InboxScanner.StaleEntry]
+        let inboxStale: () -> StaleEntries
         /// The queue files' state (queue.jsonl and queue.d/*).
         let queueFiles: () -> [QueueTailer.FileState]
         let clients: () -> Int
@@ -60,14 +60,14 @@ final class StatusHandlers: ControlHandler {
 
     /// The inbox entries left alone, with why, and the stale files under ignored names: a
     /// user's own (a file's owner is whoever owns it), every one for an admin; of each, the
-    /// first `maxListedSkipped` by name (of the skipped, those named: `SkippedEntries`), and
-    /// how many in all (`total`, `stale_total`).
+    /// first `maxListedSkipped` by name (of those named: `OwnedEntries`), and how many in all
+    /// (`total`, `stale_total`).
     /// Filtered and sorted off the loop: 100,000 entries take it tens of milliseconds.
     func inbox(_ caller: Caller, _ reply: @escaping Reply) {
         let (allSkipped, allStale) = (live.inboxSkipped(), live.inboxStale())
         loop.reply(reply) {
             let entries = allSkipped.named.filter { caller.isAdmin || $0.value.owner == caller.name }
-            let stale = allStale.filter { caller.isAdmin || $0.value.owner == caller.name }
+            let stale = allStale.named.filter { caller.isAdmin || $0.value.owner == caller.name }
             let listed = entries.sorted { $0.key < $1.key }.prefix(Self.maxListedSkipped)
             let listedStale = stale.sorted { $0.key < $1.key }.prefix(Self.maxListedSkipped)
             return ["skipped": .array(listed.map { ["name": .string($0.key), "reason": .string($0.value.reason),
@@ -75,7 +75,7 @@ final class StatusHandlers: ControlHandler {
                     "total": .int(Int64(allSkipped.count(of: caller.isAdmin ? nil : caller.name))),
                     "stale": .array(listedStale.map { ["name": .string($0.key), "owner": .string($0.value.owner),
                                                        "bytes": .int($0.value.bytes), "idle_s": .int(Int64($0.value.idleSeconds))] }),
-                    "stale_total": .int(Int64(stale.count))]
+                    "stale_total": .int(Int64(allStale.count(of: caller.isAdmin ? nil : caller.name)))]
         }
     }
 
@@ -237,7 +237,7 @@ final class StatusHandlers: ControlHandler {
                             stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
                             held: s.ahead.mapValues(\.count),
                             dependencies: deps, dependencyReasons: s.dependencyReasons, journalWriteFailure: writeFailure, backlog: live.backlog(), inboxSkipped: live.inboxSkipped().count(),
-                            inboxStale: live.inboxStale().values.reduce((0, 0)) { ($0.0 + 1, $0.1 + $1.bytes) }, clients: live.clients(),
+                            inboxStale: live.inboxStale().byOwner().values.reduce((0, 0)) { ($0.0 + $1.count, $0.1 + $1.bytes) }, clients: live.clients(),
                             watchers: live.watching(), lastVerify: live.lastVerify(), homeFolder: s.quarantine.folder)
     }
 

@@ -3,9 +3,9 @@ import StageKit
 import Testing
 @testable import Runtime
 
-/// The inbox's entries left alone are named up to 1,000 a user and counted past that
-/// (`SkippedEntries`): one user's 200,000 empty `.txt` files held ~60 MB of names.
-@Suite struct SkippedEntriesTests {
+/// The inbox's entries left alone, and its stale files, are named up to 1,000 a user and
+/// counted past that (`OwnedEntries`): one user's 200,000 empty `.txt` files held 57 MB of names.
+@Suite struct OwnedEntriesTests {
     let bob = InboxScanner.SkippedEntry(reason: "not a photo (.txt)", owner: "bob")
     let alice = InboxScanner.SkippedEntry(reason: "not a photo (.mov)", owner: "alice")
 
@@ -46,5 +46,15 @@ import Testing
         while !walk.finished { _ = scanner.step(walk) }
         #expect(walk.found.skipped.named.count == 1_000 && walk.found.skipped.count() == 1_200)
         #expect(scanner.rescan().skipped.count == 1_000)
+    }
+
+    /// Stale files past a user's 1,000 named ones still count, with their bytes (a quota
+    /// charges them: `QuotaMeter.noteStale`).
+    @Test func staleFilesPastTheNamedOnesKeepTheirBytes() {
+        var walked = StaleEntries(counting: true)
+        for i in 0..<1_200 { walked.set("\(i).part", InboxScanner.StaleEntry(owner: "bob", bytes: 10, idleSeconds: 100_000)) }
+        walked.set("a.part", InboxScanner.StaleEntry(owner: "alice", bytes: 7, idleSeconds: 100_000))
+        let by = walked.byOwner()
+        #expect(walked.named.count == 1_001 && by["bob"]?.count == 1_200 && by["bob"]?.bytes == 12_000 && by["alice"]?.bytes == 7)
     }
 }
