@@ -102,14 +102,17 @@ public struct PhotoPolicy: Sendable {
 
     /// A relative inbox name as one file name (a quarantine entry, a file in `done/`): a
     /// flat name is itself; in a nested one `%` becomes `%25` and `/` `%2F`, so no folder is
-    /// made and `a/b.jpg` is never `a_b.jpg`'s; one over 200 bytes keeps its first 160 and
-    /// its last 20 around a hash of the whole, so two long names never meet.
+    /// made and `a/b.jpg` is never `a_b.jpg`'s. One over 180 bytes (top-level or not) keeps
+    /// its first 140 and its last 20 around a hash of the whole, so two long names never meet
+    /// and what is added to it (`~jobN~K`, `.reason.json`, a temp file's `.PID.RAND.tmp`)
+    /// stays within a file name's 255 bytes: a 244-byte name could not be quarantined.
     public static func flatName(_ name: String) -> String {
-        guard name.contains("/") else { return name }
-        let flat = name.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F")
-        let bytes = Array(flat.utf8)
-        guard bytes.count > 200 else { return flat }
-        let head = String(decoding: bytes.prefix(160), as: UTF8.self), tail = String(decoding: bytes.suffix(20), as: UTF8.self)
+        let flat = name.contains("/") ? name.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F") : name
+        guard flat.utf8.count > 180 else { return flat }
+        // Cut between characters, never inside one.
+        var head = "", tail = ""
+        for c in flat.unicodeScalars { if head.utf8.count + String(c).utf8.count > 140 { break }; head.unicodeScalars.append(c) }
+        for c in flat.unicodeScalars.reversed() { if tail.utf8.count + String(c).utf8.count > 20 { break }; tail.unicodeScalars.insert(c, at: tail.unicodeScalars.startIndex) }
         return head + "~" + String(SHA256.hex(Data(name.utf8)).prefix(16)) + "~" + tail
     }
 

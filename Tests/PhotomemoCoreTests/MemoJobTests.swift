@@ -176,5 +176,9 @@ import Testing
         let long1 = String(repeating: "d/", count: 300) + "x.jpg", long2 = String(repeating: "d/", count: 301) + "x.jpg"
         #expect(PhotoPolicy.flatName(long1).utf8.count < 240 && PhotoPolicy.flatName(long1) != PhotoPolicy.flatName(long2))
         #expect(!PhotoPolicy.flatName(long1).contains("/") && PhotoPolicy.flatName(long1).hasSuffix("x.jpg"))
+        // A long top-level name too, cut between characters (é is two bytes).
+        let top = String(repeating: "é", count: 120) + ".jpg"
+        let flat = PhotoPolicy.flatName(top)
+        #expect(flat.utf8.count <= 180 && flat.hasSuffix(".jpg") && !flat.contains("\u{FFFD}") && flat != PhotoPolicy.flatName("x" + top))
     }
 }

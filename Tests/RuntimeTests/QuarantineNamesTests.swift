@@ -74,4 +74,22 @@ import Testing
             #expect(paths[10].flatMap(r.job(ofReason:)) == 10 && paths[11].flatMap(r.job(ofReason:)) == 11, "round \(round)")
         }
     }
+
+    /// A photo whose name is near a file name's 255 bytes is quarantined under a shorter one
+    /// (`PhotoPolicy.flatName`), a second of that name too, each reason naming it whole: the
+    /// reason's temp file name was past 255 bytes, and the photo never left the inbox.
+    @Test func aPhotoWithANameNear255BytesIsQuarantined() throws {
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(atPath: r.dir) }
+        let name = String(repeating: "a", count: 240) + ".jpg"
+        try r.drop(name, "long")
+        let first = try r.move(name, job: 1)
+        try r.drop(name, "again")
+        let second = try r.move(name, job: 2)
+        #expect(first != second && r.text(first) == "long" && r.text(second) == "again")
+        for path in [first, second] {
+            let reason = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: path + ".reason.json")))
+            #expect((path as NSString).lastPathComponent.utf8.count <= 255 - 12 && reason["job"] != nil)
+        }
+    }
 }
