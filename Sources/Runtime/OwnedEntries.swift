@@ -44,6 +44,9 @@ struct OwnedEntries<Entry: OwnedEntry>: Sendable {
     subscript(name: String) -> Entry? { named[name] }
 
     mutating func set(_ name: String, _ entry: Entry) {
+        // A new name of an owner the walk counted past their named ones may be one it counted
+        // (a file renamed): not named, not counted, until the next whole walk.
+        if !counting, named[name] == nil, unnamed[entry.owner] != nil { return }
         if let old = named[name], old.owner == entry.owner {
             named[name] = entry
             return

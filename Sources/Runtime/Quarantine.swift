@@ -47,7 +47,10 @@ struct Quarantine: Sendable {
     /// `quarantine` says it was kept in place, and its reason is the job's error.
     func moveEntry(_ base: String, in folder: OpenFolder?, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
         if keepsInbox { return keptInPlace(inbox + "/" + name) }
-        let flat = self.folder + "/" + PhotoPolicy.flatName(name)
+        // Names of bad queue lines are theirs alone (a line rewritten after a crash replaces
+        // itself, and they are counted by owner): an entry named so is put beside them.
+        let flatName = PhotoPolicy.flatName(name)
+        let flat = self.folder + "/" + (flatName.hasPrefix(QuarantinedLines.prefix) ? "inbox-" + flatName : flatName)
         let other = job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))"
         let present = { folder?.entry(base) != nil }
         for n in 1...10_000 {
@@ -55,8 +58,7 @@ struct Quarantine: Sendable {
             let reasonPath = target + ".reason.json"
             if Files.exists(target) || Files.exists(reasonPath) {
                 // This job's reason: this move run again after a crash, the file moved or not yet.
-                let reasonJob = (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reasonPath))))?["job"]?.intValue
-                guard job != nil, reasonJob == job, !(present() && Files.exists(target)) else { continue }
+                guard job != nil, Self.job(ofEntry: target) == job, !(present() && Files.exists(target)) else { continue }
                 try DurableFile.write(reason.jsonData, to: reasonPath)
             } else if try !DurableFile.create(reason.jsonData, at: reasonPath) {
                 continue  // taken at this instant by another entry
@@ -74,6 +76,11 @@ struct Quarantine: Sendable {
             return target
         }
         throw PhotomemoError(.io, "no free name in quarantine for \(name)")
+    }
+
+    /// The job the reason beside the entry at `path` names, if any.
+    static func job(ofEntry path: String) -> Int64? {
+        (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: path + ".reason.json"))))?["job"]?.intValue
     }
 
     /// Writes a bad queue line of `owner`'s as a file of its own with its reason.

@@ -21,18 +21,20 @@ import Testing
     }
 
     /// One name at a time (the watcher's looks), past the cap nothing is counted (it cannot
-    /// tell a new entry from one the walk counted); a named entry gone frees its room.
+    /// tell a new entry from one the walk counted); a user below the cap has a named entry
+    /// gone free its room.
     @Test func lookedAtOneByOneAUserPastTheCapIsNotCountedTwice() {
         var entries = SkippedEntries(counting: true)
         for i in 0..<1_200 { entries.set("\(i).txt", bob) }
         entries.counting = false
         for i in 0..<1_200 { entries.set("\(i).txt", bob) }  // the same files looked at again
         #expect(entries.count(of: "bob") == 1_200)
-        entries.remove("0.txt")
-        entries.set("new.txt", bob)
-        #expect(entries["new.txt"] == bob && entries.named.count == 1_000)
+        for i in 0..<1_000 { entries.set("a\(i).mov", alice) }
+        entries.remove("a0.mov")
+        entries.set("new.mov", alice)
+        #expect(entries["new.mov"] == alice && entries.count(of: "alice") == 1_000)
         entries.removeAll { $0.hasPrefix("1") }
-        #expect(entries.named.keys.allSatisfy { !$0.hasPrefix("1") } && entries["new.txt"] == bob)
+        #expect(entries.named.keys.allSatisfy { !$0.hasPrefix("1") } && entries["new.mov"] == alice)
     }
 
     /// A real inbox: 1,200 files that are not photos, one user's; the walk's report names
@@ -56,5 +58,16 @@ import Testing
         walked.set("a.part", InboxScanner.StaleEntry(owner: "alice", bytes: 7, idleSeconds: 100_000))
         let by = walked.byOwner()
         #expect(walked.named.count == 1_001 && by["bob"]?.count == 1_200 && by["bob"]?.bytes == 12_000 && by["alice"]?.bytes == 7)
+    }
+
+    /// Past a user's named ones, a file renamed (counted by the walk under its old name) is
+    /// not named and counted again under its new one: the total stays what is there.
+    @Test func aRenamedFilePastTheNamedOnesIsNotCountedTwice() {
+        var entries = SkippedEntries(counting: true)
+        for i in 0..<1_200 { entries.set("\(i).txt", bob) }
+        entries.counting = false
+        for i in 0..<100 { entries.remove("\(i).txt") }  // deleted, named ones
+        for i in 0..<100 { entries.set("renamed-\(i).txt", bob) }  // counted ones under new names
+        #expect(entries.count(of: "bob") == 1_100 && entries["renamed-0.txt"] == nil)
     }
 }

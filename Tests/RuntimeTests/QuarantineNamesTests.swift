@@ -92,4 +92,32 @@ import Testing
             #expect((path as NSString).lastPathComponent.utf8.count <= 255 - 12 && reason["job"] != nil)
         }
     }
+
+    /// A photo named like a bad queue line's file goes beside the lines (`inbox-queue-line-…`):
+    /// the line written later under that name replaced it (lines rewrite their own names).
+    @Test func aPhotoNamedLikeAQueueLineNeverMeetsTheLine() throws {
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(atPath: r.dir) }
+        let name = "queue-line-queue.d_bob.jsonl-g0-0.jsonl"
+        try r.drop(name, "alice's photo")
+        let photo = try r.move(name, job: 10)
+        #expect(photo == r.dir + "/quarantine/inbox-" + name)
+        let line = try r.quarantine.writeLine(Array("not json".utf8)[...], name: name, reason: Quarantine.reason("bad line"), owner: getuid())
+        #expect(r.text(photo) == "alice's photo" && r.job(ofReason: photo) == 10 && r.text(line) == "not json")
+    }
+
+    /// `retry` brings back only this job's entry: another job's, under the name since (this
+    /// one's removed by an admin), stays in quarantine with its reason.
+    @Test func retryLeavesAnotherJobsEntryWhereItIs() throws {
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(atPath: r.dir) }
+        try r.drop("x2.jpg", "bob's")
+        let entry = try r.move("x2.jpg", job: 248)
+        #expect(throws: PhotomemoError.self) {
+            try JobHandlers.bringBack(r.inbox + "/x2.jpg", from: entry, needed: true, job: 247, inbox: r.inbox)
+        }
+        #expect(r.text(entry) == "bob's" && r.job(ofReason: entry) == 248 && !FileManager.default.fileExists(atPath: r.inbox + "/x2.jpg"))
+        try JobHandlers.bringBack(r.inbox + "/x2.jpg", from: entry, needed: true, job: 248, inbox: r.inbox)
+        #expect(r.text(r.inbox + "/x2.jpg") == "bob's" && !FileManager.default.fileExists(atPath: entry + ".reason.json"))
+    }
 }

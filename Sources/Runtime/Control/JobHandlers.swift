@@ -211,9 +211,12 @@ final class JobHandlers: ControlHandler {
         } else if Files.exists(photo) {
             return
         }
-        guard let q = quarantined, Files.exists(q) else {
+        // Another job's entry there now (this one's removed by an admin, the name taken since):
+        // not this job's photo, and not to be taken from its owner.
+        let q = quarantined.flatMap { q in (Quarantine.job(ofEntry: q) ?? id) == id ? q : nil }
+        guard let q, Files.exists(q) else {
             guard needed else {
-                if let quarantined { unlink(quarantined + ".reason.json") }  // the reason of a file that was not there
+                if let q { unlink(q + ".reason.json") }  // the reason of a file that was not there
                 return
             }
             throw PhotomemoError(.photoGone, "job \(id)'s photo is gone: it is not at \(photo), nor in quarantine; "
