@@ -19,7 +19,10 @@ final class QueueFileFollower {
         case file(OpenFile)
         /// A symlink: not followed, the file is not read (StrictModes).
         case symlink
-        /// Nothing (or nothing that opens): the held files are read to their end.
+        /// An entry that does not open (a socket, a file the daemon may not read): why,
+        /// and its owner. It is not read; the held files are read to their end.
+        case unopenable(reason: String, owner: UInt32)
+        /// Nothing: the held files are read to their end.
         case nothing
     }
 
@@ -42,8 +45,11 @@ final class QueueFileFollower {
             fd = try syscall("open \(path)", blocking: { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) })
         } catch let e as SystemError where e.errno == ELOOP {
             return .symlink
-        } catch {
-            return .nothing
+        } catch let error as SystemError {
+            // Gone (or never there) is nothing; anything else is there and said why.
+            guard let st = try? Files.lstatEntry(path) else { return .nothing }
+            let why = st.st_mode & S_IFMT == S_IFREG ? "cannot be opened: \(error.reason)" : "is a \(Files.kind(st)), not a queue file"
+            return .unopenable(reason: "\(path) \(why)", owner: st.st_uid)
         }
         let st: stat
         do { st = try Self.status(fd, path: path) } catch { close(fd); throw error }

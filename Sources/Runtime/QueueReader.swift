@@ -102,6 +102,9 @@ final class QueueReader: @unchecked Sendable {
         case .symlink:
             report.refused = "\(path) is a symlink; a queue file is read only as a file of its own"
             report.owner = (try? Files.lstatEntry(path))?.st_uid
+        case .unopenable(let reason, let owner):
+            report.refused = reason
+            report.owner = owner
         case .nothing: break
         }
         guard try finishReplaced(pathInode, &pos, &report), let ino = pathInode, let file = follower.held else { return report }

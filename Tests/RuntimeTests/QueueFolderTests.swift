@@ -36,4 +36,29 @@ import Testing
         #expect(report.refused?.contains("is a directory, not a queue file") == true, "\(report)")
         #expect(report.unreadBytes == 0)
     }
+
+    /// A Unix socket named like a queue file did not open, and was passed over without a
+    /// word (a folder or a FIFO is reported): it is refused with why, its owner's, and the
+    /// files beside it are read.
+    @Test func aSocketNamedLikeAQueueFileIsRefusedWithWhy() throws {
+        let t = try TestHome()
+        try FileManager.default.createDirectory(atPath: t.home.queueFolder, withIntermediateDirectories: true)
+        try t.append(#"{"memo":"ok"}"# + "\n", to: t.home.queueFolder + "/ok.jsonl")
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let path = t.home.queueFolder + "/sock.jsonl"
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        #expect(bound == 0)
+        let folder = QueueFolder(path: t.home.queueFolder, prefix: "queue.d/", isQueueFile: { $0.hasSuffix(".jsonl") }) { path, name in
+            QueueReader(path: path, name: name, journal: t.journal, quarantine: t.quarantine, intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 60))
+        }
+        let results = folder.catchUp()
+        let report = try #require(results["queue.d/sock.jsonl"], "\(results.keys)").get()
+        #expect(report.refused?.contains("is a socket, not a queue file") == true && report.owner == getuid(), "\(report)")
+        #expect(report.unreadBytes == 0)
+        #expect(try t.jobs().map(\.memo.memo) == ["ok"])
+    }
 }
