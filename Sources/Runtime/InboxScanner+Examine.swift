@@ -187,25 +187,30 @@ extension InboxScanner {
             return
         }
         do {
-            let target = quarantine.folder + "/" + name
-            try DurableFile.write(Quarantine.reason(reason, extra: ["source": "inbox", "name": .string(shown)]).jsonData, to: target + ".reason.json")
-            try syscall("rename \(shown)", blocking: { renameat(folder.fd, cName, AT_FDCWD, target) })
-            try syscall("fsync \(folder.path)", blocking: { fsync(folder.fd) })
-            _ = try journal.recordRejectedEntry(name: shown, identity: PhotoSeal.identity(st), owner: UnixUser.nameOrNumber(st.st_uid),
-                                                reason: reason, quarantinePath: target, now: unixNow())
-            report.rejected.append("\(shown): \(reason)")
+            // Each drop of one such name an entry of its own (the second no longer replaced the first).
+            try quarantineRejected(cName, in: folder, as: name, shown: shown, PhotoSeal.identity(st), UnixUser.nameOrNumber(st.st_uid), reason, &report)
         } catch {
             report.errors.append("cannot quarantine \(shown): \(error)")
+        }
+    }
+
+    /// Moves a rejected entry (`cName` in `folder`) to quarantine under `name`, records its
+    /// failed job under `shown` (its inbox name), and names that job in its reason.
+    private func quarantineRejected(_ cName: [CChar], in folder: OpenFolder, as name: String, shown: String, _ identity: String, _ owner: String,
+                                    _ reason: String, _ report: inout Report) throws {
+        let why = Quarantine.reason(reason, extra: ["source": "inbox", "name": .string(shown)])
+        let moved = try quarantine.moveEntry(cName: cName, in: folder, name: name, reason: why, job: nil)
+        let job = try journal.recordRejectedEntry(name: shown, identity: identity, owner: owner, reason: reason, quarantinePath: moved, now: unixNow())
+        report.rejected.append("\(shown): \(reason)")
+        do { try quarantine.name(job: job, inReasonOf: moved, reason: why) } catch {
+            report.errors.append("job \(job): cannot name it in \(moved).reason.json: \(error)")
         }
     }
 
     private func reject(_ name: String, base: String, in folder: OpenFolder, _ identity: String, _ owner: String, _ reason: String,
                         _ report: inout Report) -> TakenPhoto? {
         do {
-            let why = Quarantine.reason(reason, extra: ["source": "inbox", "name": .string(name)])
-            let moved = try quarantine.moveEntry(base, in: folder, name: name, reason: why, job: nil)
-            _ = try journal.recordRejectedEntry(name: name, identity: identity, owner: owner, reason: reason, quarantinePath: moved, now: unixNow())
-            report.rejected.append("\(name): \(reason)")
+            try quarantineRejected(Array(base.utf8CString), in: folder, as: name, shown: name, identity, owner, reason, &report)
             if quarantine.keepsInbox {  // still there: listed, as every later look lists it
                 report.notSkipped.removeLast()  // this name's, appended by `examine`
                 report.skipped[name] = SkippedEntry(reason: "kept in place, not taken: \(reason)", owner: owner)

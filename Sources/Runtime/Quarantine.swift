@@ -46,15 +46,27 @@ struct Quarantine: Sendable {
     /// With `keep`, an inbox file is not moved and no reason file is written: the job's
     /// `quarantine` says it was kept in place, and its reason is the job's error.
     func moveEntry(_ base: String, in folder: OpenFolder?, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
+        try moveEntry(cName: Array(base.utf8CString), in: folder, name: name, reason: reason, job: job, gone: gone)
+    }
+
+    /// `moveEntry` of an entry whose name in `folder` is the bytes `cName` (NUL-ended:
+    /// a name that is not UTF-8 has no `String`).
+    func moveEntry(cName base: [CChar], in folder: OpenFolder?, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
         if keepsInbox { return keptInPlace(inbox + "/" + name) }
         // Names of bad queue lines are theirs alone (a line rewritten after a crash replaces
         // itself, and they are counted by owner): an entry named so is put beside them.
         let flatName = PhotoPolicy.flatName(name)
         let flat = self.folder + "/" + (flatName.hasPrefix(QuarantinedLines.prefix) ? "inbox-" + flatName : flatName)
         let other = job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))"
-        let present = { folder?.entry(base) != nil }
-        for n in 1...10_000 {
-            let target = n == 1 ? flat : n == 2 ? flat + other : flat + other + "~\(n - 1)"
+        let present = { () -> Bool in
+            var st = stat()
+            return folder.map { fstatat($0.fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 } ?? false
+        }
+        for n in 1...128 {
+            // Past 64 names (others' bad photos can be named like this job's next ones) a
+            // random one: no one can take every name a job could use.
+            let target = n == 1 ? flat : n == 2 ? flat + other : n <= 64 ? flat + other + "~\(n - 1)"
+                : flat + other + "~" + String(UInt64.random(in: 1...UInt64.max), radix: 16)
             let reasonPath = target + ".reason.json"
             if Files.exists(target) || Files.exists(reasonPath) {
                 // This job's reason: this move run again after a crash, the file moved or not yet.
@@ -65,7 +77,7 @@ struct Quarantine: Sendable {
             }
             if !gone, let folder, present() {
                 do {
-                    try syscall("rename \(folder.path)/\(base)", blocking: { pm_rename_noreplace(folder.fd, base, AT_FDCWD, target) })
+                    try syscall("rename \(folder.path)/\(name)", blocking: { pm_rename_noreplace(folder.fd, base, AT_FDCWD, target) })
                 } catch let e as SystemError where e.errno == EEXIST {
                     unlink(reasonPath)  // an entry came in without a reason (not one of ours): the next name
                     continue
@@ -76,6 +88,15 @@ struct Quarantine: Sendable {
             return target
         }
         throw PhotomemoError(.io, "no free name in quarantine for \(name)")
+    }
+
+    /// Names `job` in the reason beside the entry moved to `path` with `reason`: an intake
+    /// rejection's job is recorded after its entry is moved (a crash between leaves an entry
+    /// with no job, never a job whose file is still in the inbox to be taken again).
+    func name(job: Int64, inReasonOf path: String, reason: JSONValue) throws {
+        guard !keepsInbox, case .object(var o) = reason else { return }
+        o["job"] = .int(job)
+        try DurableFile.write(JSONValue.object(o).jsonData, to: path + ".reason.json")
     }
 
     /// The job the reason beside the entry at `path` names, if any.

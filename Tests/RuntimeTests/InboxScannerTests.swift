@@ -55,6 +55,11 @@ import Testing
         #expect(report.outcomes.isEmpty)
         #expect(try t.jobs().filter { $0.state == .failed }.count == 3)
         #expect(!FileManager.default.fileExists(atPath: t.home.inbox + "/fifo.jpg"))
+        // Each reason names its job, as a stage failure's does (it had no `job`).
+        for job in try t.jobs() {
+            let entry = try #require(job.quarantine, "\(job)")
+            #expect(try t.reason((entry as NSString).lastPathComponent)["job"]?.intValue == job.id)
+        }
     }
 
     /// What sync tools put beside photos — folders, videos, edit files, thumbnails caches,

@@ -92,6 +92,26 @@ import Testing
         #expect(try report.rejected.count == 1 && t.quarantined().count == 1)
     }
 
+    /// A name that is not UTF-8 dropped again after its first file was quarantined: the
+    /// second file was renamed over the first in quarantine (its reason rewritten). Both
+    /// stay now, each with the reason of its own job.
+    @Test func aNameThatIsNotUTF8DroppedTwiceKeepsBothFiles() throws {
+        let t = try TestHome()
+        let path: [CChar] = Array((t.home.inbox + "/IMG").utf8CString.dropLast()) + [CChar(bitPattern: 0xE9)] + Array(".jpg".utf8CString)
+        for text in ["first", "second"] {
+            let fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0o644)
+            #expect(fd >= 0 && write(fd, text, text.utf8.count) == text.utf8.count)
+            close(fd)
+            #expect(t.scanner(settle: 0).rescan().rejected.count == 1)
+        }
+        let entries = try t.quarantined()
+        #expect(entries.count == 2, "\(entries)")
+        let texts = try entries.map { String(decoding: try Data(contentsOf: URL(fileURLWithPath: t.home.quarantine + "/" + $0)), as: UTF8.self) }
+        #expect(texts.sorted() == ["first", "second"])
+        let jobs = try t.jobs().map(\.id).sorted()
+        #expect(try entries.compactMap { try t.reason($0)["job"]?.intValue }.sorted() == jobs && jobs.count == 2)
+    }
+
     /// A file whose name is not UTF-8 (a Latin-1 name from an old tool) is quarantined only
     /// when it is a photo candidate: a sync tool's temporary name, an ignored one and a file
     /// that is no photo stay where they are, as under a UTF-8 name (they were all moved).

@@ -41,6 +41,20 @@ import Testing
         #expect(r.job(ofReason: first) == 1 && r.job(ofReason: second) == 2 && r.text(second) == "second")
     }
 
+    /// Others' entries under every name a job would try (`a.jpg`, `a.jpg~job7`,
+    /// `a.jpg~job7~2`, ...: bad photos dropped under those names) left it no name after
+    /// 10,000 and its photo in the inbox: past 64 taken names it gets a random one.
+    @Test func aJobFindsANameWhenOthersTookTheOnesItWouldTry() throws {
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(atPath: r.dir) }
+        let taken = ["a.jpg", "a.jpg~job7"] + (2...9_999).map { "a.jpg~job7~\($0)" }
+        for name in taken { close(open(r.dir + "/quarantine/" + name, O_CREAT | O_WRONLY, 0o644)) }
+        try r.drop("a.jpg", "mine")
+        let moved = try r.move("a.jpg", job: 7)
+        #expect(!Set(taken.map { r.dir + "/quarantine/" + $0 }).contains(moved), "\(moved)")
+        #expect(moved.hasPrefix(r.dir + "/quarantine/a.jpg~job7~") && r.text(moved) == "mine" && r.job(ofReason: moved) == 7)
+    }
+
     /// This job's move run again (a crash after its reason was written, before or after the
     /// file moved) finishes under the same name: no second entry, no reason left alone.
     @Test func aMoveRunAgainFinishesUnderItsName() throws {
