@@ -89,7 +89,9 @@ public final class Daemon {
         // Before any worker thread starts. One arena: RSS stays flat (PLATFORM.md), and a quiet
         // second's trim gives back its whole free top (a thread arena's top is trimmed only on free).
         limitMallocArenas(1)
-        keepFreedMemory(padBytes: 32 << 20)  // for the next photo; given back when quiet (FreedMemoryTrimmer)
+        // Kept for the next photo, given back when quiet (FreedMemoryTrimmer). Three 12 MP photos
+        // in flight outgrew 32 MiB: half their buffers were faulted in afresh (benchmarks.md).
+        keepFreedMemory(padBytes: 96 << 20)
         try home.prepare()
         let lockFD = try home.lock()
         defer { close(lockFD) }
