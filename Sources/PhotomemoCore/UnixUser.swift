@@ -1,16 +1,34 @@
 import Glibc
+import StageKit
 
 /// User names for uids (file owners, socket peers), through the reentrant getpwuid_r,
 /// and who counts as an admin (DESIGN.md, "Who may do what"): root and the daemon's own
 /// uid. Identity always comes from the kernel — a peer's SO_PEERCRED, a file's owner —
 /// never from what a client writes.
 public enum UnixUser {
+    /// The name each uid had at its last lookup that worked: what a lookup that fails
+    /// (no descriptor free, the name service down) answers, instead of nil, so a user's
+    /// photo is not recorded as the number's (whose jobs they would not see).
+    private static let lastKnown = LockedValue<[UInt32: String]>([:])
+
+    /// The uid's name; nil when it has no passwd entry.
     public static func name(_ uid: UInt32) -> String? {
-        var pwd = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buf = [CChar](repeating: 0, count: 4096)
-        guard getpwuid_r(uid, &pwd, &buf, buf.count, &result) == 0, result != nil, let n = pwd.pw_name else { return nil }
-        return String(cString: n)
+        var size = 4096
+        while true {
+            var pwd = passwd()
+            var result: UnsafeMutablePointer<passwd>?
+            var buf = [CChar](repeating: 0, count: size)
+            let rc = getpwuid_r(uid, &pwd, &buf, buf.count, &result)
+            if rc == ERANGE, size < 1 << 20 {
+                size *= 4
+                continue
+            }
+            guard rc == 0 else { return lastKnown.withLock { $0[uid] } }
+            guard result != nil, let n = pwd.pw_name else { return nil }
+            let name = String(cString: n)
+            lastKnown.withLock { known in if known.count < 65_536 || known[uid] != nil { known[uid] = name } }
+            return name
+        }
     }
 
     /// The name, or the number when the uid has no passwd entry.

@@ -89,6 +89,7 @@ public final class Daemon {
         // Before any worker thread starts. One arena: RSS stays flat (PLATFORM.md), and a quiet
         // second's trim gives back its whole free top (a thread arena's top is trimmed only on free).
         limitMallocArenas(1)
+        raiseOpenFileLimit()
         // Kept for the next photo, given back when quiet (FreedMemoryTrimmer). Three 12 MP photos
         // in flight outgrew 32 MiB: half their buffers were faulted in afresh (benchmarks.md).
         keepFreedMemory(padBytes: 96 << 20)

@@ -19,8 +19,9 @@ final class QueueFileFollower {
         case file(OpenFile)
         /// A symlink: not followed, the file is not read (StrictModes).
         case symlink
-        /// An entry that does not open (a socket, a file the daemon may not read): why,
-        /// and its owner. It is not read; the held files are read to their end.
+        /// An entry that does not open (a socket, a file the daemon may not read) or is no
+        /// regular file (a FIFO, a folder): why, and its owner. It is not read, nor held
+        /// open; the held files are read to their end.
         case unopenable(reason: String, owner: UInt32)
         /// Nothing: the held files are read to their end.
         case nothing
@@ -53,6 +54,12 @@ final class QueueFileFollower {
         }
         let st: stat
         do { st = try Self.status(fd, path: path) } catch { close(fd); throw error }
+        // Not held: a FIFO or a folder has no lines to follow, and each held one was a
+        // descriptor a user could make the daemon keep.
+        if st.st_mode & S_IFMT != S_IFREG {
+            close(fd)
+            return .unopenable(reason: "\(path) is a \(Files.kind(st)), not a queue file", owner: st.st_uid)
+        }
         let file = OpenFile(fd: fd, inode: UInt64(st.st_ino))
         if held == nil {
             held = file

@@ -147,9 +147,7 @@ final class QueueReader: @unchecked Sendable {
         if let refused = QueueFileFollower.refusal(st, path: path) {
             report.refused = refused
             unsafeInode = ino
-            // A folder's or a device's size is no lines of anyone's.
-            let lines = st.st_mode & S_IFMT == S_IFREG ? Int64(st.st_size) : 0
-            report.unreadBytes = max(0, lines - (pos.inode == ino ? pos.offset : 0))
+            report.unreadBytes = max(0, Int64(st.st_size) - (pos.inode == ino ? pos.offset : 0))
             return
         }
         if pos.inode != ino {

@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import Glibc
 import Journal
+import PhotomemoCore
 import StageKit
 
 /// Tails the queue files of one folder — `HOME/queue.jsonl`, or every
@@ -144,13 +145,35 @@ final class QueueFolder: @unchecked Sendable {
         self.makeReader = makeReader
     }
 
+    /// Queue files read per owner: the contract's is one (`queue.d/NAME.jsonl`). Each read
+    /// file holds a descriptor and costs a journal read at every catch-up: a user's 20,000
+    /// empty `.jsonl` files took every descriptor the daemon had, and intake with them.
+    static let filesPerOwner = 16
+
     /// Reads every queue file in the folder (and any replaced one still held) to its end.
+    /// Of an owner's files, those already read and then the first by name, up to
+    /// `filesPerOwner`; the rest are refused in one entry per owner.
     func catchUp() -> [String: Result<QueueReader.Report, Error>] {
         let (present, undecodable) = queueFiles()
-        for file in present where readers[prefix + file] == nil {
+        var out: [String: Result<QueueReader.Report, Error>] = [:]
+        var readCount: [UInt32: Int] = [:]
+        for (file, owner) in present where readers[prefix + file] != nil { readCount[owner, default: 0] += 1 }
+        var over: [UInt32: Int] = [:]
+        for (file, owner) in present.sorted(by: { $0.key < $1.key }) where readers[prefix + file] == nil {
+            if readCount[owner, default: 0] >= Self.filesPerOwner {
+                over[owner, default: 0] += 1
+                continue
+            }
+            readCount[owner, default: 0] += 1
             readers[prefix + file] = makeReader(path + "/" + file, prefix + file)
         }
-        var out: [String: Result<QueueReader.Report, Error>] = [:]
+        for (owner, _) in over {
+            var refused = QueueReader.Report()
+            refused.refused = "\(UnixUser.nameOrNumber(owner)) has more than \(Self.filesPerOwner) queue files in \(path): only \(Self.filesPerOwner) are read "
+                + "(those read before, then the first by name); remove the others"
+            refused.owner = owner
+            out["\(prefix)*.jsonl (\(UnixUser.nameOrNumber(owner)))"] = .success(refused)
+        }
         for (shown, owner) in undecodable {
             var refused = QueueReader.Report()
             refused.refused = "\(path)/\(shown): the file name is not valid UTF-8, so it is not read; rename it (its lines are read from the start)"
@@ -161,30 +184,32 @@ final class QueueFolder: @unchecked Sendable {
             let result = Result { try reader.catchUp() }
             out[name] = result
             // Gone and drained: forget the reader (its position stays in the journal).
-            if case .success(let r) = result, r.owner == nil, r.refused == nil, !present.contains(String(name.dropFirst(prefix.count))) {
+            if case .success(let r) = result, r.owner == nil, r.refused == nil, present[String(name.dropFirst(prefix.count))] == nil {
                 readers.removeValue(forKey: name)
             }
         }
         return out
     }
 
-    /// The folder's queue files, in one pass: those named in UTF-8, and those whose names
-    /// are not (Foundation's listing left them out, so they were never read and nothing
-    /// said why), each shown escaped (`\xFF`) with its owner.
-    private func queueFiles() -> (named: Set<String>, undecodable: [(shown: String, owner: UInt32)]) {
-        guard let dir = opendir(path) else { return ([], []) }
+    /// The folder's queue files, in one pass, with their owners (lstat: a link is its own
+    /// entry): those named in UTF-8, and those whose names are not (Foundation's listing
+    /// left them out, so they were never read and nothing said why), each shown escaped
+    /// (`\xFF`) with its owner.
+    private func queueFiles() -> (named: [String: UInt32], undecodable: [(shown: String, owner: UInt32)]) {
+        guard let dir = opendir(path) else { return ([:], []) }
         defer { closedir(dir) }
-        var named = Set<String>(), undecodable: [(String, UInt32)] = []
+        var named: [String: UInt32] = [:], undecodable: [(String, UInt32)] = []
         while let ent = readdir(dir) {
             let bytes = withUnsafeBytes(of: ent.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-            if let name = String(validating: bytes, as: UTF8.self) {
-                if isQueueFile(name) { named.insert(name) }
-                continue
-            }
-            guard isQueueFile(String(decoding: bytes, as: UTF8.self)) else { continue }
+            let name = String(validating: bytes, as: UTF8.self)
+            guard isQueueFile(name ?? String(decoding: bytes, as: UTF8.self)) else { continue }
             var st = stat()
             guard fstatat(dirfd(dir), bytes.map { CChar(bitPattern: $0) } + [0], &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
-            undecodable.append((bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined(), st.st_uid))
+            if let name {
+                named[name] = st.st_uid
+            } else {
+                undecodable.append((bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined(), st.st_uid))
+            }
         }
         return (named, undecodable)
     }

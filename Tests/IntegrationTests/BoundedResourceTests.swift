@@ -55,6 +55,19 @@ import Testing
     /// built in memory for one request (ten such queries at once took the daemon from
     /// 100 MB to 700 MB). A page stops at about 4 MiB of record text, with a cursor (or
     /// `next`) for the rest, and paging still returns every record once.
+    /// Started at a soft limit of 256 descriptors (systemd starts services at 1,024), the
+    /// daemon raises it to the hard one: every queue file read, inbox folder watched and
+    /// client holds one.
+    @Test func theDaemonRaisesItsDescriptorLimitToTheHardOne() throws {
+        let d = try DaemonHarness()
+        try d.start(launcher: ["/usr/bin/prlimit", "--nofile=256:8192"])
+        defer { d.stop() }
+        let pid = try #require(d.process?.processIdentifier)
+        let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+        let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        #expect(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).prefix(2) == ["8192", "8192"], "\(line)")
+    }
+
     @Test func aPageOfHugeMemosIsCutShortAndPagingGetsTheRest() throws {
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
         try d.start()

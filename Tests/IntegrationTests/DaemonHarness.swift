@@ -76,11 +76,12 @@ final class DaemonHarness {
         return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
-    func start(env extra: [String: String] = [:], args: [String] = []) throws {
+    /// `launcher`: a command that execs the daemon in its own process (`prlimit ...`).
+    func start(env extra: [String: String] = [:], args: [String] = [], launcher: [String] = []) throws {
         starts += 1
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = ["serve", "--home", home, "--job", jobFile, "--log-level", "info", "--settle", "0.3"]
+        p.executableURL = URL(fileURLWithPath: launcher.first ?? Self.binary)
+        p.arguments = Array(launcher.dropFirst()) + (launcher.isEmpty ? [] : [Self.binary]) + ["serve", "--home", home, "--job", jobFile, "--log-level", "info", "--settle", "0.3"]
                       + (args.contains("--rescan-interval") ? [] : ["--rescan-interval", "2"]) + (args.contains("--grace") ? [] : ["--grace", "10"])
                       + (database.map { ["--database", $0] } ?? []) + (s3.map { ["--store", $0.storeURL] } ?? []) + args
         var env = ProcessInfo.processInfo.environment

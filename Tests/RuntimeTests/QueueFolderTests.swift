@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import PhotomemoCore
 import Testing
 @testable import Runtime
 
@@ -60,5 +61,46 @@ import Testing
         #expect(report.refused?.contains("is a socket, not a queue file") == true && report.owner == getuid(), "\(report)")
         #expect(report.unreadBytes == 0)
         #expect(try t.jobs().map(\.memo.memo) == ["ok"])
+    }
+
+    static func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0 }
+
+    static func folder(_ t: TestHome) -> QueueFolder {
+        QueueFolder(path: t.home.queueFolder, prefix: "queue.d/", isQueueFile: { $0.hasSuffix(".jsonl") }) { path, name in
+            QueueReader(path: path, name: name, journal: t.journal, quarantine: t.quarantine, intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 60))
+        }
+    }
+
+    /// A user's 20,000 empty `.jsonl` files held a descriptor each until none was left (and
+    /// intake stopped for everyone). Past `filesPerOwner` an owner's files are refused in
+    /// one entry, hold nothing and cost no read; the first by name are read.
+    @Test func anOwnersQueueFilesPastTheCapAreRefusedAndHoldNothing() throws {
+        let t = try TestHome()
+        try FileManager.default.createDirectory(atPath: t.home.queueFolder, withIntermediateDirectories: true)
+        let cap = QueueFolder.filesPerOwner
+        for i in 0..<(cap + 40) { try t.append(#"{"memo":"m\#(i)"}"# + "\n", to: t.home.queueFolder + "/" + String(format: "q%03d.jsonl", i)) }
+        let folder = Self.folder(t), before = Self.openDescriptors()
+        let results = folder.catchUp()
+        #expect(Self.openDescriptors() - before <= cap + 1, "\(Self.openDescriptors() - before) descriptors more")
+        #expect(try t.jobs().map(\.memo.memo).sorted() == (0..<cap).map { "m\($0)" }.sorted())
+        let summary = try #require(results["queue.d/*.jsonl (\(UnixUser.nameOrNumber(getuid())))"], "\(results.keys.sorted())").get()
+        #expect(summary.refused?.contains("more than \(cap) queue files") == true && summary.owner == getuid())
+        #expect(results.count == cap + 1)
+        // One read removed: the next by name is read, its line too.
+        unlink(t.home.queueFolder + "/q000.jsonl")
+        _ = folder.catchUp()
+        #expect(try t.jobs().count == cap + 1)
+    }
+
+    /// A FIFO (or a folder) named like a queue file was held open while refused: a
+    /// descriptor each. It is refused and closed.
+    @Test func aRefusedFIFOIsNotHeldOpen() throws {
+        let t = try TestHome()
+        try FileManager.default.createDirectory(atPath: t.home.queueFolder, withIntermediateDirectories: true)
+        for i in 0..<10 { #expect(mkfifo(t.home.queueFolder + "/f\(i).jsonl", 0o644) == 0) }
+        let folder = Self.folder(t), before = Self.openDescriptors()
+        let results = folder.catchUp()
+        #expect(Self.openDescriptors() - before <= 1)
+        #expect(results.values.allSatisfy { (try? $0.get())?.refused?.contains("is a FIFO, not a queue file") == true }, "\(results)")
     }
 }
