@@ -48,10 +48,15 @@ extension Journal {
     }
 
     private func addPhoto(_ db: any SQLConnection, _ p: TakenPhoto, now: Double) throws -> IntakeOutcome {
-        let before = try db.queryOne("""
-            SELECT t.identity, t.job_id, j.photo_sha256, j.state FROM inbox_taken t LEFT JOIN jobs j ON j.id = t.job_id WHERE t.host = ? AND t.name = ?
+        let taken = try db.queryOne("""
+            SELECT t.identity, t.job_id, j.photo_sha256, j.state, j.id, j.owner FROM inbox_taken t LEFT JOIN jobs j ON j.id = t.job_id
+            WHERE t.host = ? AND t.name = ?
             """, [.text(host), .text(p.name)])
-        if before?.string(0) == p.identity { return .alreadyTaken }
+        if taken?.string(0) == p.identity { return .alreadyTaken }
+        // Another user's job of this name is nothing to this photo (a photo and its record are
+        // its file's owner's): not its bytes taken again, not a job to wait for. Alice's y.jpg
+        // waited behind bob's retried job for his FIFO named y.jpg, up to the join timeout.
+        let before = taken.flatMap { $0.int(4) != nil && $0.string(5) != p.owner ? nil : $0 }
         // A `keep` inbox's path taken before: the same bytes again (touched, or rewritten by
         // a sync tool) are not taken again; other bytes update its record (`RecordInput.source`).
         // In any inbox, a file whose job has not finished is still that job's photo: a tool

@@ -34,7 +34,8 @@ struct Quarantine: Sendable {
 
     /// Moves the inbox entry `base` of `folder` (held open beneath the inbox: no link is
     /// followed on the way) into quarantine under `name`'s flat form
-    /// (`PhotoPolicy.flatName`: `DCIM/a.jpg` is `DCIM%2Fa.jpg`, no folder is made), or that
+    /// (`PhotoPolicy.flatName`: `DCIM/a.jpg` is `DCIM%2Fa.jpg`, no folder is made; then
+    /// `entryName`: never a name only the daemon's files have), or that
     /// with `~jobN` (then `~jobN~2`, ...) when it is taken by another entry. Returns the new path.
     /// A name is another entry's when a file or a reason is there, unless the reason is
     /// this job's (this move, run again after a crash). A name is taken by creating its
@@ -53,10 +54,7 @@ struct Quarantine: Sendable {
     /// a name that is not UTF-8 has no `String`).
     func moveEntry(cName base: [CChar], in folder: OpenFolder?, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
         if keepsInbox { return keptInPlace(inbox + "/" + name) }
-        // Names of bad queue lines are theirs alone (a line rewritten after a crash replaces
-        // itself, and they are counted by owner): an entry named so is put beside them.
-        let flatName = PhotoPolicy.flatName(name)
-        let flat = self.folder + "/" + (flatName.hasPrefix(QuarantinedLines.prefix) ? "inbox-" + flatName : flatName)
+        let flat = self.folder + "/" + Self.entryName(PhotoPolicy.flatName(name))
         let other = job.map { "~job\($0)" } ?? "~\(Int64(unixNow() * 1000))"
         let present = { () -> Bool in
             var st = stat()
@@ -88,6 +86,17 @@ struct Quarantine: Sendable {
             return target
         }
         throw PhotomemoError(.io, "no free name in quarantine for \(name)")
+    }
+
+    /// What an entry of flat name `flatName` is called in quarantine: names only the daemon
+    /// writes are never an entry's. A bad queue line's (`queue-line-…`: a line rewritten after
+    /// a crash replaces itself, and they are counted by owner) gets `inbox-` before it, and a
+    /// reason's (`….reason.json`, any case: on a case-folding file system it would meet one)
+    /// `~entry` after it: another job's move found it as its reason, trusted its `job` and
+    /// wrote over it.
+    static func entryName(_ flatName: String) -> String {
+        let name = flatName.hasPrefix(QuarantinedLines.prefix) ? "inbox-" + flatName : flatName
+        return name.lowercased().hasSuffix(".reason.json") ? name + "~entry" : name
     }
 
     /// Names `job` in the reason beside the entry moved to `path` with `reason`: an intake

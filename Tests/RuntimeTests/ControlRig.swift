@@ -64,9 +64,10 @@ final class ControlRig {
         rig.closers = [{ followers.close() }, { collector.close() }, { conn.close() }]
     }
 
-    /// Runs `calls` one after another (each after the previous one's reply); returns the
-    /// replies and the loop's close status (0: no handle left open).
-    func run(_ calls: [Call], timeout: Double = 10) throws -> (replies: [Reply], closed: Int32) {
+    /// Runs `calls` one after another (each after the previous one's reply), then until
+    /// `settled` holds (or `timeout`); returns the replies and the loop's close status (0: no
+    /// handle left open). The scheduler is not started: only the handlers pump it.
+    func run(_ calls: [Call], timeout: Double = 10, until settled: @escaping () -> Bool = { true }) throws -> (replies: [Reply], closed: Int32) {
         var replies: [Reply] = []
         var started = false
         func next() {
@@ -75,7 +76,7 @@ final class ControlRig {
         }
         let run = try rig.run(timeout: timeout, start: false, step: {
             if !started { started = true; next() }
-        }) { replies.count == calls.count }
+        }) { replies.count == calls.count && settled() }
         return (replies, run.closed)
     }
 
@@ -101,6 +102,27 @@ final class ControlRig {
         let steps = JobStateMachine.steps([(claimed[0], .fail(.badImage, "broken"))], stageCount: 2, retry: .default)
         _ = try journal.recordSteps(steps, stageName: "first", durationMs: 1)
         return id
+    }
+
+    /// Two photo jobs of `name` (other bytes each time) of `owner`'s, the second waiting for
+    /// the first (`after_job`: it updates the first one's record); the first moved on to
+    /// `stage` (0 or 1) as the scheduler records it.
+    func photoJobAndOneWaitingForIt(_ name: String, owner: Caller, firstAtStage stage: Int = 0) throws -> (first: Int64, waiting: Int64) {
+        let path = rig.t.photos.inbox + "/" + name
+        var ids: [Int64] = []
+        for n in 1...2 {
+            try Data("bytes \(n)".utf8).write(to: URL(fileURLWithPath: path))
+            guard case .created(let id, _) = try journal.commitPhotos([TakenPhoto(name: name, path: path, identity: "\(n)", sha256: "s\(n)-\(name)", owner: owner.name)])[0] else {
+                throw PhotomemoError(.internalError, "photo \(n) was not a job of its own")
+            }
+            ids.append(id)
+            if n == 1, stage == 1 {
+                let claimed = try journal.claim(stageIndex: 0, stageName: "first", limit: 1)
+                _ = try journal.recordSteps(JobStateMachine.steps([(claimed[0], .continue())], stageCount: 2, retry: .default), stageName: "first", durationMs: 1)
+            }
+        }
+        guard try journal.history(ids[1]).contains(where: { $0.event == "updates" }) else { throw PhotomemoError(.internalError, "job \(ids[1]) waits for none") }
+        return (ids[0], ids[1])
     }
 
     /// A memo job that failed at intake: the photo it names could not be used.

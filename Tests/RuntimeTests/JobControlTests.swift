@@ -1,6 +1,7 @@
 import ControlProtocol
 import Foundation
 import Journal
+import StageKit
 import Testing
 @testable import Runtime
 
@@ -86,6 +87,21 @@ import Testing
         #expect(r.replies[2].code == .conflict && r.replies[2].message == "job \(queued) is already cancelled")
         #expect(r.replies[3].code == .conflict && r.replies[3].message == "job \(failed) is already failed")
         #expect(r.replies[4].value?["state"] == "queued")  // a cancelled job may be retried
+    }
+
+    /// A job waiting for another (`after_job`: a photo's second job waits for its first) runs
+    /// once that one is cancelled, one by one or by state: cancel pumped nothing, and it stayed
+    /// queued until something else woke the scheduler (here nothing does).
+    @Test func cancelLetsTheJobWaitingForTheCancelledOneRun() throws {
+        for bulk in [false, true] {
+            let c = try ControlRig(paused: false)
+            let (first, waiting) = try c.photoJobAndOneWaitingForIt("y.jpg", owner: ControlRig.owner, firstAtStage: bulk ? 1 : 0)
+            let args: [String: JSONValue] = bulk ? ["state": "queued", "stage": "second"] : ["job": .int(first)]
+            let r = try c.run([C(command: "cancel", args: args, caller: ControlRig.owner)], timeout: 5) { (try? c.rig.state(waiting)) == .done }
+            #expect(r.closed == 0)
+            #expect(bulk ? r.replies[0].value?["changed"] == 1 : r.replies[0].value?["state"] == "cancelled", "\(r.replies)")
+            #expect(try c.rig.state(first) == .cancelled && c.rig.state(waiting) == .done, "bulk: \(bulk)")
+        }
     }
 
     @Test func pauseIsForAdminsAndNamesOnlyStagesTheDefinitionHas() throws {

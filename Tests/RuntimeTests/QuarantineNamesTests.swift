@@ -120,6 +120,27 @@ import Testing
         #expect(r.text(photo) == "alice's photo" && r.job(ofReason: photo) == 10 && r.text(line) == "not json")
     }
 
+    /// Bob's bad photo named `v.jpg.reason.json` (any case) goes in as `….reason.json~entry`:
+    /// under its own name it was taken for the reason of alice's `v.jpg`, its `job` trusted,
+    /// and alice's reason written over bob's file. Reasons in quarantine are only the daemon's.
+    @Test func anEntryNamedLikeAReasonIsNeverTakenForOne() throws {
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(atPath: r.dir) }
+        let bobs = #"{"job": 2, "reason": "bob's"}"#
+        for name in ["v.jpg.reason.json", "w.jpg.REASON.Json"] {
+            try r.drop(name, bobs)
+            let entry = try r.move(name, job: 1)
+            #expect(entry == r.dir + "/quarantine/" + name + "~entry" && r.text(entry) == bobs && r.job(ofReason: entry) == 1)
+        }
+        try r.drop("v.jpg", "alice's")
+        let alices = try r.move("v.jpg", job: 2)
+        #expect(alices == r.dir + "/quarantine/v.jpg" && r.text(alices) == "alice's" && r.job(ofReason: alices) == 2)
+        #expect(r.text(r.dir + "/quarantine/v.jpg.reason.json~entry") == bobs)
+        let names = try FileManager.default.contentsOfDirectory(atPath: r.dir + "/quarantine")
+        #expect(names.filter { $0.lowercased().hasSuffix(".reason.json") }.count == 3, "\(names.sorted())")
+        #expect(names.filter { r.text(r.dir + "/quarantine/" + $0) == bobs }.count == 2, "bob's files are kept")
+    }
+
     /// `retry` brings back only this job's entry: another job's, under the name since (this
     /// one's removed by an admin), stays in quarantine with its reason.
     @Test func retryLeavesAnotherJobsEntryWhereItIs() throws {

@@ -104,7 +104,8 @@ extension JobHandlers {
             case .success(let (through, page, batch)):
                 let owners = Dictionary(page.map { ($0.id, $0.owner) }, uniquingKeysWith: { a, _ in a })
                 for id in batch.changed { events.publish(event, job: id, to: .owner(owners[id] ?? nil)) }
-                if !batch.changed.isEmpty, event == "job_retried" { scheduler.pump() }
+                // Retried jobs run again; jobs waiting for cancelled ones (`after_job`) may run now.
+                if !batch.changed.isEmpty { scheduler.pump() }
                 let listed = tally["refused"]?.arrayValue ?? []
                 let next: [String: JSONValue] = [
                     "state": .string(filter.state.rawValue),

@@ -245,6 +245,8 @@ final class JobHandlers: ControlHandler {
             if case .success(let r) = result {
                 scheduler.forgetHeld([id])
                 events.publish("job_cancelled", job: id, to: .owner(r["owner"]?.stringValue))
+                // A job waiting for this one (`after_job`) may run now: nothing else wakes it.
+                scheduler.pump()
             }
             reply(result)
         }) {
