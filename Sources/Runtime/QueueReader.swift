@@ -168,6 +168,12 @@ final class QueueReader: @unchecked Sendable {
                                     + "appended while others could write it are not trusted: their lines go to quarantine")
             }
         }
+        // Nothing new (read to its end): no read, and no quota or cap looked up.
+        guard Int64(st.st_size) > pos.offset else {
+            report.unreadBytes = 0
+            holding = false  // read to its end: a later hold is news again
+            return
+        }
         let room = try roomOrHold(&report)
         if room > 0 {
             try drain(file.fd, &pos, &report, maxLines: min(Self.linesPerRead, room))

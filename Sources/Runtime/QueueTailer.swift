@@ -28,6 +28,10 @@ final class QueueTailer {
     private let pollTimer: LoopTimer
     private var reading = false
     private var again = false
+    /// Whether the folder's entries may have changed since it was last listed (a file
+    /// made, moved or removed; the poll): an append to a file read already needs no new
+    /// listing, and a folder of 20,000 names took most of a core to list at every append.
+    private var relist = true
     /// After close, a read in flight finishes but schedules no other.
     private var closed = false
     private(set) var files: [String: FileState] = [:]
@@ -55,9 +59,17 @@ final class QueueTailer {
             watcher = try FolderWatcher(loop: loop, path: folder.path, modifications: true) { [unowned self] events in
                 let relevant = events.contains {
                     switch $0 {
-                    case .closedAfterWrite(let n), .movedIn(let n), .created(let n), .modified(let n): self.folder.isQueueFile(n)
-                    case .removed, .folderAppeared, .folderRemoved: false
-                    case .overflow, .folderGone: true
+                    case .closedAfterWrite(let n), .modified(let n): return self.folder.isQueueFile(n)
+                    case .movedIn(let n), .created(let n):
+                        if self.folder.isQueueFile(n) { self.relist = true }
+                        return self.folder.isQueueFile(n)
+                    case .removed(let n):
+                        if self.folder.isQueueFile(n) { self.relist = true }
+                        return false
+                    case .folderAppeared, .folderRemoved: return false
+                    case .overflow, .folderGone:
+                        self.relist = true
+                        return true
                     }
                 }
                 if relevant { self.read() }
@@ -68,7 +80,10 @@ final class QueueTailer {
         read()
         // A safety net for missed events (and the only trigger without inotify).
         let every = UInt64((watcher == nil ? min(pollSeconds, 1) : pollSeconds) * 1000)
-        pollTimer.start(afterMs: every, repeatMs: every) { [unowned self] in self.read() }
+        pollTimer.start(afterMs: every, repeatMs: every) { [unowned self] in
+            self.relist = true
+            self.read()
+        }
     }
 
     func close() {
@@ -81,8 +96,9 @@ final class QueueTailer {
         guard !closed else { return }
         guard !reading else { again = true; return }
         reading = true
-        let folder = self.folder
-        lane.enqueue({ folder.catchUp() }) { [unowned self] results in
+        let folder = self.folder, relist = self.relist
+        self.relist = false
+        lane.enqueue({ folder.catchUp(relist: relist) }) { [unowned self] results in
             self.reading = false
             var next: [String: FileState] = [:]
             var jobs = false
@@ -129,13 +145,17 @@ final class QueueTailer {
 
 /// The queue files of one folder and a reader for each, used only on the intake lane.
 final class QueueFolder: @unchecked Sendable {
-    // Safe: `readers` is touched only on the serial intake lane.
+    // Safe: `readers`, `listing` and `refusals` are touched only on the serial intake lane.
     let path: String
     /// The folder relative to the home ("" for the home itself), for the files' names.
     private let prefix: String
     let isQueueFile: @Sendable (String) -> Bool
     private let makeReader: (_ path: String, _ name: String) -> QueueReader
     private var readers: [String: QueueReader] = [:]
+    /// The last listing (`queueFiles`), kept for reads that need no new one, and what it
+    /// refused as a whole (an owner's files past the cap, names that are not UTF-8).
+    private var listing: (named: [String: UInt32], undecodable: [(shown: String, owner: UInt32)])?
+    private var refusals: [String: Result<QueueReader.Report, Error>] = [:]
 
     init(path: String, prefix: String, isQueueFile: @escaping @Sendable (String) -> Bool,
          makeReader: @escaping (_ path: String, _ name: String) -> QueueReader) {
@@ -153,33 +173,10 @@ final class QueueFolder: @unchecked Sendable {
     /// Reads every queue file in the folder (and any replaced one still held) to its end.
     /// Of an owner's files, those already read and then the first by name, up to
     /// `filesPerOwner`; the rest are refused in one entry per owner.
-    func catchUp() -> [String: Result<QueueReader.Report, Error>] {
-        let (present, undecodable) = queueFiles()
-        var out: [String: Result<QueueReader.Report, Error>] = [:]
-        var readCount: [UInt32: Int] = [:]
-        for (file, owner) in present where readers[prefix + file] != nil { readCount[owner, default: 0] += 1 }
-        var over: [UInt32: Int] = [:]
-        for (file, owner) in present.sorted(by: { $0.key < $1.key }) where readers[prefix + file] == nil {
-            if readCount[owner, default: 0] >= Self.filesPerOwner {
-                over[owner, default: 0] += 1
-                continue
-            }
-            readCount[owner, default: 0] += 1
-            readers[prefix + file] = makeReader(path + "/" + file, prefix + file)
-        }
-        for (owner, _) in over {
-            var refused = QueueReader.Report()
-            refused.refused = "\(UnixUser.nameOrNumber(owner)) has more than \(Self.filesPerOwner) queue files in \(path): only \(Self.filesPerOwner) are read "
-                + "(those read before, then the first by name); remove the others"
-            refused.owner = owner
-            out["\(prefix)*.jsonl (\(UnixUser.nameOrNumber(owner)))"] = .success(refused)
-        }
-        for (shown, owner) in undecodable {
-            var refused = QueueReader.Report()
-            refused.refused = "\(path)/\(shown): the file name is not valid UTF-8, so it is not read; rename it (its lines are read from the start)"
-            refused.owner = owner
-            out[prefix + shown] = .success(refused)
-        }
+    func catchUp(relist: Bool = true) -> [String: Result<QueueReader.Report, Error>] {
+        if relist || listing == nil { takeListing(queueFiles()) }
+        let present = listing?.named ?? [:]
+        var out = refusals
         for (name, reader) in readers {
             let result = Result { try reader.catchUp() }
             out[name] = result
@@ -189,6 +186,36 @@ final class QueueFolder: @unchecked Sendable {
             }
         }
         return out
+    }
+
+    /// A new listing: readers for the files to read (an owner's read ones, then the first
+    /// by name, up to `filesPerOwner`), and the entries refused as a whole.
+    private func takeListing(_ new: (named: [String: UInt32], undecodable: [(shown: String, owner: UInt32)])) {
+        listing = new
+        refusals = [:]
+        var readCount: [UInt32: Int] = [:], over = Set<UInt32>()
+        for (file, owner) in new.named where readers[prefix + file] != nil { readCount[owner, default: 0] += 1 }
+        for (file, owner) in new.named.sorted(by: { $0.key < $1.key }) where readers[prefix + file] == nil {
+            guard readCount[owner, default: 0] < Self.filesPerOwner else {
+                over.insert(owner)
+                continue
+            }
+            readCount[owner, default: 0] += 1
+            readers[prefix + file] = makeReader(path + "/" + file, prefix + file)
+        }
+        for owner in over {
+            var refused = QueueReader.Report()
+            refused.refused = "\(UnixUser.nameOrNumber(owner)) has more than \(Self.filesPerOwner) queue files in \(path): only \(Self.filesPerOwner) are read "
+                + "(those read before, then the first by name); remove the others"
+            refused.owner = owner
+            refusals["\(prefix)*.jsonl (\(UnixUser.nameOrNumber(owner)))"] = .success(refused)
+        }
+        for (shown, owner) in new.undecodable {
+            var refused = QueueReader.Report()
+            refused.refused = "\(path)/\(shown): the file name is not valid UTF-8, so it is not read; rename it (its lines are read from the start)"
+            refused.owner = owner
+            refusals[prefix + shown] = .success(refused)
+        }
     }
 
     /// The folder's queue files, in one pass, with their owners (lstat: a link is its own
