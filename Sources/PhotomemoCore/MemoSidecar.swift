@@ -21,7 +21,8 @@ public enum MemoSidecar {
         var out: [String] = []
         for ending in endings {
             for stem in stems {
-                for e in [ending, ending.uppercased()] where !out.contains(folder + stem + "." + e) {
+                // Never the photo itself: an image named `X.json` read as its own sidecar failed.
+                for e in [ending, ending.uppercased()] where !out.contains(folder + stem + "." + e) && folder + stem + "." + e != photo {
                     out.append(folder + stem + "." + e)
                 }
             }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Journal
+import PhotomemoCore
 import TestSupport
 import Testing
 @testable import Runtime
@@ -36,5 +37,17 @@ import Testing
         _ = t.scanner().rescan()
         let memos = Dictionary(try t.jobs().map { ($0.photo ?? "", $0.memo.memo) }) { a, _ in a }
         #expect(memos == ["IMG.JPG": "upper's", "img.jpg": "", "IMG.jpg": ""], "\(memos)")
+    }
+
+    /// An image named `X.json` (a photo by its first bytes) was read as its own sidecar: its
+    /// job failed (`memo sidecar X.json: ...`) and the file stayed. It is a photo, no sidecar.
+    @Test func anImageNamedLikeASidecarIsNotItsOwnSidecar() throws {
+        let t = try TestHome()
+        let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0, 16] + Array("JFIF".utf8)
+        try Data(jpeg).write(to: URL(fileURLWithPath: t.home.inbox + "/X.json"))
+        _ = t.scanner().rescan()
+        let jobs = try t.jobs()
+        #expect(jobs.map(\.photo) == ["X.json"] && jobs.allSatisfy { $0.state != .failed }, "\(jobs)")
+        #expect(!MemoSidecar.candidates(forPhoto: "a/X.json").contains("a/X.json"))
     }
 }
