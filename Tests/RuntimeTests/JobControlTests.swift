@@ -53,6 +53,22 @@ import Testing
         #expect(r.replies[5].code == .badRequest && r.replies[5].message?.contains("unknown state \"bogus\"") == true)
     }
 
+    /// A cursor `jobs` never gave (altered, another command's) answered the first page again,
+    /// so a client paging on never ended; it is refused. One it gave pages on.
+    @Test func jobsRefusesACursorItDidNotGive() throws {
+        let c = try ControlRig()
+        let first = try c.queuedJob(owner: ControlRig.owner), second = try c.queuedJob(owner: ControlRig.owner)
+        let r = try c.run([C(command: "jobs", args: ["cursor": "AAAA%%%"], caller: ControlRig.owner),
+                           C(command: "jobs", args: ["cursor": "-5"], caller: ControlRig.owner),
+                           C(command: "jobs", args: ["limit": 1], caller: ControlRig.owner),
+                           C(command: "jobs", args: ["limit": 1, "cursor": .string(String(second))], caller: ControlRig.owner)])
+        #expect(r.replies[0].code == .badRequest && r.replies[0].message?.hasPrefix("invalid cursor") == true, "\(r.replies[0])")
+        #expect(r.replies[1].code == .badRequest)
+        #expect(r.replies[2].value?["jobs"]?.arrayValue?.first?["id"]?.intValue == second)
+        #expect(r.replies[2].value?["cursor"] == .string(String(second)))
+        #expect(r.replies[3].value?["jobs"]?.arrayValue?.first?["id"]?.intValue == first)
+    }
+
     @Test func retryTakesOnlyFailedOrCancelledJobsAndOnlyTheOwners() throws {
         let c = try ControlRig()
         let failed = try c.failedJob(owner: ControlRig.owner), queued = try c.queuedJob(owner: ControlRig.owner)

@@ -70,7 +70,12 @@ final class JobHandlers: ControlHandler {
         }
         let limit = Int(try req.int("limit") ?? 50)
         guard (1...1000).contains(limit) else { throw PhotomemoError(.badRequest, "\"limit\" must be from 1 to 1000") }
-        let before = try req.string("cursor").flatMap { Int64($0) }
+        // A cursor that is not one this command gave was the first page again: a client
+        // paging on would never end.
+        let before = try req.string("cursor").map { text in
+            guard let id = Int64(text), id > 0 else { throw PhotomemoError(.badRequest, "invalid cursor (it was altered, or is another command's)") }
+            return id
+        }
         let journal = self.journal, owner = caller.ownScope
         loop.reply(reply) {
             let page = try journal.jobsPage(state: state, before: before, limit: limit, owner: owner, maxBytes: 4 << 20)
