@@ -1,4 +1,5 @@
 import ControlProtocol
+import CPosix
 import EventLoop
 import Foundation
 import Index
@@ -228,14 +229,18 @@ final class JobHandlers: ControlHandler {
                                  + "drop it into the inbox again (it becomes a job of its own)")
         }
         do {
+            // Never over a file that came under the name since it was looked at (someone
+            // else's photo): that one is there, as above, and the retry reads and checks it.
             if photo.hasPrefix(inbox + "/") {
                 guard let held else {
                     throw PhotomemoError(.io, "the folder of \(photo) is gone from the inbox (or is a symlink now); make it again")
                 }
-                try syscall("rename \(q) to \(photo)", blocking: { renameat(AT_FDCWD, q, held.folder.fd, held.name) })
+                try syscall("rename \(q) to \(photo)", blocking: { pm_rename_noreplace(AT_FDCWD, q, held.folder.fd, held.name) })
             } else {
-                try syscall("rename \(q) to \(photo)", blocking: { rename(q, photo) })
+                try syscall("rename \(q) to \(photo)", blocking: { pm_rename_noreplace(AT_FDCWD, q, AT_FDCWD, photo) })
             }
+        } catch let e as SystemError where e.errno == EEXIST {
+            return
         } catch {
             throw PhotomemoError(.io, "cannot move job \(id)'s photo back from quarantine: \(error)")
         }
