@@ -92,11 +92,10 @@ final class QueueFileFollower {
         return st
     }
 
-    /// Why a queue file may not be read, or nil. Like sshd's StrictModes: a file that
-    /// anyone but its owner may write (group/other write bits, a second hard link) could
-    /// hold anyone's lines.
+    /// Why a held queue file (a regular file: `lookAtPath` holds no other) may not be read,
+    /// or nil. Like sshd's StrictModes: a file that anyone but its owner may write
+    /// (group/other write bits, a second hard link) could hold anyone's lines.
     static func refusal(_ st: stat, path: String) -> String? {
-        if st.st_mode & S_IFMT != S_IFREG { return "\(path) is a \(Files.kind(st)), not a queue file" }
         if st.st_mode & 0o022 != 0 {
             return "\(path) is writable by users other than its owner (mode \(String(st.st_mode & 0o7777, radix: 8))), so its lines "
                 + "could be anyone's; it is not read until: chmod go-w \(path)"
