@@ -214,7 +214,9 @@ final class QueueFolder: @unchecked Sendable {
             var refused = QueueReader.Report()
             refused.refused = "\(path)/\(shown): the file name is not valid UTF-8, so it is not read; rename it (its lines are read from the start)"
             refused.owner = owner
-            refusals[prefix + shown] = .success(refused)
+            // Keyed past `.jsonl`: no queue file's key, not even one named `bad\xFF.jsonl`
+            // in those very characters, can be this one's and hide its refusal.
+            refusals[prefix + shown + " (not UTF-8)"] = .success(refused)
         }
     }
 

@@ -16,13 +16,16 @@ import Testing
         let fd = open(bad, O_CREAT | O_WRONLY, 0o644)
         #expect(fd >= 0 && write(fd, "{\"memo\":\"lost\"}\n", 16) == 16)
         close(fd)
+        // A file named in UTF-8 as the other is shown (a backslash, x, F, F): both are listed.
+        try t.append(#"{"memo":"look-alike"}"# + "\n", to: t.home.queueFolder + "/bad\\xFF.jsonl")
         let folder = QueueFolder(path: t.home.queueFolder, prefix: "queue.d/", isQueueFile: { $0.hasSuffix(".jsonl") }) { path, name in
             QueueReader(path: path, name: name, journal: t.journal, quarantine: t.quarantine, intake: MemoIntake(photos: t.photos, joinTimeoutSeconds: 60))
         }
         let results = folder.catchUp()
-        let refused = try #require(results["queue.d/bad\\xFF.jsonl"], "\(results.keys)").get()
-        #expect(refused.refused?.contains("is not valid UTF-8") == true && refused.owner == getuid(), "\(refused)")
-        #expect(try t.jobs().map(\.memo.memo) == ["ok"])
+        let refused = try #require(results["queue.d/bad\\xFF.jsonl (not UTF-8)"], "\(results.keys)").get()
+        #expect(refused.refused?.contains("bad\\xFF.jsonl: the file name is not valid UTF-8") == true && refused.owner == getuid(), "\(refused)")
+        #expect(try results["queue.d/bad\\xFF.jsonl"]?.get().refused == nil)
+        #expect(try t.jobs().map(\.memo.memo).sorted() == ["look-alike", "ok"])
     }
 
     /// A folder named like a queue file is refused with why, and has no unread bytes (its
