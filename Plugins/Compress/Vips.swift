@@ -143,7 +143,15 @@ enum Vips {
 
     private static let started: Bool = {
         // Bounded arenas keep RSS flat with a photo per core (PLATFORM.md: 275→324 MB creep otherwise).
-        pm_vips_init("photomemo") == 0
+        guard pm_vips_init("photomemo") == 0 else { return false }
+        // libvips' warnings (a damaged file's details: "IDAT: invalid distance too far back")
+        // went to stderr as GLib's own lines, blank lines between, outside the log's format.
+        // A warning fails the decode, and the stage's failure says why: the detail is debug.
+        let levels = G_LOG_LEVEL_WARNING.rawValue | G_LOG_LEVEL_MESSAGE.rawValue | G_LOG_LEVEL_INFO.rawValue | G_LOG_LEVEL_DEBUG.rawValue
+        g_log_set_handler("VIPS", GLogLevelFlags(rawValue: levels), { _, _, message, _ in
+            Log.debug("libvips: \(message.map { String(cString: $0) } ?? "")")
+        }, nil)
+        return true
     }()
 
     static func start() throws {

@@ -53,6 +53,24 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A photo only decoding finds damaged: libvips' warnings about it went to stderr as
+    /// GLib's own lines (`(process:6986): VIPS-WARNING **: ...`, blank lines between), out
+    /// of the log's format. The log keeps its one line an event; the failure says why.
+    @Test func aDamagedPhotosDecoderWarningsStayInTheLogsFormat() throws {
+        let d = try DaemonHarness(stages: #"{"name": "t", "stages": [{"use": "validate", "with": {}}, {"use": "compress", "with": {}}]}"#)
+        try d.start()
+        let temp = d.root + "/damaged.png"
+        try makePNG(temp, mode: "damaged", width: 120, height: 90)
+        #expect(rename(temp, d.home + "/inbox/damaged.png") == 0)
+        try d.waitIdle(jobs: 1)
+        let failed = try #require(try d.jobs().first, "\(d.log)")
+        #expect(failed.state == "failed" && failed.error?.contains("libpng read error") == true, "\(failed)")
+        #expect(d.stop().status == 0)
+        let lines = d.log.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect(!lines.isEmpty && lines.allSatisfy { $0.hasPrefix("20") && $0.contains("Z ") }, "\(d.log)")
+        #expect(!d.log.contains("VIPS-WARNING"))
+    }
+
     /// Names, memos and fields are anyone's text, and an admin reads them in tables: a
     /// newline must not forge a row, nor an escape sequence clear the screen, retitle the
     /// terminal or write its clipboard (OSC 52). The CLI escapes control characters in

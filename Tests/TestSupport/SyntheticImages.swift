@@ -36,7 +36,9 @@ public enum Synthetic {
     public static func le24(_ v: Int) -> [UInt8] { Array(le32(v).prefix(3)) }
 }
 
-/// Writes a PNG with Python's zlib (no image library): `mode` is "rgba", "grey16" or "grey".
+/// Writes a PNG with Python's zlib (no image library): `mode` is "rgba", "grey16" or "grey",
+/// or "damaged": grey with its deflate stream garbled (chunk CRCs right, so only decoding
+/// finds it).
 public func makePNG(_ path: String, mode: String, width: Int = 120, height: Int = 90) throws {
     let script = """
     import struct, sys, zlib
@@ -46,8 +48,11 @@ public func makePNG(_ path: String, mode: String, width: Int = 120, height: Int 
     elif mode == 'grey16': depth, ctype, px = 16, 0, struct.pack('>H', 32768)      # mid grey, 16-bit
     else:                depth, ctype, px = 8, 0, bytes([200])
     raw = b''.join(b'\\x00' + px * w for _ in range(h))
+    data = bytearray(zlib.compress(raw))
+    if mode == 'damaged':
+        for k in range(8, len(data) - 8, 5): data[k] ^= 0x5A
     open(path, 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, depth, ctype, 0, 0, 0))
-                           + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b''))
+                           + chunk(b'IDAT', bytes(data)) + chunk(b'IEND', b''))
     """
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
