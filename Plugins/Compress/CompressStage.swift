@@ -177,9 +177,10 @@ public struct CompressStage: Stage {
         if let heif {
             do {
                 image = try heif.decoded(photo, width: storedW, height: storedH, like: header)
-            } catch is HEVCDecoder.Failure {
+            } catch let failure as HEVCDecoder.Failure {
                 // Damage libavcodec reports: libvips decides, as before, with its own
                 // reservation (this one given back first, so the two are never both held).
+                Log.debug("HEIF: \(failure.description); libvips decodes it")
                 decodeMemory.release(held)
                 held = 0
                 var libvips = self

@@ -35,6 +35,13 @@ struct BoxReader {
         return String(decoding: bytes[position..<(position + 4)], as: UTF8.self)
     }
 
+    /// A NUL-terminated UTF-8 string (the NUL read too); one running to `end` is taken whole.
+    mutating func cString() throws -> String {
+        let stop = (position..<end).first { bytes[$0] == 0 } ?? end
+        defer { position = min(stop + 1, end) }
+        return String(decoding: bytes[position..<stop], as: UTF8.self)
+    }
+
     mutating func skip(_ n: Int) throws {
         guard n >= 0, n <= left else { throw HEIFFile.Problem("truncated at byte \(position) (\(n) bytes to skip, \(max(0, left)) left)") }
         position += n

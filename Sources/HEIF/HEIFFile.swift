@@ -58,8 +58,12 @@ public struct HEIFFile: Sendable {
     public let transforms: [Transform]
     public let cleanAperture: Bool
     public let colour: Colour
-    /// An alpha plane (`auxl` item) belongs to the primary image.
+    /// An alpha plane (an `auxl` item whose `auxC` says alpha, or says nothing) belongs to
+    /// the primary image. An iPhone's HDR gain map (`urn:com:apple:photo:2020:aux:hdrgainmap`)
+    /// or a depth map is an `auxl` item too, and is no alpha: taken for one, most iPhone
+    /// photos since 2020 went to libvips' heifload, at twice the CPU.
     public let hasAlpha: Bool
+    static let alphaURNs: Set<String> = ["urn:mpeg:hevc:2015:auxid:1", "urn:mpeg:avc:2015:auxid:1", "urn:mpeg:mpegB:cicp:systems:auxiliary:alpha"]
 
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws -> HEIFFile {
         try HEIFFile(items: items(bytes))
@@ -81,7 +85,11 @@ public struct HEIFFile: Sendable {
     init(items: Items) throws {
         guard let primary = items.types[items.primary] else { throw Problem("primary item \(items.primary) is not in iinf") }
         let props = try items.properties(of: items.primary)
-        hasAlpha = items.references("auxl").contains { $0.to.contains(items.primary) }
+        hasAlpha = try items.references("auxl").contains { ref in
+            guard ref.to.contains(items.primary) else { return false }
+            guard let kind = try items.properties(of: ref.from).lazy.compactMap(\.auxiliary).first else { return true }
+            return Self.alphaURNs.contains(kind)
+        }
         transforms = props.compactMap(\.transform)
         cleanAperture = props.contains { if case .cleanAperture = $0 { return true } else { return false } }
         colour = Colour(props)

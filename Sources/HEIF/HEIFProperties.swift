@@ -6,6 +6,7 @@ enum Property {
     case cleanAperture                        // clap
     case icc(Range<Int>)                      // colr prof / rICC
     case nclx(matrix: Int, fullRange: Bool)   // colr nclx
+    case auxiliary(String)                    // auxC: what an auxiliary image is (its URN)
     case other
 
     init(_ box: (type: String, payload: BoxReader)) throws {
@@ -18,6 +19,9 @@ enum Property {
         case "irot": self = .transform(.rotate(quarterTurnsAnticlockwise: try b.u8() & 3))
         case "imir": self = .transform(.mirror(topToBottom: try b.u8() & 1 == 0))
         case "clap": self = .cleanAperture
+        case "auxC":
+            _ = try b.versionFlags()
+            self = .auxiliary(try b.cString())
         case "colr":
             switch try b.fourCC() {
             case "prof", "rICC": self = b.left > 0 ? .icc(b.position..<b.end) : .other
@@ -33,6 +37,7 @@ enum Property {
     var size: (Int, Int)? { if case .size(let w, let h) = self { (w, h) } else { nil } }
     var hevc: HEVCConfig? { if case .hevc(let c) = self { c } else { nil } }
     var transform: HEIFFile.Transform? { if case .transform(let t) = self { t } else { nil } }
+    var auxiliary: String? { if case .auxiliary(let t) = self { t } else { nil } }
 }
 
 /// An `hvcC` box: the HEVC stream's format and its parameter sets (VPS, SPS, PPS), which a
