@@ -5,8 +5,11 @@ import StageKit
 /// Which file a queue file's path names, followed across replacements: the file being
 /// read is held open, and so is each file that replaced it while its rest was unread
 /// (oldest first), so a file renamed over one that is renamed over in turn before the old
-/// rest is read loses no line. Owns every descriptor it holds. Used only from the serial
-/// intake lane, through its `QueueReader`.
+/// rest is read loses no line — up to `maxPending` of them: past that, the newest replaces
+/// the newest held (renamed over 20,000 times while its owner sat at their cap, one file
+/// held every descriptor the daemon had, and intake and the socket stopped for everyone).
+/// Owns every descriptor it holds. Used only from the serial intake lane, through its
+/// `QueueReader`.
 final class QueueFileFollower {
     /// A queue file held open, and its inode (its identity while it is held).
     struct OpenFile {
@@ -32,6 +35,9 @@ final class QueueFileFollower {
     private(set) var held: OpenFile?
     /// Files that replaced `held` while its rest was still to read, oldest first.
     private var pending: [OpenFile] = []
+    static let maxPending = 4
+    /// Replacements let go unread since the reader last asked (`takeSkipped`).
+    private var skipped = 0
 
     init(path: String) { self.path = path }
 
@@ -66,9 +72,19 @@ final class QueueFileFollower {
         } else if held!.inode == file.inode || pending.contains(where: { $0.inode == file.inode }) {
             close(fd)
         } else {
+            if pending.count == Self.maxPending {
+                close(pending.removeLast().fd)
+                skipped += 1
+            }
             pending.append(file)
         }
         return .file(file)
+    }
+
+    /// How many replacements were let go unread since the last call (then 0).
+    func takeSkipped() -> Int {
+        defer { skipped = 0 }
+        return skipped
     }
 
     /// The held file, if the path no longer names it (replaced or removed): its rest is read

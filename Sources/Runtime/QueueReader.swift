@@ -107,6 +107,11 @@ final class QueueReader: @unchecked Sendable {
             report.owner = owner
         case .nothing: break
         }
+        let skipped = follower.takeSkipped()
+        if skipped > 0 {
+            report.notes.append("\(name) was replaced more than \(QueueFileFollower.maxPending) times while the rest of a file before was unread: "
+                + "\(skipped) of the files in between are not read")
+        }
         guard try finishReplaced(pathInode, &pos, &report), let ino = pathInode, let file = follower.held else { return report }
         try read(file, ino, &pos, &report)
         return report

@@ -51,6 +51,34 @@ import Testing
         #expect(try t.journal.counts()[.queued] == Self.cap)
     }
 
+    /// A held file renamed over again and again was held open each time, unread behind the
+    /// cap: 20,000 renames held every descriptor the daemon had. At most `maxPending`
+    /// replacements are held (the newest taking the newest's place), the rest said in a note;
+    /// the held file's rest and the newest replacement are read once there is room.
+    @Test func aFileRenamedOverAgainAndAgainAtTheCapHoldsAFewDescriptors() throws {
+        let t = try TestHome()
+        let (path, r, _) = try Self.heldAtTheCap(t, lines: Self.cap + 1)
+        func openHere() -> Int {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0))?.hasPrefix(t.home.queueFolder + "/") == true }.count
+        }
+        var notes: [String] = []
+        for i in 0..<50 {
+            let temp = t.home.queueFolder + "/.m.tmp"
+            try #"{"memo":"r\#(i)"}"# .appending("\n").write(toFile: temp, atomically: false, encoding: .utf8)
+            #expect(chown(temp, 60_001, 60_001) == 0 && rename(temp, path) == 0)
+            notes += try r.catchUp().notes
+        }
+        #expect(openHere() <= 1 + QueueFileFollower.maxPending, "\(openHere()) descriptors held")
+        #expect(notes.contains { $0.contains("replaced more than \(QueueFileFollower.maxPending) times") && $0.contains("of the files in between are not read") }, "\(notes)")
+        // Room again: the held file's last line, the first replacements and the newest are read.
+        for job in try t.journal.jobs(limit: 100) { try t.journal.cancel(job: job.id) }
+        for _ in 0..<10 { _ = try r.catchUp() }
+        let memos = Set(try t.journal.jobs(limit: 2000).map(\.memo.memo))
+        #expect(memos.isSuperset(of: ["r0", "r1", "r2", "r49"]) && !memos.contains("r30"), "\(memos.filter { $0.hasPrefix("r") }.sorted())")
+        #expect(openHere() == 1)
+    }
+
     /// A retried job is unfinished again, so `retry` answers `too_many_jobs` at the cap too:
     /// cancelled jobs retried in bulk got past it. An admin's retry is not capped.
     @Test func retryAnswersTooManyJobsAtTheCap() throws {
