@@ -79,25 +79,32 @@ public struct SHA256: ~Copyable {
         if let expected, UInt64(st.st_dev) != expected.dev || UInt64(st.st_ino) != expected.ino {
             throw PhotomemoError(.badImage, "\(path) was replaced while it was taken")
         }
-        return try hex(ofOpenFile: fd, path: path)
+        guard let hex = try hex(ofOpenFile: fd, path: path, size: Int64(st.st_size)) else {
+            throw PhotomemoError(.badImage, "\(path) changed size while it was hashed")
+        }
+        return (hex, Int64(st.st_size))
     }
 
-    /// The hash and byte count of what is left to read from `fd` (`path` names it in
-    /// errors), read in 1 MiB chunks.
-    public static func hex(ofOpenFile fd: Int32, path: String) throws -> (hex: String, bytes: Int64) {
+    /// The hash of the `size` bytes left to read from `fd` (`path` names it in errors), read
+    /// in 1 MiB chunks; nil when the file holds more or fewer (it grew or shrank while it was
+    /// hashed: not the file that was sized). Never more than `size` and one byte is read: a
+    /// file grown sparse to a terabyte as it was opened held intake (everyone's drops, the
+    /// socket's enqueue, SIGTERM) for as long as its owner liked.
+    public static func hex(ofOpenFile fd: Int32, path: String, size: Int64) throws -> String? {
         var h = SHA256()
-        var total: Int64 = 0
+        var left = size
         var buf = [UInt8](repeating: 0, count: 1 << 20)
         while true {
+            let want = left > 0 ? Int(min(Int64(buf.count), left)) : 1
             let n: Int
-            do { n = try syscall("read \(path)", blocking: { buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }) } catch {
+            do { n = try syscall("read \(path)", blocking: { buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) } }) } catch {
                 throw PhotomemoError(.io, "cannot \(error)")
             }
-            if n == 0 { break }
-            total += Int64(n)
+            if left == 0 { return n == 0 ? h.finalizeHex() : nil }
+            if n == 0 { return nil }
+            left -= Int64(n)
             buf.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         }
-        return (h.finalizeHex(), total)
     }
 
     public static func hexOfFile(atPath path: String) throws -> (hex: String, bytes: Int64) {

@@ -50,8 +50,9 @@ enum Files {
     }
 
     /// The SHA-256 of the regular file `name` in `folder`, if it is still the inode
-    /// `expected` names (device, inode); nil when it is gone, a link, or another file now.
-    static func hexOfRegularFile(_ name: String, in folder: OpenFolder, expected: (dev: UInt64, ino: UInt64)) throws -> String? {
+    /// `expected` names (device, inode) at the size it was seen at; nil when it is gone, a
+    /// link, another file now, or another size (then at most `size` and a byte are read).
+    static func hexOfRegularFile(_ name: String, in folder: OpenFolder, expected: (dev: UInt64, ino: UInt64, size: Int64)) throws -> String? {
         let fd: Int32
         do { fd = try folder.open(name, O_RDONLY | O_NONBLOCK) } catch let e as SystemError where [ENOENT, ENOTDIR, ELOOP].contains(e.errno) {
             return nil
@@ -59,8 +60,9 @@ enum Files {
         defer { close(fd) }
         var st = stat()
         try syscall("fstat \(folder.path)/\(name)", blocking: { fstat(fd, &st) })
-        guard st.st_mode & S_IFMT == S_IFREG, UInt64(st.st_dev) == expected.dev, UInt64(st.st_ino) == expected.ino else { return nil }
-        return try SHA256.hex(ofOpenFile: fd, path: folder.path + "/" + name).hex
+        guard st.st_mode & S_IFMT == S_IFREG, UInt64(st.st_dev) == expected.dev, UInt64(st.st_ino) == expected.ino,
+              Int64(st.st_size) == expected.size else { return nil }
+        return try SHA256.hex(ofOpenFile: fd, path: folder.path + "/" + name, size: expected.size)
     }
 
     static func exists(_ path: String) -> Bool {

@@ -118,7 +118,10 @@ extension InboxScanner {
             report.room[st.st_uid] = room - 1
             // The very file lstat saw: a FIFO or a link renamed over it meanwhile is not read.
             // Nil when replaced under us: what is there now comes back with its own event or the rescan.
-            guard let sha = try Files.hexOfRegularFile(base, in: folder, expected: (UInt64(st.st_dev), UInt64(st.st_ino))) else { return nil }
+            // Nil too when it grew or shrank: at most the bytes sized (within max_bytes) are read.
+            guard let sha = try Files.hexOfRegularFile(base, in: folder, expected: (UInt64(st.st_dev), UInt64(st.st_ino), Int64(st.st_size))) else {
+                return nil
+            }
             // Still being written (a rescan raced a writer): its close event brings it back.
             guard let after = folder.entry(base), PhotoSeal.identity(after) == identity else { return nil }
             // Sealed only when not even the ctime moved while it was hashed.

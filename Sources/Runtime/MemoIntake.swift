@@ -105,7 +105,10 @@ struct MemoIntake: Sendable {
             // Hashed as the stages will read it: opened once beneath its root, no link
             // followed, the owner's file, the very inode lstat saw (`PhotoFile`).
             let file = try PhotoFile(resolved, beneath: root, owner: owner, seal: PhotoSeal.identity(st), maxBytes: .max)
-            return .file(path: resolved, sha256: try SHA256.hex(ofOpenFile: file.fd, path: resolved).hex)
+            guard let sha = try SHA256.hex(ofOpenFile: file.fd, path: resolved, size: Int64(st.st_size)) else {
+                return .unusable(path: path, reason: "photo \(path) changed size while it was hashed; enqueue it again once it is written")
+            }
+            return .file(path: resolved, sha256: sha)
         }
     }
 }

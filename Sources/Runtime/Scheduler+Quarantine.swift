@@ -27,7 +27,9 @@ extension Scheduler {
         let st = held.flatMap { $0.folder.entry($0.name) }.flatMap { $0.st_mode & S_IFMT == S_IFDIR ? nil : $0 }
         let present = st != nil
         var now: String?
-        if let held, let st { now = (try? Files.hexOfRegularFile(held.name, in: held.folder, expected: (UInt64(st.st_dev), UInt64(st.st_ino)))) ?? nil }
+        if let held, let st {
+            now = (try? Files.hexOfRegularFile(held.name, in: held.folder, expected: (UInt64(st.st_dev), UInt64(st.st_ino), Int64(st.st_size)))) ?? nil
+        }
         // Its stage found no file, and the very bytes are back: a good photo, not one to
         // quarantine under a reason no longer true.
         let cameBack = now != nil && now == taken && failedAsGone(p.code)
