@@ -155,4 +155,48 @@ import Testing
         try JobHandlers.bringBack(r.inbox + "/x2.jpg", from: entry, needed: true, job: 248, inbox: r.inbox)
         #expect(r.text(r.inbox + "/x2.jpg") == "bob's" && !FileManager.default.fileExists(atPath: entry + ".reason.json"))
     }
+
+    /// A folder made at the photo's name since: `retry` moved nothing back, the job failed
+    /// again on the folder ("not a regular file") and pointed at a reason-only entry, and the
+    /// photo stayed in quarantine under no job, to be pruned. Now the retry is refused with
+    /// why, and the photo stays this job's.
+    @Test func retryIsRefusedWhenAFolderStandsAtThePhotosName() throws {
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(atPath: r.dir) }
+        try r.drop("v.jpg", "victim's")
+        let entry = try r.move("v.jpg", job: 11)
+        try FileManager.default.createDirectory(atPath: r.inbox + "/v.jpg", withIntermediateDirectories: false)
+        do {
+            try JobHandlers.bringBack(r.inbox + "/v.jpg", from: entry, needed: true, job: 11, inbox: r.inbox)
+            Issue.record("the retry went ahead")
+        } catch let e as PhotomemoError {
+            #expect(e.code == .conflict && e.message.contains("job 11's photo stays in quarantine") && e.message.contains("is a directory now"), "\(e)")
+        }
+        #expect(r.text(entry) == "victim's" && r.job(ofReason: entry) == 11)
+        try FileManager.default.removeItem(atPath: r.inbox + "/v.jpg")
+        try JobHandlers.bringBack(r.inbox + "/v.jpg", from: entry, needed: true, job: 11, inbox: r.inbox)
+        #expect(r.text(r.inbox + "/v.jpg") == "victim's")
+    }
+
+    /// The owner's folder removed and made again by another user: the photo moved back into
+    /// it was theirs to take (rename, delete). It stays in quarantine until the folder is
+    /// its owner's (or an admin's) again.
+    @Test func retryMovesNothingIntoAFolderAnotherUserOwns() throws {
+        let r = try Rig()
+        defer { try? FileManager.default.removeItem(atPath: r.dir) }
+        try r.drop("DCIM/s.jpg", "victim's")
+        #expect(chown(r.inbox + "/DCIM/s.jpg", 60_002, 60_002) == 0 && chown(r.inbox + "/DCIM", 60_002, 60_002) == 0)
+        let entry = try r.move("DCIM/s.jpg", job: 12)
+        #expect(chown(r.inbox + "/DCIM", 60_001, 60_001) == 0)  // as if removed and made again by 60001
+        do {
+            try JobHandlers.bringBack(r.inbox + "/DCIM/s.jpg", from: entry, needed: true, job: 12, inbox: r.inbox)
+            Issue.record("the photo went into another user's folder")
+        } catch let e as PhotomemoError {
+            #expect(e.code == .conflict && e.message.contains("is 60001's now, who could take it from there"), "\(e)")
+        }
+        #expect(r.text(entry) == "victim's" && !FileManager.default.fileExists(atPath: r.inbox + "/DCIM/s.jpg"))
+        #expect(chown(r.inbox + "/DCIM", 60_002, 60_002) == 0)  // its owner's again
+        try JobHandlers.bringBack(r.inbox + "/DCIM/s.jpg", from: entry, needed: true, job: 12, inbox: r.inbox)
+        #expect(r.text(r.inbox + "/DCIM/s.jpg") == "victim's")
+    }
 }

@@ -203,50 +203,6 @@ final class JobHandlers: ControlHandler {
         }
     }
 
-    /// A retried job reads its photo where it was taken: put back from quarantine if it is
-    /// there. A photo stage (`needed`) would only fail again on a photo that is in neither
-    /// place (renamed or removed before its stage ran): `photo_gone`, and the job stays
-    /// failed. Past the photo stages, the photo is in the store and its file may be gone.
-    /// An inbox photo goes back beneath the inbox, through its folder opened with no link
-    /// followed (a folder swapped for a link to /etc gets nothing moved into it).
-    static func bringBack(_ photo: String, from quarantined: String?, needed: Bool, job id: Int64, inbox: String) throws {
-        var held: (folder: OpenFolder, name: String)?
-        if photo.hasPrefix(inbox + "/") {
-            held = try? OpenFolder(inbox, followLink: true).parentBeneath(String(photo.dropFirst(inbox.count + 1)))
-            if let held, held.folder.entry(held.name) != nil { return }
-        } else if Files.exists(photo) {
-            return
-        }
-        // Another job's entry there now (this one's removed by an admin, the name taken since):
-        // not this job's photo, and not to be taken from its owner.
-        let q = quarantined.flatMap { q in (Quarantine.job(ofEntry: q) ?? id) == id ? q : nil }
-        guard let q, Files.exists(q) else {
-            guard needed else {
-                if let q { unlink(q + ".reason.json") }  // the reason of a file that was not there
-                return
-            }
-            throw PhotomemoError(.photoGone, "job \(id)'s photo is gone: it is not at \(photo), nor in quarantine; "
-                                 + "drop it into the inbox again (it becomes a job of its own)")
-        }
-        do {
-            // Never over a file that came under the name since it was looked at (someone
-            // else's photo): that one is there, as above, and the retry reads and checks it.
-            if photo.hasPrefix(inbox + "/") {
-                guard let held else {
-                    throw PhotomemoError(.io, "the folder of \(photo) is gone from the inbox (or is a symlink now); make it again")
-                }
-                try syscall("rename \(q) to \(photo)", blocking: { pm_rename_noreplace(AT_FDCWD, q, held.folder.fd, held.name) })
-            } else {
-                try syscall("rename \(q) to \(photo)", blocking: { pm_rename_noreplace(AT_FDCWD, q, AT_FDCWD, photo) })
-            }
-        } catch let e as SystemError where e.errno == EEXIST {
-            return
-        } catch {
-            throw PhotomemoError(.io, "cannot move job \(id)'s photo back from quarantine: \(error)")
-        }
-        unlink(q + ".reason.json")
-    }
-
     func cancel(_ req: ControlRequest, _ caller: Caller, _ reply: @escaping Reply) throws {
         if let filter = try bulkFilter(req, caller, retry: false) { return bulkCancel(filter, reply) }
         let id = try req.requiredInt("job")

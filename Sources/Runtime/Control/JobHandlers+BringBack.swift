@@ -1,0 +1,69 @@
+import CPosix
+import Foundation
+import Glibc
+import PhotomemoCore
+import StageKit
+
+extension JobHandlers {
+    /// A retried job reads its photo where it was taken: put back from quarantine if it is
+    /// there. A photo stage (`needed`) would only fail again on a photo that is in neither
+    /// place (renamed or removed before its stage ran): `photo_gone`, and the job stays
+    /// failed. Past the photo stages, the photo is in the store and its file may be gone.
+    /// An inbox photo goes back beneath the inbox, through its folder opened with no link
+    /// followed (a folder swapped for a link to /etc gets nothing moved into it).
+    static func bringBack(_ photo: String, from quarantined: String?, needed: Bool, job id: Int64, inbox: String) throws {
+        // Another job's entry there now (this one's removed by an admin, the name taken since):
+        // not this job's photo, and not to be taken from its owner.
+        let q = quarantined.flatMap { q in (Quarantine.job(ofEntry: q) ?? id) == id ? q : nil }
+        let inQuarantine = q.flatMap { try? Files.lstatEntry($0) }
+        var held: (folder: OpenFolder, name: String)?
+        if photo.hasPrefix(inbox + "/") {
+            held = try? OpenFolder(inbox, followLink: true).parentBeneath(String(photo.dropFirst(inbox.count + 1)))
+            if let held, let there = held.folder.entry(held.name) {
+                // A file: someone's photo, or this one again; the retry reads and checks it.
+                // Anything else made at the name since is no photo: this job's stays where it is.
+                guard there.st_mode & S_IFMT != S_IFREG, let q, inQuarantine != nil else { return }
+                throw PhotomemoError(.conflict, "job \(id)'s photo stays in quarantine (\(q)): \(photo) is a \(Files.kind(there)) now; "
+                                     + "move that away and retry")
+            }
+        } else if Files.exists(photo) {
+            return
+        }
+        guard let q, let inQuarantine else {
+            guard needed else {
+                if let q { unlink(q + ".reason.json") }  // the reason of a file that was not there
+                return
+            }
+            throw PhotomemoError(.photoGone, "job \(id)'s photo is gone: it is not at \(photo), nor in quarantine; "
+                                 + "drop it into the inbox again (it becomes a job of its own)")
+        }
+        do {
+            // Never over a file that came under the name since it was looked at (someone
+            // else's photo): that one is there, as above, and the retry reads and checks it.
+            if photo.hasPrefix(inbox + "/") {
+                guard let held else {
+                    throw PhotomemoError(.io, "the folder of \(photo) is gone from the inbox (or is a symlink now); make it again")
+                }
+                // A folder another user made at its place since (the owner's was removed):
+                // they could take the photo from there, so it stays in quarantine.
+                var folder = stat()
+                if fstat(held.folder.fd, &folder) == 0, ![inQuarantine.st_uid, 0, geteuid()].contains(folder.st_uid) {
+                    let path = (photo as NSString).deletingLastPathComponent
+                    throw PhotomemoError(.conflict, "job \(id)'s photo stays in quarantine (\(q)): the folder it goes back into, \(path), "
+                                         + "is \(UnixUser.nameOrNumber(folder.st_uid))'s now, who could take it from there; "
+                                         + "have it removed, make it again as \(UnixUser.nameOrNumber(inQuarantine.st_uid)) and retry")
+                }
+                try syscall("rename \(q) to \(photo)", blocking: { pm_rename_noreplace(AT_FDCWD, q, held.folder.fd, held.name) })
+            } else {
+                try syscall("rename \(q) to \(photo)", blocking: { pm_rename_noreplace(AT_FDCWD, q, AT_FDCWD, photo) })
+            }
+        } catch let e as SystemError where e.errno == EEXIST {
+            return
+        } catch let e as PhotomemoError {
+            throw e
+        } catch {
+            throw PhotomemoError(.io, "cannot move job \(id)'s photo back from quarantine: \(error)")
+        }
+        unlink(q + ".reason.json")
+    }
+}
