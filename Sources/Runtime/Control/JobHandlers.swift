@@ -1,5 +1,4 @@
 import ControlProtocol
-import CPosix
 import EventLoop
 import Foundation
 import Index
