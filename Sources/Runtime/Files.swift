@@ -70,6 +70,12 @@ enum Files {
         return lstat(path, &st) == 0
     }
 
+    /// A name that is not UTF-8, shown: printable ASCII as it is, every other byte and the
+    /// backslash itself as `\xHH`. One way only, so two names never show alike.
+    static func shown(_ bytes: [UInt8]) -> String {
+        bytes.map { $0 >= 0x20 && $0 < 0x7F && $0 != 0x5C ? String(UnicodeScalar($0)) : String(format: "\\x%02X", $0) }.joined()
+    }
+
     static func kind(_ st: stat) -> String {
         switch st.st_mode & S_IFMT {
         case S_IFREG: "regular file"

@@ -156,7 +156,7 @@ extension InboxScanner {
         let digits = Array("0123456789abcdef".utf8)
         let hex = whole.count <= 100 ? String(decoding: whole.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
             : SHA256.hex(bytes: whole)
-        let shown = whole.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
+        let shown = Files.shown(whole)
         let cName = bytes.map { CChar(bitPattern: $0) } + [0]
         var st = stat()
         guard fstatat(folder.fd, cName, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return }

@@ -237,7 +237,7 @@ final class QueueFolder: @unchecked Sendable {
             if let name {
                 named[name] = st.st_uid
             } else {
-                undecodable.append((bytes.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined(), st.st_uid))
+                undecodable.append((Files.shown(bytes), st.st_uid))
             }
         }
         return (named, undecodable)

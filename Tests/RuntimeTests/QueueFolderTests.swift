@@ -28,6 +28,22 @@ import Testing
         #expect(try t.jobs().map(\.memo.memo).sorted() == ["look-alike", "ok"])
     }
 
+    /// Two names that are not UTF-8 were shown alike (`x` + `\xFE` in those characters +
+    /// byte 0xFF, and `x` + byte 0xFE + `\xFF`): one user's refusal hid the other's. A
+    /// backslash is escaped too, so each name shows its own way.
+    @Test func twoNamesThatAreNotUTF8NeverShowAlike() throws {
+        let t = try TestHome()
+        try FileManager.default.createDirectory(atPath: t.home.queueFolder, withIntermediateDirectories: true)
+        let folder = Array(t.home.queueFolder.utf8) + [0x2F]
+        for name in [Array("x\\xFE".utf8) + [0xFF], [0x78, 0xFE] + Array("\\xFF".utf8)] {
+            let path = (folder + name + Array(".jsonl".utf8)).map { CChar(bitPattern: $0) } + [0]
+            close(open(path, O_CREAT | O_WRONLY, 0o644))
+        }
+        #expect(Files.shown([0x01, 0x41]) == "\\x01A")  // two digits: never `\x1A`
+        let results = Self.folder(t).catchUp()
+        #expect(Set(results.keys) == ["queue.d/x\\x5CxFE\\xFF.jsonl (not UTF-8)", "queue.d/x\\xFE\\x5CxFF.jsonl (not UTF-8)"], "\(results.keys)")
+    }
+
     /// A folder named like a queue file is refused with why, and has no unread bytes (its
     /// size is the folder's, not lines: status showed `unread_bytes: 4096`).
     @Test func aFolderNamedLikeAQueueFileIsRefusedWithNothingUnread() throws {
