@@ -45,9 +45,11 @@ extension JobHandlers {
                     throw PhotomemoError(.io, "the folder of \(photo) is gone from the inbox (or is a symlink now); make it again")
                 }
                 // A folder another user made at its place since (the owner's was removed):
-                // they could take the photo from there, so it stays in quarantine.
+                // they could take the photo from there, so it stays in quarantine. (The inbox
+                // itself is whoever the admin made it; no user can remove it.)
                 var folder = stat()
-                if fstat(held.folder.fd, &folder) == 0, ![inQuarantine.st_uid, 0, geteuid()].contains(folder.st_uid) {
+                if photo.dropFirst(inbox.count + 1).contains("/"), fstat(held.folder.fd, &folder) == 0,
+                   ![inQuarantine.st_uid, 0, geteuid()].contains(folder.st_uid) {
                     let path = (photo as NSString).deletingLastPathComponent
                     throw PhotomemoError(.conflict, "job \(id)'s photo stays in quarantine (\(q)): the folder it goes back into, \(path), "
                                          + "is \(UnixUser.nameOrNumber(folder.st_uid))'s now, who could take it from there; "
