@@ -136,7 +136,7 @@ public struct UploadStage: Stage {
     /// The job's photo, or nil when it is gone (a previous run stored it and cleaned up).
     static func open(_ job: JobContext) throws -> PhotoFile? {
         do {
-            return try PhotoFile(job, maxBytes: .max)
+            return try PhotoFile(job, maxBytes: job.maxPhotoBytes ?? .max)
         } catch let e as PhotomemoError {
             switch e.code {
             case .photoGone: return nil

@@ -68,7 +68,8 @@ public final class PhotoFile: @unchecked Sendable {  // immutable; the descripto
         guard st.st_mode & S_IFMT == S_IFREG else { return PhotomemoError(.badImage, "photo is not a regular file: \(path)") }
         // Before the size: nothing of another user's file is told.
         let owners = UnixUser.isAdmin(name: owner) || UnixUser.nameOrNumber(st.st_uid) == owner
-        guard owners, seal.map({ sameInode(st, seal: $0) }) ?? true else {
+        // The sealed size too: a photo grown since (sparse, to a terabyte) was read to its end.
+        guard owners, seal.map({ sameInode(st, seal: $0) && PhotoSeal.size($0).map { $0 == Int64(st.st_size) } ?? true }) ?? true else {
             return PhotomemoError(.badImage, "photo changed after it was taken: \(path) is not the file taken")
         }
         guard Int64(st.st_size) <= maxBytes else {

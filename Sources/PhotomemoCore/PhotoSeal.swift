@@ -25,6 +25,12 @@ public enum PhotoSeal {
         "\(st.st_dev):\(st.st_ino):\(st.st_size):\(Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))"
     }
 
+    /// The size a seal (or an identity) recorded: the photo's bytes when intake took it.
+    public static func size(_ seal: String) -> Int64? {
+        let parts = seal.split(separator: ":")
+        return parts.count >= 3 ? Int64(parts[2]) : nil
+    }
+
     /// Only the daemon's user (and root) can write it: the daemon's euid owns the regular
     /// file, it has no other name, and neither group nor other may write it.
     public static func onlyAdminsCanWrite(_ st: stat) -> Bool {

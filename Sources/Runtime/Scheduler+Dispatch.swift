@@ -79,6 +79,7 @@ extension Scheduler {
                            to: owner)
             var context = job.context
             context.photoRoot = context.photoPath.flatMap(photos.root(of:))
+            context.maxPhotoBytes = def.maxPhotoBytes
             context.photoIsDaemons = context.photoRoot != nil && context.photoRoot == photos.daemonsOwn
             context.progress = Self.progressReporter(job: job.context.id, stage: entry.name, to: owner, wakeup: wakeup, events: events)
             return context

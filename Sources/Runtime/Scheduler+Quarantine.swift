@@ -12,9 +12,13 @@ extension Scheduler {
     /// `taken`: the SHA-256 intake took the photo with, when known. A file with other
     /// bytes under that name now was renamed over it after intake — another drop, with a
     /// job of its own or taken at the next scan — so it stays in the inbox and only this
-    /// job fails; moving it would fail that drop too ("gone") and lose it.
+    /// job fails; moving it would fail that drop too ("gone") and lose it. `takenSize`: the
+    /// most its bytes were (the size intake sealed, else the definition's max_bytes): a
+    /// bigger file is another without a read (one grown sparse to a terabyte after its job
+    /// took it was hashed to its end, holding every job's outcome and SIGTERM).
     @discardableResult
-    static func quarantinePhoto(_ p: PendingQuarantine, taken: String? = nil, journal: any JobQueue, quarantine: Quarantine) throws -> [String] {
+    static func quarantinePhoto(_ p: PendingQuarantine, taken: String? = nil, takenSize: Int64? = nil, journal: any JobQueue,
+                                quarantine: Quarantine) throws -> [String] {
         guard p.photoPath.hasPrefix(quarantine.inbox + "/") else {
             try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) is outside the inbox)", now: unixNow())
             return []
@@ -27,8 +31,9 @@ extension Scheduler {
         let st = held.flatMap { $0.folder.entry($0.name) }.flatMap { $0.st_mode & S_IFMT == S_IFDIR ? nil : $0 }
         let present = st != nil
         var now: String?
-        if let held, let st {
-            now = (try? Files.hexOfRegularFile(held.name, in: held.folder, expected: (UInt64(st.st_dev), UInt64(st.st_ino), Int64(st.st_size)))) ?? nil
+        if let held, let st, taken != nil {  // only ever compared with what intake took
+            now = takenSize.map { Int64(st.st_size) > $0 } == true ? "(bigger than the photo taken)"
+                : (try? Files.hexOfRegularFile(held.name, in: held.folder, expected: (UInt64(st.st_dev), UInt64(st.st_ino), Int64(st.st_size)))) ?? nil
         }
         // Its stage found no file, and the very bytes are back: a good photo, not one to
         // quarantine under a reason no longer true.

@@ -163,6 +163,9 @@ public struct JobContext: Sendable {
     /// The folder the photo is opened beneath (`PhotoFile`): the inbox, or the --allow-root
     /// holding it; set by the scheduler. nil: no such folder, the photo is not opened.
     public var photoRoot: String?
+    /// The job definition's `max_bytes` (its smallest), if any: the most a stage that
+    /// declares none of its own (upload) reads of the photo. Set by the scheduler.
+    public var maxPhotoBytes: Int64?
     /// The photo is the daemon's own copy of a stored original (`PhotoPolicy.daemonsOwn`):
     /// whoever owns the job, the file is the daemon's, not theirs. Set by the scheduler.
     public var photoIsDaemons = false

@@ -56,7 +56,8 @@ public struct LocalStore: AssetStore {
                     try syscall("fsync \(file)", blocking: { fsync(source) })
                     actual = sha256
                 } else {
-                    actual = try linked ? Self.hashAndSync(source, path: file) : Self.copy(source, to: temp)
+                    actual = try linked ? Self.hashAndSync(source, path: file, size: Int64(st.st_size))
+                        : Self.copy(source, to: temp, size: Int64(st.st_size))
                 }
             } catch {
                 unlink(temp)
@@ -79,14 +80,14 @@ public struct LocalStore: AssetStore {
         }
     }
 
-    /// Copies `source` to a new file `temp` while hashing, fsyncs it; the hex digest (also
-    /// what `backup` and `restore` copy files with).
-    public static func copy(_ source: Int32, to temp: String) throws -> String {
+    /// Copies the `size` bytes of `source` to a new file `temp` while hashing, fsyncs it; the
+    /// hex digest (also what `backup` and `restore` copy files with).
+    public static func copy(_ source: Int32, to temp: String, size: Int64) throws -> String {
         try syscall("seek \(temp)", blocking: { lseek(source, 0, SEEK_SET) })
         let fd = try syscall("open \(temp)", blocking: { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o640) })
         defer { close(fd) }
         var hash = SHA256()
-        try readChunks(source, path: temp) { chunk in
+        try readChunks(source, path: temp, size: size) { chunk in
             hash.update(chunk)
             var off = 0
             while off < chunk.count {
@@ -98,20 +99,29 @@ public struct LocalStore: AssetStore {
     }
 
     /// A linked file: its hash (it is the very inode stored) and its data made durable.
-    static func hashAndSync(_ fd: Int32, path: String) throws -> String {
+    static func hashAndSync(_ fd: Int32, path: String, size: Int64) throws -> String {
         try syscall("seek \(path)", blocking: { lseek(fd, 0, SEEK_SET) })
         var hash = SHA256()
-        try readChunks(fd, path: path) { hash.update($0) }
+        try readChunks(fd, path: path, size: size) { hash.update($0) }
         try syscall("fsync \(path)", blocking: { fsync(fd) })
         return hash.finalizeHex()
     }
 
-    static func readChunks(_ fd: Int32, path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+    /// The `size` bytes the file had when the put began, then a check that there are no
+    /// more: a file grown as it is copied (sparse, to a terabyte) is refused, not copied on
+    /// until the disk is full.
+    static func readChunks(_ fd: Int32, path: String, size: Int64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
+        var left = size
         while true {
-            let n = try syscall("read \(path)", blocking: { Glibc.read(fd, buffer.baseAddress, buffer.count) })
-            if n == 0 { return }
+            let want = left > 0 ? Int(min(Int64(buffer.count), left)) : 1
+            let n = try syscall("read \(path)", blocking: { Glibc.read(fd, buffer.baseAddress, want) })
+            if left == 0 && n == 0 { return }
+            guard left > 0, n > 0 else {
+                throw StoreFailure(.permanent, "\(path) changed as it was stored: it is no longer \(size) bytes")
+            }
+            left -= Int64(n)
             try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         }
     }

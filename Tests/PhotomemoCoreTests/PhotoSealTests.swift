@@ -96,4 +96,14 @@ import Testing
             #expect(isHashed(theirs.path, theirs.seal))
         }
     }
+
+    /// A sealed photo grown since intake took it (sparse, to a terabyte) is not the photo:
+    /// refused as it is opened, before anything reads it (upload copied it to its end).
+    @Test func aSealedPhotoOfAnotherSizeIsRefusedAsItIsOpened() throws {
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let p = try photo("grown.jpg")
+        #expect(truncate(p.path, 1 << 40) == 0)
+        #expect(PhotoSeal.size(p.seal) == Int64("photo bytes".utf8.count))
+        #expect(throws: PhotomemoError.self) { try PhotoFile(p.path, beneath: dir, owner: nil, seal: p.seal, maxBytes: .max) }
+    }
 }

@@ -33,4 +33,26 @@ import Testing
         #expect(try t.journal.job(back.context.id)?.quarantine?.contains("was back after its stage found it gone") == true)
         #expect(try t.quarantined() == ["bad.jpg"], "a bad image was not quarantined")
     }
+
+    /// The file at a failed photo's name grown sparse to a terabyte after its job took it:
+    /// it was hashed to its end (holding every job's outcome, and SIGTERM). Bigger than the
+    /// photo taken, it is another file without a read, and stays where it is.
+    @Test func aFileGrownPastThePhotoTakenIsNotHashed() throws {
+        let t = try TestHome()
+        let path = t.home.inbox + "/grown.jpg"
+        try Data("grown.jpg".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(t.scanner(settle: 0).rescan().outcomes.count == 1)
+        let job = try #require(try t.journal.claim(stageIndex: 0, stageName: "validate", limit: 1).first)
+        let steps = JobStateMachine.steps([(job, .fail(.badImage, "bad"))], stageCount: 3, retry: .exponentialJitter(maxAttempts: 1, baseMs: 1, maxMs: 1))
+        _ = try t.journal.recordSteps(steps, stageName: "validate", durationMs: 1)
+        #expect(truncate(path, 1 << 40) == 0)
+        let started = Date()
+        for p in try t.journal.pendingQuarantines() {
+            try Scheduler.quarantinePhoto(p, taken: job.context.photoSHA256, takenSize: Int64("grown.jpg".utf8.count),
+                                          journal: t.journal, quarantine: t.quarantine)
+        }
+        #expect(Date().timeIntervalSince(started) < 2, "the grown file was read")
+        #expect(try t.journal.job(job.context.id)?.quarantine?.contains("was replaced after this job took it") == true)
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
 }

@@ -99,6 +99,23 @@ import Testing
 /// A descriptor fstat cannot read is refused at once, as what it is: no zeroed stat read as
 /// root's empty file (one only admins can write, so linked).
 @Suite struct LocalStoreUnreadableSourceTests {
+    /// A source that holds more than it did when the put began (grown sparse to a terabyte
+    /// while stored) was copied to its end, filling the disk: no more than its size is read.
+    @Test func aSourceGrownPastItsSizeIsRefusedNotCopied() throws {
+        let root = try tempDir("store")
+        let file = root + "-grown.jpg"
+        defer { unlink(file) }
+        try Data(repeating: 7, count: 3 << 20).write(to: URL(fileURLWithPath: file))
+        #expect(truncate(file, 1 << 40) == 0)
+        let fd = open(file, O_RDONLY)
+        defer { close(fd) }
+        let started = Date()
+        #expect(throws: StoreFailure.self) { try LocalStore.copy(fd, to: root + "/grown", size: 3 << 20) }
+        #expect(Date().timeIntervalSince(started) < 2, "read past the size it was given")
+        var st = stat()
+        #expect(stat(root + "/grown", &st) != 0 || st.st_size <= 3 << 20)
+    }
+
     @Test func aSourceFstatCannotReadIsRefusedNamingTheFile() throws {
         let root = try tempDir("store")
         let store = try LocalStore(root: root)

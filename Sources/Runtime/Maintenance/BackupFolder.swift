@@ -76,10 +76,9 @@ enum BackupFolder {
         try makeParent(of: target)
         let fd = try syscall("open \(source)", blocking: { open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) })
         defer { close(fd) }
-        let sha = try LocalStore.copy(fd, to: target)
         var st = stat()
-        try syscall("stat \(target)", blocking: { stat(target, &st) })
-        return (sha, Int64(st.st_size))
+        try syscall("fstat \(source)", blocking: { fstat(fd, &st) })
+        return (try LocalStore.copy(fd, to: target, size: Int64(st.st_size)), Int64(st.st_size))
     }
 
     static func makeParent(of path: String) throws {
