@@ -58,6 +58,8 @@ final class QueueReader: @unchecked Sendable {
     /// Its owner reached `MemoIntake.maxUnfinishedPerUser` since the file was last read to
     /// its end (said once in the log, not at every read).
     private var holding = false
+    /// Replacements let go unread and not yet in a note, and when the last note was.
+    private var skippedUnsaid = 0, skippedSaidAt = 0.0
     /// Its owner reached `QuarantinedLines.maxPerUser` (said once, as `holding`).
     var heldAtBadLines = false
     /// The owner's quota as this read turn found it (`QuotaMeter`): lines past it are quarantined.
@@ -107,10 +109,12 @@ final class QueueReader: @unchecked Sendable {
             report.owner = owner
         case .nothing: break
         }
-        let skipped = follower.takeSkipped()
-        if skipped > 0 {
+        // Said at most once a minute: 5,000 renames wrote 1,876 such lines.
+        skippedUnsaid += follower.takeSkipped()
+        if skippedUnsaid > 0, unixNow() - skippedSaidAt >= 60 {
             report.notes.append("\(name) was replaced more than \(QueueFileFollower.maxPending) times while the rest of a file before was unread: "
-                + "\(skipped) of the files in between are not read")
+                + "\(skippedUnsaid) of the files in between are not read")
+            (skippedUnsaid, skippedSaidAt) = (0, unixNow())
         }
         guard try finishReplaced(pathInode, &pos, &report), let ino = pathInode, let file = follower.held else { return report }
         try read(file, ino, &pos, &report)

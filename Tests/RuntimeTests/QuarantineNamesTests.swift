@@ -198,5 +198,13 @@ import Testing
         #expect(chown(r.inbox + "/DCIM", 60_002, 60_002) == 0)  // its owner's again
         try JobHandlers.bringBack(r.inbox + "/DCIM/s.jpg", from: entry, needed: true, job: 12, inbox: r.inbox)
         #expect(r.text(r.inbox + "/DCIM/s.jpg") == "victim's")
+        // A folder higher up made by another user: they could rename the owner's folder away.
+        try FileManager.default.createDirectory(atPath: r.inbox + "/A/B", withIntermediateDirectories: true)
+        try r.drop("A/B/d.jpg", "deep")
+        #expect(chown(r.inbox + "/A/B/d.jpg", 60_002, 60_002) == 0 && chown(r.inbox + "/A/B", 60_002, 60_002) == 0)
+        let deep = try r.move("A/B/d.jpg", job: 13)
+        #expect(chown(r.inbox + "/A", 60_001, 60_001) == 0)
+        #expect(throws: PhotomemoError.self) { try JobHandlers.bringBack(r.inbox + "/A/B/d.jpg", from: deep, needed: true, job: 13, inbox: r.inbox) }
+        #expect(r.text(deep) == "deep")
     }
 }

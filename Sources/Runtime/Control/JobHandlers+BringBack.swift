@@ -44,15 +44,12 @@ extension JobHandlers {
                 guard let held else {
                     throw PhotomemoError(.io, "the folder of \(photo) is gone from the inbox (or is a symlink now); make it again")
                 }
-                // A folder another user made at its place since (the owner's was removed):
-                // they could take the photo from there, so it stays in quarantine. (The inbox
-                // itself is whoever the admin made it; no user can remove it.)
-                var folder = stat()
-                if photo.dropFirst(inbox.count + 1).contains("/"), fstat(held.folder.fd, &folder) == 0,
-                   ![inQuarantine.st_uid, 0, geteuid()].contains(folder.st_uid) {
-                    let path = (photo as NSString).deletingLastPathComponent
+                // A folder another user made at its place since (the owner's was removed), or
+                // above it: they could take the photo (or its folder) from there, so it stays in
+                // quarantine. (The inbox itself is whoever the admin made it; no user removes it.)
+                if let (path, uid) = Self.foreignFolder(on: photo, in: inbox, held: held.folder, owner: inQuarantine.st_uid) {
                     throw PhotomemoError(.conflict, "job \(id)'s photo stays in quarantine (\(q)): the folder it goes back into, \(path), "
-                                         + "is \(UnixUser.nameOrNumber(folder.st_uid))'s now, who could take it from there; "
+                                         + "is \(UnixUser.nameOrNumber(uid))'s now, who could take it from there; "
                                          + "have it removed, make it again as \(UnixUser.nameOrNumber(inQuarantine.st_uid)) and retry")
                 }
                 try syscall("rename \(q) to \(photo)", blocking: { pm_rename_noreplace(AT_FDCWD, q, held.folder.fd, held.name) })
@@ -67,5 +64,20 @@ extension JobHandlers {
             throw PhotomemoError(.io, "cannot move job \(id)'s photo back from quarantine: \(error)")
         }
         unlink(q + ".reason.json")
+    }
+
+    /// The first folder between the inbox and `photo` (the one held open last) that belongs
+    /// to someone other than `owner`, root or the daemon's user: its path and owner.
+    static func foreignFolder(on photo: String, in inbox: String, held: OpenFolder, owner: uid_t) -> (String, uid_t)? {
+        let folders = photo.dropFirst(inbox.count + 1).split(separator: "/").dropLast()
+        let trusted: Set<uid_t> = [owner, 0, geteuid()]
+        var path = inbox
+        for (i, name) in folders.enumerated() {
+            path += "/" + name
+            var st = stat()
+            let found = i == folders.count - 1 ? fstat(held.fd, &st) == 0 : lstat(path, &st) == 0
+            if found, !trusted.contains(st.st_uid) { return (path, st.st_uid) }
+        }
+        return nil
     }
 }
