@@ -64,7 +64,7 @@ extension Scheduler {
                             untaken += try Self.quarantinePhoto(PendingQuarantine(job: job.context.id, photoPath: photo, stage: run.entry.name,
                                                                                   reason: error.message, code: error.code),
                                                                 taken: job.context.photoSHA256,
-                                                                takenSize: job.context.photoSeal.flatMap(PhotoSeal.size) ?? job.context.maxPhotoBytes,
+                                                                takenSize: job.context.photoSeal.flatMap(PhotoSeal.size) ?? current.maxPhotoBytes,
                                                                 journal: journal, quarantine: quarantine)
                         } catch { errors.append(("job \(job.context.id): cannot quarantine \(photo): \(error)", run.entry.name)) }
                     }

@@ -57,7 +57,7 @@ public struct LocalStore: AssetStore {
                     actual = sha256
                 } else {
                     actual = try linked ? Self.hashAndSync(source, path: file, size: Int64(st.st_size))
-                        : Self.copy(source, to: temp, size: Int64(st.st_size))
+                        : Self.copy(source, name: file, to: temp, size: Int64(st.st_size))
                 }
             } catch {
                 unlink(temp)
@@ -80,14 +80,14 @@ public struct LocalStore: AssetStore {
         }
     }
 
-    /// Copies the `size` bytes of `source` to a new file `temp` while hashing, fsyncs it; the
-    /// hex digest (also what `backup` and `restore` copy files with).
-    public static func copy(_ source: Int32, to temp: String, size: Int64) throws -> String {
+    /// Copies the `size` bytes of `source` (`name`, in errors) to a new file `temp` while
+    /// hashing, fsyncs it; the hex digest (also what `backup` and `restore` copy files with).
+    public static func copy(_ source: Int32, name: String, to temp: String, size: Int64) throws -> String {
         try syscall("seek \(temp)", blocking: { lseek(source, 0, SEEK_SET) })
         let fd = try syscall("open \(temp)", blocking: { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o640) })
         defer { close(fd) }
         var hash = SHA256()
-        try readChunks(source, path: temp, size: size) { chunk in
+        try readChunks(source, path: name, size: size) { chunk in
             hash.update(chunk)
             var off = 0
             while off < chunk.count {

@@ -110,7 +110,7 @@ import Testing
         let fd = open(file, O_RDONLY)
         defer { close(fd) }
         let started = Date()
-        #expect(throws: StoreFailure.self) { try LocalStore.copy(fd, to: root + "/grown", size: 3 << 20) }
+        #expect(throws: StoreFailure.self) { try LocalStore.copy(fd, name: file, to: root + "/grown", size: 3 << 20) }
         #expect(Date().timeIntervalSince(started) < 2, "read past the size it was given")
         var st = stat()
         #expect(stat(root + "/grown", &st) != 0 || st.st_size <= 3 << 20)

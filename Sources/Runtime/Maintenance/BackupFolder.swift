@@ -78,7 +78,7 @@ enum BackupFolder {
         defer { close(fd) }
         var st = stat()
         try syscall("fstat \(source)", blocking: { fstat(fd, &st) })
-        return (try LocalStore.copy(fd, to: target, size: Int64(st.st_size)), Int64(st.st_size))
+        return (try LocalStore.copy(fd, name: source, to: target, size: Int64(st.st_size)), Int64(st.st_size))
     }
 
     static func makeParent(of path: String) throws {
