@@ -56,35 +56,6 @@ public struct SHA256: ~Copyable {
         return h.finalizeHex()
     }
 
-    /// The hash of the regular file at `path` as it is now: opened without following a
-    /// link or blocking (a FIFO or a link swapped in after a check is refused, never read),
-    /// and only if it is still the file `expected` names (device and inode), when given.
-    /// Gone is `.notFound`, a link `.badImage`, another failure `.io`.
-    public static func hexOfRegularFile(atPath path: String, expected: (dev: UInt64, ino: UInt64)? = nil) throws
-        -> (hex: String, bytes: Int64) {
-        let fd: Int32
-        do {
-            fd = try syscall("open \(path)", blocking: { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) })
-        } catch let e as SystemError {
-            switch e.errno {
-            case ENOENT, ENOTDIR: throw PhotomemoError(.notFound, "photo file is gone: \(path)")
-            case ELOOP: throw PhotomemoError(.badImage, "photo is a symlink: \(path)")
-            default: throw PhotomemoError(.io, "cannot open \(path): \(e.reason)")
-            }
-        }
-        defer { close(fd) }
-        var st = Glibc.stat()
-        do { try syscall("fstat \(path)", blocking: { fstat(fd, &st) }) } catch { throw PhotomemoError(.io, "cannot \(error)") }
-        guard st.st_mode & S_IFMT == S_IFREG else { throw PhotomemoError(.badImage, "\(path) is not a regular file") }
-        if let expected, UInt64(st.st_dev) != expected.dev || UInt64(st.st_ino) != expected.ino {
-            throw PhotomemoError(.badImage, "\(path) was replaced while it was taken")
-        }
-        guard let hex = try hex(ofOpenFile: fd, path: path, size: Int64(st.st_size)) else {
-            throw PhotomemoError(.badImage, "\(path) changed size while it was hashed")
-        }
-        return (hex, Int64(st.st_size))
-    }
-
     /// The hash of the `size` bytes left to read from `fd` (`path` names it in errors), read
     /// in 1 MiB chunks; nil when the file holds more or fewer (it grew or shrank while it was
     /// hashed: not the file that was sized). Never more than `size` and one byte is read: a

@@ -4,33 +4,9 @@ import Testing
 @testable import PhotomemoCore
 @testable import StageKit
 
-/// Intake hashes only the regular file it checked: a FIFO or a link swapped in after the
-/// check is refused at once, never read (a FIFO once froze intake; a link to /dev/zero
-/// kept it reading forever).
-@Suite struct RegularFileHashTests {
+/// Intake hashes no more than the bytes it sized (`SHA256.hex(ofOpenFile:path:size:)`).
+@Suite struct BoundedHashTests {
     let dir = NSTemporaryDirectory() + "pm-hash-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-
-    @Test func aFIFOALinkOrAReplacedFileIsRefusedWithoutBlocking() throws {
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let file = dir + "/p.jpg"
-        try Data("photo".utf8).write(to: URL(fileURLWithPath: file))
-        var st = stat()
-        lstat(file, &st)
-        let me = (UInt64(st.st_dev), UInt64(st.st_ino))
-        #expect(try SHA256.hexOfRegularFile(atPath: file, expected: me).hex == SHA256.hex(Data("photo".utf8)))
-
-        let started = Date()
-        #expect(mkfifo(dir + "/fifo.jpg", 0o600) == 0)
-        #expect(throws: PhotomemoError.self) { try SHA256.hexOfRegularFile(atPath: dir + "/fifo.jpg") }
-        #expect(symlink("/dev/zero", dir + "/zero.jpg") == 0)
-        #expect(throws: PhotomemoError.self) { try SHA256.hexOfRegularFile(atPath: dir + "/zero.jpg") }
-        #expect(Date().timeIntervalSince(started) < 2)
-        // Another file renamed over the one that was checked.
-        try Data("other".utf8).write(to: URL(fileURLWithPath: dir + "/other"))
-        rename(dir + "/other", file)
-        #expect(throws: PhotomemoError.self) { try SHA256.hexOfRegularFile(atPath: file, expected: me) }
-    }
 
     /// A file grown sparse to a terabyte just after intake sized it was read to its end:
     /// intake, the socket's enqueue and SIGTERM waited on its owner. Only the bytes sized are
