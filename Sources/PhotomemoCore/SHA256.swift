@@ -56,25 +56,16 @@ public struct SHA256: ~Copyable {
         return h.finalizeHex()
     }
 
-    /// The hash of the `size` bytes left to read from `fd` (`path` names it in errors), read
-    /// in 1 MiB chunks; nil when the file holds more or fewer (it grew or shrank while it was
-    /// hashed: not the file that was sized). Never more than `size` and one byte is read: a
-    /// file grown sparse to a terabyte as it was opened held intake (everyone's drops, the
-    /// socket's enqueue, SIGTERM) for as long as its owner liked.
+    /// The hash of the `size` bytes left to read from `fd` (`readSized`); nil when the file
+    /// holds more or fewer. Read to its end, a file grown sparse to a terabyte as it was
+    /// opened held intake (everyone's drops, the socket's enqueue, SIGTERM) as long as its
+    /// owner liked.
     public static func hex(ofOpenFile fd: Int32, path: String, size: Int64) throws -> String? {
         var h = SHA256()
-        var left = size
-        var buf = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let want = left > 0 ? Int(min(Int64(buf.count), left)) : 1
-            let n: Int
-            do { n = try syscall("read \(path)", blocking: { buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) } }) } catch {
-                throw PhotomemoError(.io, "cannot \(error)")
-            }
-            if left == 0 { return n == 0 ? h.finalizeHex() : nil }
-            if n == 0 { return nil }
-            left -= Int64(n)
-            buf.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        do {
+            return try readSized(fd, path: path, size: size) { h.update($0) } ? h.finalizeHex() : nil
+        } catch let e as SystemError {
+            throw PhotomemoError(.io, "cannot \(e)")
         }
     }
 

@@ -107,22 +107,11 @@ public struct LocalStore: AssetStore {
         return hash.finalizeHex()
     }
 
-    /// The `size` bytes the file had when the put began, then a check that there are no
-    /// more: a file grown as it is copied (sparse, to a terabyte) is refused, not copied on
-    /// until the disk is full.
+    /// The `size` bytes the file had when the put began (`readSized`): a file grown as it is
+    /// copied (sparse, to a terabyte) is refused, not copied on until the disk is full.
     static func readChunks(_ fd: Int32, path: String, size: Int64, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
-        var left = size
-        while true {
-            let want = left > 0 ? Int(min(Int64(buffer.count), left)) : 1
-            let n = try syscall("read \(path)", blocking: { Glibc.read(fd, buffer.baseAddress, want) })
-            if left == 0 && n == 0 { return }
-            guard left > 0, n > 0 else {
-                throw StoreFailure(.permanent, "\(path) changed as it was stored: it is no longer \(size) bytes")
-            }
-            left -= Int64(n)
-            try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        guard try readSized(fd, path: path, size: size, body) else {
+            throw StoreFailure(.permanent, "\(path) changed as it was stored: it is no longer \(size) bytes")
         }
     }
 

@@ -58,10 +58,7 @@ import Testing
     @Test func aFileRenamedOverAgainAndAgainAtTheCapHoldsAFewDescriptors() throws {
         let t = try TestHome()
         let (path, r, _) = try Self.heldAtTheCap(t, lines: Self.cap + 1)
-        func openHere() -> Int {
-            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0))?.hasPrefix(t.home.queueFolder + "/") == true }.count
-        }
+        func openHere() -> Int { QueueFolderTests.openDescriptors(in: t.home.queueFolder) }
         var notes: [String] = []
         for i in 0..<50 {
             let temp = t.home.queueFolder + "/.m.tmp"
