@@ -53,6 +53,10 @@ enum HEICBench {
         }
         tools.append(("floor: libavcodec tiles, 1 thread", { measure([me, "--heic-floor", "libavcodec"] + all, into: &$0) }))
         tools.append(("floor: libde265 tiles, 1 thread", { measure([me, "--heic-floor", "libde265"] + all, into: &$0) }))
+        // The worker with no photo: what the peaks above stand on (the "above idle").
+        var idle = Measurement()
+        measure([me, "--worker", "1", "--out", out("idle")], into: &idle)
+        let idleMB = Double(idle.peakRSSKB) / 1024
         let load = E2E.loadAverage()
         var warm = Measurement()
         spawn(["cat"] + files, into: &warm)
@@ -71,20 +75,23 @@ enum HEICBench {
             let rows: [JSONValue] = tools.enumerated().map { i, t in
                 let m = best[i]!
                 return ["tool": .string(t.name), "cpu_ms_per_photo": .double(m.cpu * 1000 / n), "peak_rss_mb": .double(Double(m.peakRSSKB) / 1024),
+                        "peak_rss_above_idle_mb": .double(Double(m.peakRSSKB) / 1024 - idleMB),
                         "vs_vipsthumbnail": vips.map { .double(m.cpu / $0) } ?? .null, "vs_floor": .double(m.cpu / floor), "failures": .int(Int64(m.failures))]
             }
             print(JSONValue.object(["date": .string(isoTimestamp(unixNow())), "load": .string(load), "photos": .int(Int64(n)),
-                                    "rounds": .int(Int64(rounds)), "results": .array(rows)]).jsonString)
+                                    "rounds": .int(Int64(rounds)), "idle_rss_mb": .double(idleMB), "results": .array(rows)]).jsonString)
             return
         }
         print("\(files.count) HEIC files x \(passes) passes, best of \(rounds) interleaved rounds; load \(load)")
-        print("tool".padding(toLength: 40, withPad: " ", startingAt: 0) + "CPU ms/photo   peak RSS   vs vipsthumbnail   vs floor")
+        print("tool".padding(toLength: 40, withPad: " ", startingAt: 0) + "CPU ms/photo   peak RSS (above idle)   vs vipsthumbnail   vs floor")
         for (i, t) in tools.enumerated() {
             let m = best[i]!
             print(t.name.padding(toLength: 40, withPad: " ", startingAt: 0)
-                + String(format: "%12.1f   %5.0f MB   %15@   %7.2fx", m.cpu * 1000 / n, Double(m.peakRSSKB) / 1024,
+                + String(format: "%12.1f   %5.0f MB (%+5.0f MB)   %15@   %7.2fx", m.cpu * 1000 / n, Double(m.peakRSSKB) / 1024,
+                         Double(m.peakRSSKB) / 1024 - idleMB,
                          vips.map { String(format: "%.2fx", m.cpu / $0) } ?? "-", m.cpu / floor)
                 + (m.failures > 0 ? "  (\(m.failures) failures)" : ""))
         }
+        print(String(format: "idle: the compress worker with no photo peaks at %.0f MB", idleMB))
     }
 }
