@@ -79,7 +79,10 @@ let package = Package(
         .target(name: "NotifyStage", dependencies: ["StageKit", "Index"], path: "Plugins/Notify"),
         .target(name: "IndexStage", dependencies: ["StageKit", "Index"], path: "Plugins/Index"),
         .target(name: "UploadStage", dependencies: ["PhotomemoCore", "StageKit", "Stores"], path: "Plugins/Upload"),
-        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "StageKit", "CVips", "HEIF", "CAVCodec"], path: "Plugins/Compress"),
+        // Optimised in debug builds too: the resampler's SIMD loops run ~30x slower unoptimised,
+        // and the tests and integration daemons decode real photos with them.
+        .target(name: "CompressStage", dependencies: ["PhotomemoCore", "StageKit", "CVips", "HEIF", "CAVCodec"], path: "Plugins/Compress",
+                swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
 
         .executableTarget(name: "photomemo-bench", dependencies: [
             "ControlProtocol", "CompressStage", "IndexStage", "ExecStage", "Stores", "Index", "Journal", "PhotomemoCore", "StageKit", "Postgres",
