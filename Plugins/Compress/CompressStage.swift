@@ -133,34 +133,9 @@ public struct CompressStage: Stage {
     /// (`atOnce` decides instead when set: tests compare the two).
     func make(_ photo: PhotoBytes, key: String = "", jpegScale: JPEGScale? = nil, shareCores: Bool = false, atOnce: Bool? = nil) throws
         -> (PhotoMetadata, [(Rendition, Data, Int, Int)]) {
-        guard let loader = Vips.loader(for: photo) else { throw Vips.Failure(description: "not an image libvips can read") }
-        guard var format = Self.loaders[loader] else {
-            throw Vips.Failure(description: "format \(loader.replacingOccurrences(of: "load_buffer", with: "")) is not accepted")
-        }
-        // libheif reads AV1 in HEIF too (with dav1d): the primary image's coding tells the two apart.
-        if format == "heic", HEIFFile.isAV1(photo.bytes) { format = "avif" }
-        // Refused before libheif parses it, as validate refuses it (a definition may lack validate).
-        if format == "heic" || format == "avif" {
-            do { try HEIFFile.checkLimits(photo.bytes) } catch let e as HEIFFile.Limit { throw Vips.Failure(description: "HEIF is refused: \(e.description)") }
-        }
-        let header = try Vips.open(photo)
-        // libheif applies HEIF rotations itself; EXIF orientation matters for the rest.
-        let orientation = format == "heic" || format == "avif" ? 1 : header.orientation
-        let meta = PhotoMetadata(image: header, format: format, orientation: orientation)
-        // HEIC: photomemo's own decode at the tile floor when it handles the file, which then
-        // applies the HEIF rotation and mirror itself (after the resize); libvips' otherwise.
-        let heif = format == "heic" && decodesHEIFDirectly ? HEIFDecode.handling(photo, header: header) : nil
-        let turn = heif?.orientation ?? orientation
-        let swapped = (5...8).contains(turn)
-
-        // Every size, checked before decoding. The base: the largest rendition's scale
-        // (never enlarged; renditions enlarge from it).
-        let plan = try RenditionPlan(renditions, width: meta.width, height: meta.height, maxPixels: maxPixels)
-        let (bw, bh) = plan.base
-        let (storedW, storedH) = swapped ? (bh, bw) : (bw, bh)
-
-        // Shrink-on-load (JPEG): the smallest DCT scale that still covers the base.
-        let scale = format != "jpeg" ? .full : jpegScale ?? JPEGScale(width: header.width, height: header.height, covering: (storedW, storedH))
+        let layout = try self.layout(photo, jpegScale: jpegScale)
+        let (header, format, heif, turn, plan, scale) = (layout.header, layout.format, layout.heif, layout.turn, layout.plan, layout.scale)
+        let (bw, bh) = plan.base, (storedW, storedH) = layout.stored
         // Reserved before any pixel is decoded, given back when the renditions are made; at
         // libvips' shrink, the larger decode, since which decoder takes the photo shows later.
         let need = heif.map { DecodeEstimate.heif($0.file, base: (bw, bh)) }
@@ -231,7 +206,7 @@ public struct CompressStage: Stage {
         // as the other slots keep the cores busy.
         let together = atOnce ?? (shareCores && plan.steps.count > 1 && Self.cores > 1 && Self.running.value <= 1)
         let outputs = together ? try Concurrently.map(plan.steps, stage: Self.name, render) : try plan.steps.map(render)
-        return (meta, outputs)
+        return (layout.meta, outputs)
     }
 
     /// sRGB (through the embedded profile when there is one, PLATFORM.md), 8 bits per band.

@@ -1,9 +1,12 @@
 import Foundation
 import Glibc
+import CompressStage
+import PhotomemoCore
 import StageKit
 
 /// `--e2e N`: N photos dropped into a real daemon running the default job, beside
-/// `djpeg -scale 1/4` (the decode floor) and bench/pillow_ingest.py (Pillow doing the same
+/// `djpeg -scale 1/4` (the decode floor), djpeg at the scale compress decodes each
+/// photo at (1/4, or 3/8 for a portrait), and bench/pillow_ingest.py (Pillow doing the same
 /// job, one process per core) on the same files in the same run; then drop → create-event
 /// latency, and RSS over a long run (`--soak M`). Prints a table for docs/benchmarks.md with ratios.
 enum E2E {
@@ -36,9 +39,10 @@ enum E2E {
             perRound[perRound.count - 1][name] = t
         }
         let djpeg = which("djpeg") != nil
+        let floors = djpeg ? (scale: "1/4", own: try ownScales(files, scratch: scratch)) : nil
         for round in 0..<rounds {
             perRound.append([:])
-            for (name, t) in try floorAndDaemons(files, round: round, rounds: rounds, scale: djpeg ? "1/4" : nil, binary: binary,
+            for (name, t) in try floorAndDaemons(files, round: round, rounds: rounds, floor: floors, binary: binary,
                                                  before: before, scratch: scratch) {
                 keep(name, t)
             }
@@ -83,20 +87,39 @@ enum E2E {
         else { print(report.text + "chart (CPU per photo by stage, before and after): \(chart)") }
     }
 
-    /// One round of the daemons beside the floor (`djpeg -scale SCALE`, nil: not run) on the
-    /// same files: the floor brackets the daemons, half the files before them and half
-    /// after, so a drift of the machine's speed within the round moves both sides alike;
-    /// photomemo and `before` swap places each round. Keyed "photomemo", "before", "djpeg".
-    static func floorAndDaemons(_ files: [String], round: Int, rounds: Int, scale: String?, binary: String, before: String?,
+    /// The DCT scale ("3/8") compress decodes each file at: 1/4 for a 12 MP landscape, 3/8
+    /// for a portrait (its 860 px wide upright base is 1147 px along the stored width); 1/8
+    /// and 2/8 for 48 MP.
+    static func ownScales(_ files: [String], scratch: String) throws -> [String] {
+        try FileManager.default.createDirectory(atPath: scratch + "/scales", withIntermediateDirectories: true)
+        let stage = try CompressStage(options: StageOptions(validating: [:], against: CompressStage.options, place: "bench"),
+                                      environment: StageEnvironment(home: URL(fileURLWithPath: scratch + "/scales")))
+        return try files.map { f in
+            let photo = try PhotoBytes.read(PhotoFile(f, beneath: (f as NSString).deletingLastPathComponent, owner: nil, seal: nil, maxBytes: 1 << 30),
+                                            sha256: try SHA256.hexOfFile(atPath: f).hex, seal: nil)
+            guard let eighths = try stage.jpegDecodeEighths(photo) else { throw SideBySide.Failure("\(f) is not a JPEG") }
+            return "\(eighths)/8"
+        }
+    }
+
+    /// One round of the daemons beside the floors (`djpeg -scale` the issue's `floor.scale`,
+    /// and at each file's own scale, `floor.own`; nil: not run) on the same files: the floors bracket
+    /// the daemons, half the files before them and half after, so a drift of the machine's
+    /// speed within the round moves both sides alike; photomemo and `before` swap places
+    /// each round. Keyed "photomemo", "before", "djpeg", "djpeg-own".
+    static func floorAndDaemons(_ files: [String], round: Int, rounds: Int, floor: (scale: String, own: [String])?, binary: String, before: String?,
                                 scratch: String) throws -> [String: Tool] {
         var out: [String: Tool] = [:]
-        var floor = Measurement()
-        func decode(_ part: ArraySlice<String>) {
-            guard let scale else { return }
+        var fixed = Measurement(), own = Measurement()
+        func decode(_ part: Range<Int>) {
+            guard let floor else { return }
             StandardStream.err("round \(round + 1)/\(rounds): djpeg    \r")
-            for f in part { measureCPU(["djpeg", "-scale", scale, "-outfile", "/dev/null", f], into: &floor) }
+            for i in part {
+                measureCPU(["djpeg", "-scale", floor.scale, "-outfile", "/dev/null", files[i]], into: &fixed)
+                measureCPU(["djpeg", "-scale", floor.own[i], "-outfile", "/dev/null", files[i]], into: &own)
+            }
         }
-        decode(files[..<(files.count / 2)])
+        decode(0..<(files.count / 2))
         var daemons = [("photomemo", binary)] + (before.map { [("before", $0)] } ?? [])
         if round % 2 == 1 { daemons.reverse() }
         for (name, path) in daemons {
@@ -104,9 +127,12 @@ enum E2E {
             out[name] = try daemonRun(files, home: scratch + "/\(name)-\(round)", binary: path)
             try? FileManager.default.removeItem(atPath: scratch + "/\(name)-\(round)")
         }
-        decode(files[(files.count / 2)...])
+        decode((files.count / 2)..<files.count)
         let n = Double(files.count)
-        if scale != nil { out["djpeg"] = Tool(photosPerSecond: n / floor.wall, cpuMsPerPhoto: floor.cpu / n * 1000, failures: floor.failures) }
+        if floor != nil {
+            out["djpeg"] = Tool(photosPerSecond: n / fixed.wall, cpuMsPerPhoto: fixed.cpu / n * 1000, failures: fixed.failures)
+            out["djpeg-own"] = Tool(photosPerSecond: n / own.wall, cpuMsPerPhoto: own.cpu / n * 1000, failures: own.failures)
+        }
         return out
     }
 

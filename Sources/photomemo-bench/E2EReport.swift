@@ -22,8 +22,8 @@ extension E2E {
             var out = "photomemo e2e, \(count) photos, best of \(rounds), \(date), load average \(load)\n\n"
             out += "tool                                   photos/s   CPU ms/photo\n"
             let names = [("photomemo daemon, default job", "photomemo")] + (tools["before"] == nil ? [] : [("photomemo before (--before)", "before")])
-                + [("djpeg -scale 1/4 (decode only)", "djpeg"),
-                         ("Pillow ingest, 2 processes", "pillow")]
+                + [("djpeg -scale 1/4 (decode only)", "djpeg"), ("djpeg at each photo's own scale", "djpeg-own"),
+                   ("Pillow ingest, 2 processes", "pillow")]
             for (label, key) in names {
                 guard let t = tools[key] else { out += label.padding(toLength: 38, withPad: " ", startingAt: 0) + " not run\n"; continue }
                 out += label.padding(toLength: 38, withPad: " ", startingAt: 0)
@@ -37,6 +37,9 @@ extension E2E {
                     + (tools["before"].map { String(format: " (before: %.2f)\n", $0.hashPasses) } ?? "\n")
                 if let dj = tools["djpeg"] {
                     out += String(format: "CPU per photo / djpeg floor: %.2fx (target ≤ 1.30x)\n", p.cpuMsPerPhoto / dj.cpuMsPerPhoto)
+                }
+                if let own = tools["djpeg-own"] {
+                    out += String(format: "CPU per photo / djpeg at each photo's own scale: %.2fx\n", p.cpuMsPerPhoto / own.cpuMsPerPhoto)
                 }
                 if let py = tools["pillow"] {
                     out += String(format: "photos/s / Pillow's: %.2fx (target ≥ 1.50x)\n", p.photosPerSecond / py.photosPerSecond)
@@ -58,6 +61,7 @@ extension E2E {
             if perRound.count > 1 {
                 out += "per round (djpeg on half the files before the daemons and half after; each round's ratio is one sample):\n"
                 out += "  CPU / djpeg: " + ratios("photomemo", "djpeg", \.cpuMsPerPhoto)
+                out += "  CPU / djpeg at each photo's own scale: " + ratios("photomemo", "djpeg-own", \.cpuMsPerPhoto)
                 if tools["before"] != nil {
                     out += "  CPU / before: " + ratios("photomemo", "before", \.cpuMsPerPhoto)
                     out += "  photos/s / before's: " + ratios("photomemo", "before", \.photosPerSecond)
