@@ -1,5 +1,6 @@
 import HEIF
 import PhotomemoCore
+import StageKit
 
 extension CompressStage {
     /// What `make` will decode for one photo, read from its header before any pixel is:
@@ -31,6 +32,9 @@ extension CompressStage {
             do { try HEIFFile.checkLimits(photo.bytes) } catch let e as HEIFFile.Limit { throw Vips.Failure(description: "HEIF is refused: \(e.description)") }
         }
         let header = try Vips.open(photo)
+        if format == "jpeg", (header.int("jpeg-multiscan") ?? 0) != 0, JPEGScans.count(photo.bytes) > JPEGScans.limit {
+            throw PhotomemoError(.badImage, "JPEG has more than \(JPEGScans.limit) scans (encoders write about 10): refused before decoding")
+        }
         // libheif applies HEIF rotations itself; EXIF orientation matters for the rest.
         let orientation = format == "heic" || format == "avif" ? 1 : header.orientation
         let meta = PhotoMetadata(image: header, format: format, orientation: orientation)

@@ -51,7 +51,7 @@ struct HEIFDecode {
         defer { luma.deallocate(); chroma.deallocate(); yRows.deallocate(); cRows.deallocate() }
         let yStream = Resampler.Stream(width: width, height: height, bands: 1, into: luma, outWidth: w, outHeight: h)
         let cStream = Resampler.Stream(width: cw, height: ch, bands: 2, into: chroma, outWidth: w, outHeight: h)
-        let decoder = try HEVCDecoder(file.hevc, bytes: bytes)
+        let decoder = try HEVCDecoder(file.hevc, tile: (file.tileWidth, file.tileHeight), bytes: bytes)
         for r in 0..<file.rows {
             let top = r * th, n = min(th, height - top), cn = min(th / 2, ch - top / 2)
             guard n > 0 else { break }  // a grid may have rows past the image

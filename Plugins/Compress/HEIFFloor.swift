@@ -10,7 +10,7 @@ public enum HEIFFloor {
         try data.withUnsafeBytes { bytes in
             let file = try HEIFFile.parse(bytes)
             var checksum = 0
-            let d = try HEVCDecoder(file.hevc, bytes: bytes)
+            let d = try HEVCDecoder(file.hevc, tile: (file.tileWidth, file.tileHeight), bytes: bytes)
             for tile in file.tiles { try d.decode(tile) { checksum &+= Int($0.y[0]) } }
             return file.tiles.count + (checksum & 0)
         }

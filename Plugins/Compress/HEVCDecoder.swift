@@ -28,7 +28,9 @@ final class HEVCDecoder {
 
     private static let quiet: Void = av_log_set_level(AV_LOG_QUIET)  // failures are reported as Failure
 
-    init(_ config: HEVCConfig, bytes: UnsafeRawBufferPointer) throws {
+    /// `tile`: the size every picture has (`ispe`); libavcodec allocates no larger one
+    /// (rounded up to 64, as a coded size may be), whatever the stream says.
+    init(_ config: HEVCConfig, tile: (width: Int, height: Int), bytes: UnsafeRawBufferPointer) throws {
         Self.quiet
         self.bytes = bytes
         guard let codec = avcodec_find_decoder(AV_CODEC_ID_HEVC), let c = avcodec_alloc_context3(codec),
@@ -42,6 +44,7 @@ final class HEVCDecoder {
         c.pointee.extradata = extradata.assumingMemoryBound(to: UInt8.self)
         c.pointee.extradata_size = Int32(config.record.count)
         c.pointee.thread_count = 1
+        c.pointee.max_pixels = Int64((tile.width + 63) & ~63) * Int64((tile.height + 63) & ~63)
         // Damage is an error, not a concealed picture: libvips (fail_on=warning) then decides.
         c.pointee.err_recognition = AV_EF_EXPLODE | AV_EF_BITSTREAM | AV_EF_BUFFER
         guard packet != nil, frame != nil, avcodec_open2(c, codec, nil) == 0 else { throw Failure(description: "cannot open libavcodec's HEVC decoder") }

@@ -23,7 +23,9 @@ public struct HEIFFile: Sendable {
     /// check, before libvips and libheif see the file); a layout this cannot read is no
     /// error here: libheif may still read it.
     public static func checkLimits(_ bytes: UnsafeRawBufferPointer) throws {
-        do { _ = try items(bytes) } catch is Problem {}
+        let items: Items
+        do { items = try Self.items(bytes) } catch is Problem { return }
+        try items.checkPictureSizes()
     }
 
     /// Whether the primary image is AV1 (an `av01` item, or a grid of them): AVIF, not
@@ -96,18 +98,8 @@ public struct HEIFFile: Sendable {
         let tileIDs: [Int]
         switch primary {
         case "grid":
-            guard let dimg = items.references("dimg").first(where: { $0.from == items.primary }) else { throw Problem("grid has no dimg reference") }
-            let data = try items.data(of: items.primary)
-            guard data.count == 1 else { throw Problem("grid description in \(data.count) extents") }
-            var r = BoxReader(items.bytes, from: data[0].lowerBound, to: data[0].upperBound)
-            _ = try r.u8()
-            let wide = try r.u8() & 1 == 1
-            rows = try r.u8() + 1
-            columns = try r.u8() + 1
-            width = try r.uint(wide ? 4 : 2)
-            height = try r.uint(wide ? 4 : 2)
-            guard dimg.to.count == rows * columns else { throw Problem("grid of \(columns)x\(rows) has \(dimg.to.count) tiles") }
-            tileIDs = dimg.to
+            let grid = try items.grid(items.primary)
+            (rows, columns, width, height, tileIDs) = (grid.rows, grid.columns, grid.width, grid.height, grid.tiles)
         case "hvc1":
             guard let (w, h) = props.lazy.compactMap(\.size).first else { throw Problem("image has no ispe") }
             (width, height, rows, columns) = (w, h, 1, 1)

@@ -53,6 +53,12 @@ public struct HEVCConfig: Sendable, Equatable {
     public let parameterSets: [Range<Int>]
     /// The whole hvcC payload (libavcodec's extradata).
     public let record: Range<Int>
+    /// The picture size its first SPS codes (`HEVCPictureSize`), nil without a readable one.
+    public let codedSize: Size?
+
+    public struct Size: Sendable, Equatable {
+        public let width: Int, height: Int
+    }
 
     init(_ box: BoxReader) throws {
         var b = box
@@ -74,6 +80,8 @@ public struct HEVCConfig: Sendable, Equatable {
             }
         }
         parameterSets = sets
+        codedSize = sets.lazy.compactMap { HEVCPictureSize.read(UnsafeRawBufferPointer(rebasing: box.bytes[$0])) }.first
+            .map { Size(width: $0.width, height: $0.height) }
     }
 }
 

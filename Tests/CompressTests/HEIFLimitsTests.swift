@@ -1,6 +1,7 @@
 import Foundation
 import HEIF
 import Testing
+import TestSupport
 import ValidateStage
 
 /// What a HEIF file may declare before anyone parses it (an attacker's findings): tens of
@@ -46,5 +47,48 @@ import ValidateStage
         let refused = twice.withUnsafeBytes { b in Result { try ImageProbe.probe(b, scanData: true) } }
         guard case .failure(let e) = refused else { Issue.record("validate took it"); return }
         #expect("\(e)".contains("HEIF is refused: item 1's extents add up to more bytes than the file has"), "\(e)")
+    }
+}
+
+/// What the HEVC streams code, not only what `ispe` says (an attacker's findings): a 64x64
+/// ispe fronting an 8192x8192 stream made the decoder allocate and decode the large picture
+/// for each of a grid's references to it, past the decode budget, for hours; a grid of far
+/// more tiles than its image needs did the same with honest tiles. Both are refused before
+/// any decoder sees the file.
+@Suite struct HEIFPictureSizeTests {
+    static let original = [UInt8](try! Data(contentsOf: testPhotos.appendingPathComponent("IMG_5195.HEIC")))
+
+    static func limit(_ bytes: [UInt8]) -> String? { HEIFLimitsTests.limit(bytes) }
+
+    @Test func theSPSsPictureSizeIsRead() throws {
+        let file = try Self.original.withUnsafeBytes { try HEIFFile.parse($0) }
+        #expect(file.hevc.codedSize?.width == 512 && file.hevc.codedSize?.height == 512)
+        #expect(Self.limit(Self.original) == nil)
+    }
+
+    @Test func aStreamCodingPicturesLargerThanItsIspeIsRefused() throws {
+        // Every tile's ispe (512x512) says 64x64: the stream still codes 512x512.
+        var b = Self.original
+        let tileISPE: [UInt8] = Array("ispe".utf8) + [0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 2, 0]
+        let at = (0..<(b.count - tileISPE.count)).first { Array(b[$0..<($0 + tileISPE.count)]) == tileISPE }!
+        b.replaceSubrange((at + 8)..<(at + 16), with: [0, 0, 0, 64, 0, 0, 0, 64])
+        #expect(Self.limit(b)?.contains("HEVC stream codes 512x512 pictures, larger than its ispe (64x64)") == true, "\(Self.limit(b) ?? "taken")")
+        let refused = b.withUnsafeBytes { b in Result { try ImageProbe.probe(b, scanData: true) } }
+        guard case .failure(let e) = refused else { Issue.record("validate took it"); return }
+        #expect("\(e)".contains("HEIF is refused: item"), "\(e)")
+    }
+
+    @Test func aGridReachingPastItsImageByMoreThanATileIsRefused() throws {
+        let dir = NSTemporaryDirectory() + "pm-heifgrid-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for (columns, rows, width, height, refused) in [(16, 12, 800, 800, true), (16, 12, 7681, 5633, false), (16, 12, 7680, 5633, true)] {
+            let out = dir + "/g.heic"
+            let (status, _, err) = try runTool([try realTool("python3", package: "python3"), packageRoot.appendingPathComponent("bench/heic_grid.py").path,
+                                                testPhotos.appendingPathComponent("IMG_5195.HEIC").path, out, "\(columns)", "\(rows)", "\(width)", "\(height)"])
+            #expect(status == 0, "heic_grid.py: \(err)")
+            let said = Self.limit([UInt8](try Data(contentsOf: URL(fileURLWithPath: out))))
+            #expect((said?.contains("reaches past its \(width)x\(height) image by more than a tile") == true) == refused, "\(width)x\(height): \(said ?? "taken")")
+        }
     }
 }
