@@ -60,15 +60,15 @@ public protocol JobControl: AnyObject, Sendable {
     func history(_ id: Int64) throws -> [(event: String, at: Double, stage: String?, attempt: Int?, durationMs: Double?, message: String?)]
     /// Runs a failed or cancelled job again from where it stopped (`JobControlError` if
     /// its state does not allow it), once `bringBack` has put its photo file in place
-    /// (`needed`: it stopped before `photoLocalEnd`, `JobDefinition.photoLocalEnd`).
-    func retry(job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int, now: Double,
+    /// (`needed`: it stopped before `photoNeededEnd`, `JobDefinition.photoNeededEnd`).
+    func retry(job id: Int64, joinTimeoutSeconds: Int, photoNeededEnd: Int, now: Double,
                bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws
     func cancel(job id: Int64, now: Double) throws
     /// Bulk control (`Journal+BulkControl`): the newest id, a batch of matching ids, and
     /// retry or cancel of a batch in one transaction.
     func newestJobID() throws -> Int64
     func jobIDs(matching filter: JobFilter, after: Int64, through: Int64, limit: Int) throws -> [(id: Int64, owner: String?)]
-    func retry(jobs ids: [Int64], state: JobState, joinTimeoutSeconds: Int, photoLocalEnd: Int, now: Double,
+    func retry(jobs ids: [Int64], state: JobState, joinTimeoutSeconds: Int, photoNeededEnd: Int, now: Double,
                bringBack: (_ job: Int64, _ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void)
         throws -> (retried: [Int64], refused: [(job: Int64, reason: String)])
     func cancel(jobs ids: [Int64], state: JobState, now: Double) throws -> [Int64]

@@ -43,7 +43,7 @@ extension Journal {
     /// Retries those of `ids` still `state` (failed or cancelled), in one transaction.
     /// A job `bringBack` refuses (its photo is gone) stays as it was and is listed with
     /// why; one whose state changed meanwhile is left alone. Returns the ids retried.
-    public func retry(jobs ids: [Int64], state: JobState, joinTimeoutSeconds: Int, photoLocalEnd: Int, now: Double,
+    public func retry(jobs ids: [Int64], state: JobState, joinTimeoutSeconds: Int, photoNeededEnd: Int, now: Double,
                       bringBack: (_ job: Int64, _ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void)
         throws -> (retried: [Int64], refused: [(job: Int64, reason: String)]) {
         try write { db in
@@ -51,7 +51,7 @@ extension Journal {
             for id in ids {
                 guard try db.queryOne("SELECT state FROM jobs WHERE id = ? AND pruned IS NULL", [.int(id)])?.string(0) == state.rawValue else { continue }
                 do {
-                    try retry(db, job: id, joinTimeoutSeconds: joinTimeoutSeconds, photoLocalEnd: photoLocalEnd, now: now) {
+                    try retry(db, job: id, joinTimeoutSeconds: joinTimeoutSeconds, photoNeededEnd: photoNeededEnd, now: now) {
                         try bringBack(id, $0, $1, $2)
                     }
                     retried.append(id)

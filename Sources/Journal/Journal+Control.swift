@@ -74,18 +74,19 @@ extension Journal {
     /// attempts. `bringBack(photoPath, quarantined, needed)` runs first, in the transaction,
     /// for a job with a photo file: it puts the photo back where the job reads it (from
     /// quarantine) or throws, and then the job stays as it was. `needed`: the job stopped
-    /// at a photo-local stage (before `photoLocalEnd`); after them the photo is in the store.
-    public func retry(job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int = .max, now: Double = unixNow(),
+    /// before `photoNeededEnd` (`JobDefinition.photoNeededEnd`); from there on the store can
+    /// stand in for the photo's file.
+    public func retry(job id: Int64, joinTimeoutSeconds: Int, photoNeededEnd: Int = .max, now: Double = unixNow(),
                       bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
         try write { db in
-            try retry(db, job: id, joinTimeoutSeconds: joinTimeoutSeconds, photoLocalEnd: photoLocalEnd, now: now, bringBack: bringBack)
+            try retry(db, job: id, joinTimeoutSeconds: joinTimeoutSeconds, photoNeededEnd: photoNeededEnd, now: now, bringBack: bringBack)
             try announceWork(db)
         }
     }
 
     /// One retry in the caller's transaction. Nothing is written before `bringBack` has
     /// run, so a job it refuses leaves the transaction as it found it (a bulk retry goes on).
-    func retry(_ db: any SQLConnection, job id: Int64, joinTimeoutSeconds: Int, photoLocalEnd: Int, now: Double,
+    func retry(_ db: any SQLConnection, job id: Int64, joinTimeoutSeconds: Int, photoNeededEnd: Int, now: Double,
                bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
         guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner FROM jobs WHERE id = ? AND pruned IS NULL", [.int(id)]) else {
             throw JobControlError.notFound
@@ -97,7 +98,7 @@ extension Journal {
         let waitsForPhoto = r.string(1) != nil && r.string(2) == nil
         if !waitsForPhoto, let photoPath = r.string(2) {
             // Only a path: "(not moved: ...)" says the file stayed where it was.
-            try bringBack(photoPath, r.string(3).flatMap { $0.hasPrefix("/") ? $0 : nil }, Int(r.int(4)!) < photoLocalEnd)
+            try bringBack(photoPath, r.string(3).flatMap { $0.hasPrefix("/") ? $0 : nil }, Int(r.int(4)!) < photoNeededEnd)
         }
         // Behind its owner's other jobs, as a new one (a bulk retry is a flood too);
         // taken while it is still finished, so its old turn does not count.

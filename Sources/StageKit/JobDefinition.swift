@@ -33,6 +33,12 @@ public struct JobDefinition: Sendable {
     /// The index after its last photo-local stage (`Stage.photoLocal`; 0 if none): a job at
     /// a stage before it is claimed only by the host that took its photo, later ones by any.
     public let photoLocalEnd: Int
+    /// The first stage that can do without the photo's file (at most `photoLocalEnd`): the
+    /// first that stores assets (`Stage.storesAssets`) finds the original in the store when
+    /// an earlier run stored it and released the file (killed before its outcome was
+    /// written, that run's job may fail with its photo gone). A retried job before it
+    /// needs its photo back.
+    public let photoNeededEnd: Int
     /// The first stage that reads the memo (`Stage.readsMemo`; the stage count if none): a
     /// memo joins its photo's job only while the job is before it.
     public let memoStage: Int
@@ -51,6 +57,7 @@ public struct JobDefinition: Sendable {
         self.store = store
         self.inbox = inbox
         photoLocalEnd = (stages.lastIndex { type(of: $0.stage).photoLocal } ?? -1) + 1
+        photoNeededEnd = min(photoLocalEnd, stages.firstIndex { type(of: $0.stage).storesAssets } ?? photoLocalEnd)
         memoStage = stages.firstIndex { type(of: $0.stage).readsMemo } ?? stages.count
         recordStage = stages.firstIndex { type(of: $0.stage).writesRecords } ?? stages.count
     }

@@ -23,7 +23,7 @@ import StageKit
                 let page = try f.journal.jobIDs(matching: JobFilter(state: .failed, owner: owner), after: after, through: through, limit: 200)
                 guard let last = page.last else { break }
                 let t0 = Date()
-                let r = try f.journal.retry(jobs: page.map(\.id), state: .failed, joinTimeoutSeconds: 60, photoLocalEnd: 0, now: unixNow()) { _, _, _, _ in }
+                let r = try f.journal.retry(jobs: page.map(\.id), state: .failed, joinTimeoutSeconds: 60, photoNeededEnd: 0, now: unixNow()) { _, _, _, _ in }
                 slowest = max(slowest, Date().timeIntervalSince(t0))
                 total += Date().timeIntervalSince(t0)
                 #expect(r.refused.isEmpty)

@@ -58,7 +58,7 @@ extension JobHandlers {
 
     func bulkRetry(_ filter: JobFilter, _ caller: Caller, _ reply: @escaping Reply) {
         let journal = self.journal, join = intake.joinTimeoutSeconds.value, inbox = intake.photos.inbox
-        let photoLocalEnd = scheduler.definition.photoLocalEnd
+        let photoNeededEnd = scheduler.definition.photoNeededEnd
         runBulk(filter, event: "job_retried", reply) { page in
             var ids = page.map(\.id), stopped: String?
             if !caller.isAdmin {
@@ -69,7 +69,7 @@ extension JobHandlers {
                     stopped = "\(caller.name) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; retry again once some have finished"
                 }
             }
-            let r = try journal.retry(jobs: ids, state: filter.state, joinTimeoutSeconds: join, photoLocalEnd: photoLocalEnd, now: unixNow()) {
+            let r = try journal.retry(jobs: ids, state: filter.state, joinTimeoutSeconds: join, photoNeededEnd: photoNeededEnd, now: unixNow()) {
                 id, photo, quarantined, needed in try Self.bringBack(photo, from: quarantined, needed: needed, job: id, inbox: inbox)
             }
             return BulkBatch(changed: r.retried, refused: r.refused, stopped: stopped)
