@@ -84,6 +84,7 @@ public protocol JobControl: AnyObject, Sendable {
     func existingKeys(_ keys: [String]) throws -> Set<String>
     func enqueueReprocess(_ jobs: [ReprocessJob], stageIndex: Int, now: Double) throws -> [String]
     func reprocessCounts() throws -> [JobState: Int]
+    func reprocessCopiesInUse() throws -> Set<String>
     func reprocessFinishedCount(since: Double) throws -> Int
     /// Outcome counts per stage, and the latencies of the last `window` successful runs.
     func stageStats(window: Int) throws -> [String: StageStats]

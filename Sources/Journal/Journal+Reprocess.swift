@@ -62,6 +62,16 @@ extension Journal {
         }
     }
 
+    /// The copies (`HOME/reprocess/`) unfinished reprocess jobs run from (failed ones too:
+    /// a retry runs from its copy); a copy no such job names was never enqueued.
+    public func reprocessCopiesInUse() throws -> Set<String> {
+        try read { db in
+            Set(try db.query("""
+                SELECT photo_path FROM jobs WHERE origin = 'reprocess' AND state NOT IN ('done', 'cancelled') AND photo_path IS NOT NULL
+                """, []).compactMap { $0.string(0) })
+        }
+    }
+
     /// Reprocess jobs that finished since `since` (`status`'s reprocess rate): the last
     /// minute's finish events alone are read, however many reprocess jobs there are.
     public func reprocessFinishedCount(since: Double) throws -> Int {

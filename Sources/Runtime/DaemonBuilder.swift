@@ -122,6 +122,7 @@ struct DaemonBuilder {
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
                 quota: quota, trashCount: { try records.trashCount(owner: $0) }, lastVerify: { maintenance.lastVerify.value }))
+        StartupSweep.run(home: home, journal: journal)
         let router = ControlRouter([
             jobs,
             status,
