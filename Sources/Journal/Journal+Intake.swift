@@ -65,9 +65,16 @@ extension Journal {
     func addInboxMemo(_ db: any SQLConnection, _ m: QueuedMemo, name: String, joinTimeoutSeconds: Int, memoStage: Int, now: Double) throws -> IntakeOutcome {
         // Only a photo of the memo's own owner: another user's photo of that name is as
         // good as absent (nothing of it is revealed), and the memo waits for its own.
+        // A duplicate's copy that left the inbox is no longer in the ledger (`forgetTaken`),
+        // but its job, done, still names it: the memo updates the record of its bytes, as
+        // it did while the copy was there, instead of waiting for a photo that never comes.
         let photoJob = try db.queryOne("""
             SELECT j.id, j.state, j.error, j.origin, j.photo_path, j.photo_sha256, j.stage_index FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
             WHERE t.name = ? AND j.owner IS NOT DISTINCT FROM ? ORDER BY t.job_id DESC LIMIT 1
+            """, [.text(name), SQLValue(m.memo.owner)]) ?? db.queryOne("""
+            SELECT id, state, error, origin, photo_path, photo_sha256, stage_index FROM jobs
+            WHERE photo = ? AND owner IS NOT DISTINCT FROM ? AND duplicate_of IS NOT NULL AND state = 'done' AND pruned IS NULL
+            ORDER BY id DESC LIMIT 1
             """, [.text(name), SQLValue(m.memo.owner)])
         if let r = photoJob {
             let id = r.int(0)!

@@ -118,6 +118,26 @@ final class JournalFixture {
         #expect(try f.journal.isTaken(name: "a.jpg", identity: "1:a.jpg:s1"))
     }
 
+    /// A memo line naming a duplicate whose copy has left the inbox (forgotten by the
+    /// ledger) updates the record of its bytes, as it did while the copy was there (an
+    /// attacker's finding: it waited for the photo up to the join timeout).
+    @Test(arguments: Engine.allCases) func aMemoForADuplicateThatLeftTheInboxUpdatesTheRecordOfItsBytes(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let out = try f.journal.commitPhotos([f.photo("a.jpg", sha: "s1"), f.photo("b.jpg", sha: "s1")])
+        guard case .created(let first, .queued) = out[0], case .duplicate(let copy, _) = out[1] else { Issue.record("\(out)"); return }
+        try f.journal.write { db in
+            try db.run("UPDATE jobs SET state = 'done', finished = ?, ready_at = NULL WHERE id IN (?, ?)", [.double(unixNow()), .int(first), .int(copy)])
+        }
+        try f.journal.forgetTaken(name: "b.jpg")  // the copy left the inbox
+        var m = MemoJob(memo: "memo for b", type: "Memo")
+        m.photo = "b.jpg"
+        let memo = try f.journal.commitMemos([QueuedMemo(memo: m, photo: .inbox(name: "b.jpg"), key: "k", source: "queue.jsonl")], position: nil,
+                                             joinTimeoutSeconds: 600)
+        guard case .created(let id, .queued) = memo[0] else { Issue.record("the memo waits: \(memo)"); return }
+        #expect(try f.journal.history(id).contains { $0.event == "updates" && $0.message == "job \(copy)" })
+        #expect(try f.journal.read { db in try db.queryOne("SELECT photo_sha256 FROM jobs WHERE id = ?", [.int(id)])?.string(0) } == "s1")
+    }
+
     /// A `keep` inbox's path: the same bytes under a new identity (touched, or rewritten
     /// by a sync tool) are not taken again; other bytes are a job of their own that runs
     /// after the path's earlier job (whose record it updates). Without `keep`, the same
