@@ -19,9 +19,10 @@ public struct HEIFFile: Sendable {
         init(_ d: String) { description = d }
     }
 
-    /// Throws `Limit` for a file that declares more than anyone should parse (validate's
-    /// check, before libvips and libheif see the file); a layout this cannot read is no
-    /// error here: libheif may still read it.
+    /// Throws `Limit` for a file that declares more than anyone should parse, or whose
+    /// streams code larger pictures than it declares (`checkPictureSizes`): validate's
+    /// check, and compress's, before libvips and libheif see the file. A layout this cannot
+    /// read is no error here: libheif may still read it.
     public static func checkLimits(_ bytes: UnsafeRawBufferPointer) throws {
         let items: Items
         do { items = try Self.items(bytes) } catch is Problem { return }

@@ -76,14 +76,14 @@ struct RBSPBits {
 
     /// ue(v), Exp-Golomb: at most 31 leading zeros (a larger value is no size anyone codes).
     mutating func golomb() -> Int? {
-        var zeros = 0
+        var leading = 0
         while true {
             guard let b = bit() else { return nil }
             if b == 1 { break }
-            zeros += 1
-            guard zeros <= 31 else { return nil }
+            leading += 1
+            guard leading <= 31 else { return nil }
         }
-        guard let rest = read(zeros) else { return nil }
-        return (1 << zeros) - 1 + rest
+        guard let rest = read(leading) else { return nil }
+        return (1 << leading) - 1 + rest
     }
 }

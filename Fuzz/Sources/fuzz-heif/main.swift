@@ -5,6 +5,8 @@ import HEIF
 // Problem or a Limit, or describes an image whose every tile extent lies inside the buffer. Any trap
 // (out-of-bounds read, overflow) or sanitizer report is a bug.
 runFuzzer { bytes in
+    // validate's and compress's check first (the SPS read, the grid's reach): a Limit or nothing.
+    do { try HEIFFile.checkLimits(bytes) } catch is HEIFFile.Limit {} catch { bug("checkLimits threw a foreign error: \(error)") }
     let file: HEIFFile
     do {
         file = try HEIFFile.parse(bytes)
