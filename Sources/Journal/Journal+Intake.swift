@@ -68,12 +68,15 @@ extension Journal {
         // A duplicate's copy that left the inbox is no longer in the ledger (`forgetTaken`),
         // but its job, done, still names it: the memo updates the record of its bytes, as
         // it did while the copy was there, instead of waiting for a photo that never comes.
+        // Not once that record is deleted: a memo then made a record of no assets that the
+        // same bytes dropped again were taken as a duplicate of, and lost (as a late sidecar).
         let photoJob = try db.queryOne("""
             SELECT j.id, j.state, j.error, j.origin, j.photo_path, j.photo_sha256, j.stage_index FROM inbox_taken t JOIN jobs j ON j.id = t.job_id
             WHERE t.name = ? AND j.owner IS NOT DISTINCT FROM ? ORDER BY t.job_id DESC LIMIT 1
             """, [.text(name), SQLValue(m.memo.owner)]) ?? db.queryOne("""
             SELECT id, state, error, origin, photo_path, photo_sha256, stage_index FROM jobs
             WHERE photo = ? AND owner IS NOT DISTINCT FROM ? AND duplicate_of IS NOT NULL AND state = 'done' AND pruned IS NULL
+                  AND record_deleted IS NULL
             ORDER BY id DESC LIMIT 1
             """, [.text(name), SQLValue(m.memo.owner)])
         if let r = photoJob {

@@ -136,6 +136,12 @@ final class JournalFixture {
         guard case .created(let id, .queued) = memo[0] else { Issue.record("the memo waits: \(memo)"); return }
         #expect(try f.journal.history(id).contains { $0.event == "updates" && $0.message == "job \(copy)" })
         #expect(try f.journal.read { db in try db.queryOne("SELECT photo_sha256 FROM jobs WHERE id = ?", [.int(id)])?.string(0) } == "s1")
+        // Once the record of those bytes is deleted, a memo for the copy waits for a photo (a
+        // record of no assets would take the same bytes dropped again as its duplicate).
+        try f.journal.write { db in try db.run("UPDATE jobs SET record_deleted = ? WHERE id IN (?, ?)", [.double(unixNow()), .int(first), .int(copy)]) }
+        let late = try f.journal.commitMemos([QueuedMemo(memo: m, photo: .inbox(name: "b.jpg"), key: "k2", source: "queue.jsonl")], position: nil,
+                                             joinTimeoutSeconds: 600)
+        guard case .created(_, .waiting) = late[0] else { Issue.record("after the delete: \(late)"); return }
     }
 
     /// A `keep` inbox's path: the same bytes under a new identity (touched, or rewritten
