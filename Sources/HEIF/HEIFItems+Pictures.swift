@@ -14,21 +14,49 @@ extension Items {
     }
 
     /// The work a decoder does is what the streams code, not what `ispe` says: every HEVC
-    /// item's stream must code pictures no larger than its `ispe` (past the coding's
-    /// rounding to 64), and a grid's tiles may reach past its output by less than a tile,
-    /// so decoding it costs about its own pixels (validate's `max_pixels`) however its
-    /// references repeat. Either is a `Limit`: no decoder sees the file.
+    /// or AV1 item must declare its size (`ispe`), and no parameter set of it (in `hvcC` or
+    /// `av1C`, or in its own data, which a decoder takes too; every one, since a decoder
+    /// keeps the last) may code pictures larger than that, past the coding's rounding to
+    /// 64. A grid may reference at most `maxItems` tiles, and its tiles may reach past its
+    /// output by less than a tile, so decoding it costs about its own pixels (validate's
+    /// `max_pixels`) however its references repeat. Anything else is a `Limit`: no decoder
+    /// sees the file (two reviews' findings: a 64x64 `ispe` over an 8192x4096 stream, 256
+    /// references to it, took minutes and 2 GB in libavcodec, libde265 or dav1d).
     func checkPictureSizes() throws {
         func rounded(_ side: Int) -> Int { side > Int(Int32.max) ? side : (side + 63) & ~63 }
-        for (id, type) in types where type == "hvc1" {
-            guard let props = try? properties(of: id), let ispe = props.lazy.compactMap(\.size).first,
-                  let coded = props.lazy.compactMap(\.hevc).first?.codedSize else { continue }
-            guard coded.width <= rounded(ispe.0), coded.height <= rounded(ispe.1) else {
-                throw HEIFFile.Limit("item \(id)'s HEVC stream codes \(coded.width)x\(coded.height) pictures, larger than its ispe (\(ispe.0)x\(ispe.1))")
+        var declared: [Int: (Int, Int)] = [:]
+        for (id, type) in types where type == "hvc1" || type == "av01" {
+            let props: [Property]
+            do { props = try properties(of: id) } catch let e as HEIFFile.Problem {
+                throw HEIFFile.Limit("item \(id)'s properties cannot be read (\(e.description))")
+            }
+            guard let ispe = props.lazy.compactMap(\.size).first else { throw HEIFFile.Limit("item \(id) (\(type)) declares no size (ispe)") }
+            declared[id] = ispe
+            var coded: [(width: Int, height: Int)] = []
+            let inItem = (try? data(of: id)).map { ranges in ranges.flatMap { Array(bytes[$0]) } } ?? []
+            if type == "hvc1" {
+                guard let config = props.lazy.compactMap(\.hevc).first else { continue }
+                coded += config.codedSize.map { [($0.width, $0.height)] } ?? []
+                coded += inItem.withUnsafeBytes { HEVCPictureSize.inBand($0, lengthSize: config.lengthSize) }
+            } else {
+                for case .av1(let size?) in props { coded.append((size.width, size.height)) }
+                coded += inItem.withUnsafeBytes { AV1PictureSize.inBand($0) }
+            }
+            if let big = coded.first(where: { $0.width > rounded(ispe.0) || $0.height > rounded(ispe.1) }) {
+                throw HEIFFile.Limit("item \(id)'s stream codes \(big.width)x\(big.height) pictures, larger than its ispe (\(ispe.0)x\(ispe.1))")
             }
         }
-        guard types[primary] == "grid", let grid = try? grid(primary), let first = grid.tiles.first,
-              let tile = try? properties(of: first).lazy.compactMap(\.size).first else { return }
+        guard types[primary] == "grid", let grid = try? grid(primary) else { return }
+        guard grid.tiles.count <= Self.maxItems else {
+            throw HEIFFile.Limit("its grid references \(grid.tiles.count) tiles; at most \(Self.maxItems) are decoded")
+        }
+        let sizes = try grid.tiles.map { tile in
+            guard let size = declared[tile] ?? (try? properties(of: tile))?.lazy.compactMap(\.size).first else {
+                throw HEIFFile.Limit("tile \(tile) of its grid declares no size (ispe)")
+            }
+            return size
+        }
+        let tile = (sizes.map(\.0).max() ?? 0, sizes.map(\.1).max() ?? 0)
         // At most 256 columns or rows of tiles under 2^32 each side: no overflow.
         guard (grid.columns - 1) * tile.0 < grid.width, (grid.rows - 1) * tile.1 < grid.height else {
             throw HEIFFile.Limit("its grid of \(grid.columns)x\(grid.rows) tiles of \(tile.0)x\(tile.1) reaches past its \(grid.width)x\(grid.height) image by more than a tile")

@@ -7,6 +7,7 @@ enum Property {
     case icc(Range<Int>)                      // colr prof / rICC
     case nclx(matrix: Int, fullRange: Bool)   // colr nclx
     case auxiliary(String)                    // auxC: what an auxiliary image is (its URN)
+    case av1(CodedSize?)                // av1C: the largest frame its sequence headers allow
     case other
 
     init(_ box: (type: String, payload: BoxReader)) throws {
@@ -16,6 +17,9 @@ enum Property {
             _ = try b.versionFlags()
             self = .size(try b.u32(), try b.u32())
         case "hvcC": self = .hevc(try HEVCConfig(b))
+        case "av1C":
+            try b.skip(4)  // marker, version, profile, level, tier, bit depth, subsampling, delay
+            self = .av1(CodedSize.largest(AV1PictureSize.inBand(UnsafeRawBufferPointer(rebasing: b.bytes[b.position..<b.end]))))
         case "irot": self = .transform(.rotate(quarterTurnsAnticlockwise: try b.u8() & 3))
         case "imir": self = .transform(.mirror(topToBottom: try b.u8() & 1 == 0))
         case "clap": self = .cleanAperture
@@ -53,12 +57,9 @@ public struct HEVCConfig: Sendable, Equatable {
     public let parameterSets: [Range<Int>]
     /// The whole hvcC payload (libavcodec's extradata).
     public let record: Range<Int>
-    /// The picture size its first SPS codes (`HEVCPictureSize`), nil without a readable one.
-    public let codedSize: Size?
-
-    public struct Size: Sendable, Equatable {
-        public let width: Int, height: Int
-    }
+    /// The largest picture size its SPS code (`HEVCPictureSize`; a decoder keeps the last
+    /// of an id, so the first is not enough), nil without a readable one.
+    public let codedSize: CodedSize?
 
     init(_ box: BoxReader) throws {
         var b = box
@@ -80,8 +81,7 @@ public struct HEVCConfig: Sendable, Equatable {
             }
         }
         parameterSets = sets
-        codedSize = sets.lazy.compactMap { HEVCPictureSize.read(UnsafeRawBufferPointer(rebasing: box.bytes[$0])) }.first
-            .map { Size(width: $0.width, height: $0.height) }
+        codedSize = CodedSize.largest(sets.compactMap { HEVCPictureSize.read(UnsafeRawBufferPointer(rebasing: box.bytes[$0])) })
     }
 }
 

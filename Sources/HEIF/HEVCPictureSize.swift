@@ -7,7 +7,7 @@
 enum HEVCPictureSize {
     static func read(_ nal: UnsafeRawBufferPointer) -> (width: Int, height: Int)? {
         guard nal.count > 2, (nal[0] >> 1) & 0x3F == 33 else { return nil }  // NAL type 33: SPS
-        var bits = RBSPBits(nal, from: 2)
+        var bits = BitReader(nal, from: 2, dropsEmulationPrevention: true)
         guard bits.skip(4), let maxSubLayersMinus1 = bits.read(3), bits.skip(1) else { return nil }
         // profile_tier_level(1, maxSubLayersMinus1): the general part, then the sub-layers'.
         guard bits.skip(96) else { return nil }
@@ -26,18 +26,35 @@ enum HEVCPictureSize {
         guard let width = bits.golomb(), let height = bits.golomb() else { return nil }
         return (width, height)
     }
+
+    /// The sizes the SPS among `data`'s NAL units (each after a `lengthSize`-byte length, as
+    /// in a HEIF item) code: a decoder takes an SPS in the stream over the one in `hvcC`.
+    static func inBand(_ data: UnsafeRawBufferPointer, lengthSize: Int) -> [(width: Int, height: Int)] {
+        var sizes: [(width: Int, height: Int)] = [], i = 0
+        while i + lengthSize <= data.count {
+            var length = 0
+            for k in 0..<lengthSize { length = length << 8 | Int(data[i + k]) }
+            i += lengthSize
+            guard length <= data.count - i else { break }
+            if let size = read(UnsafeRawBufferPointer(rebasing: data[i..<(i + length)])) { sizes.append(size) }
+            i += length
+        }
+        return sizes
+    }
 }
 
-/// An HEVC NAL unit's payload as bits: emulation-prevention bytes (00 00 03) dropped, every
-/// read checked against the end (nil past it).
-struct RBSPBits {
+/// Bytes as bits, most significant first, every read checked against the end (nil past
+/// it); an HEVC NAL unit's emulation-prevention bytes (00 00 03) dropped when asked.
+struct BitReader {
     let bytes: UnsafeRawBufferPointer
+    let dropsEmulationPrevention: Bool
     var index: Int
     var zeros = 0
     var current = 0, left = 0
 
-    init(_ bytes: UnsafeRawBufferPointer, from start: Int) {
+    init(_ bytes: UnsafeRawBufferPointer, from start: Int, dropsEmulationPrevention: Bool = false) {
         self.bytes = bytes
+        self.dropsEmulationPrevention = dropsEmulationPrevention
         index = start
     }
 
@@ -46,7 +63,7 @@ struct RBSPBits {
             guard index < bytes.count else { return nil }
             var byte = Int(bytes[index])
             index += 1
-            if zeros >= 2, byte == 3 {
+            if dropsEmulationPrevention, zeros >= 2, byte == 3 {
                 zeros = 0
                 guard index < bytes.count else { return nil }
                 byte = Int(bytes[index])
@@ -72,6 +89,21 @@ struct RBSPBits {
     mutating func skip(_ n: Int) -> Bool {
         for _ in 0..<n where bit() == nil { return false }
         return true
+    }
+
+    /// uvlc() (AV1 4.10.3): like ue(v), but every leading zero is read, and 32 or more of
+    /// them are the largest value with no bits after (as a decoder reads it: a reader that
+    /// stopped early would read the fields after it from the wrong bits).
+    mutating func uvlc() -> Int? {
+        var leading = 0
+        while true {
+            guard let b = bit() else { return nil }
+            if b == 1 { break }
+            leading += 1
+        }
+        if leading >= 32 { return Int(UInt32.max) }
+        guard let rest = read(leading) else { return nil }
+        return (1 << leading) - 1 + rest
     }
 
     /// ue(v), Exp-Golomb: at most 31 leading zeros (a larger value is no size anyone codes).

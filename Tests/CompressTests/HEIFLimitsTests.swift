@@ -1,5 +1,5 @@
 import Foundation
-import HEIF
+@testable import HEIF
 import Testing
 import TestSupport
 import ValidateStage
@@ -35,7 +35,8 @@ import ValidateStage
     }
 
     @Test func aFileWithinTheLimitsPasses() {
-        #expect(Self.limit(Self.container { size in [(size - 4096, 4096)] }) == nil)
+        // No item limit is passed; the container's one item declares no size, which is refused too.
+        #expect(Self.limit(Self.container { size in [(size - 4096, 4096)] }) == "item 1 (hvc1) declares no size (ispe)")
     }
 
     @Test func tooManyItemsExtentsOrBytesAreRefused() {
@@ -72,10 +73,54 @@ import ValidateStage
         let tileISPE: [UInt8] = Array("ispe".utf8) + [0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 2, 0]
         let at = (0..<(b.count - tileISPE.count)).first { Array(b[$0..<($0 + tileISPE.count)]) == tileISPE }!
         b.replaceSubrange((at + 8)..<(at + 16), with: [0, 0, 0, 64, 0, 0, 0, 64])
-        #expect(Self.limit(b)?.contains("HEVC stream codes 512x512 pictures, larger than its ispe (64x64)") == true, "\(Self.limit(b) ?? "taken")")
+        #expect(Self.limit(b)?.contains("stream codes 512x512 pictures, larger than its ispe (64x64)") == true, "\(Self.limit(b) ?? "taken")")
         let refused = b.withUnsafeBytes { b in Result { try ImageProbe.probe(b, scanData: true) } }
         guard case .failure(let e) = refused else { Issue.record("validate took it"); return }
         #expect("\(e)".contains("HEIF is refused: item"), "\(e)")
+    }
+
+    /// The truth hidden where a reader of the first SPS in hvcC does not look (the second
+    /// review's findings: each decoded in minutes at 2 GB): a second SPS after a lying one,
+    /// the real SPS in the item's own data, no ispe at all. libheif decodes all three.
+    @Test(arguments: [("twosps", "stream codes 512x512 pictures, larger than its ispe (64x64)"),
+                      ("inband", "stream codes 512x512 pictures, larger than its ispe (64x64)"),
+                      ("noispe", "item 1 (hvc1) declares no size (ispe)"), ("honest", "")])
+    func aLieHiddenInTheStreamIsFound(_ mode: String, _ refusal: String) throws {
+        let dir = NSTemporaryDirectory() + "pm-heiflie-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (status, _, err) = try runTool([try realTool("python3", package: "python3"),
+                                            packageRoot.appendingPathComponent("Tests/CompressTests/Fixtures/heif_lies.py").path,
+                                            testPhotos.appendingPathComponent("IMG_5195.HEIC").path, dir + "/lie.heic", mode])
+        #expect(status == 0, "heif_lies.py: \(err)")
+        let said = Self.limit([UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/lie.heic"))))
+        #expect(refusal.isEmpty ? said == nil : said?.contains(refusal) == true, "\(mode): \(said ?? "taken")")
+    }
+
+    /// AV1's sequence header, reduced (AVIF's usual) and full (timing, decoder model, two
+    /// operating points), as dav1d reads it: the largest frame it allows.
+    @Test func anAV1SequenceHeadersLargestFrameIsRead() {
+        func obu(_ bits: String) -> [UInt8] {
+            let padded = bits + String(repeating: "0", count: (8 - bits.count % 8) % 8)
+            let payload = stride(from: 0, to: padded.count, by: 8).map { i -> UInt8 in
+                UInt8(padded.dropFirst(i).prefix(8), radix: 2)!
+            }
+            return [0x0A, UInt8(payload.count)] + payload  // type 1 (sequence header), with its size
+        }
+        func bits(_ v: Int, _ n: Int) -> String { String(String(v, radix: 2).reversed()).padding(toLength: n, withPad: "0", startingAt: 0).reversed().map(String.init).joined() }
+        let size = bits(12, 4) + bits(12, 4) + bits(8191, 13) + bits(4095, 13)
+        let reduced = bits(0, 3) + "1" + "1" + bits(31, 5) + size
+        // timing info (equal_picture_interval, uvlc 2 = 011), a decoder model (buffer delay 10 bits),
+        // initial display delays, two operating points (the second with a tier and both extras).
+        let full = bits(0, 3) + "0" + "0" + "1" + bits(1, 32) + bits(30, 32) + "1" + "011" + "1" + bits(9, 5) + bits(1, 32) + bits(4, 5) + bits(4, 5)
+            + "1" + bits(1, 5)
+            + bits(0, 12) + bits(3, 5) + "0" + "0"
+            + bits(1, 12) + bits(9, 5) + "1" + "1" + bits(5, 10) + bits(6, 10) + "0" + "1" + bits(2, 4)
+            + size
+        for (name, header) in [("reduced", reduced), ("full", full)] {
+            let sizes = obu(header).withUnsafeBytes { AV1PictureSize.inBand($0) }
+            #expect(sizes.count == 1 && sizes.first?.width == 8192 && sizes.first?.height == 4096, "\(name): \(sizes)")
+        }
     }
 
     @Test func aGridReachingPastItsImageByMoreThanATileIsRefused() throws {
