@@ -91,16 +91,23 @@ struct BitReader {
         return true
     }
 
+    /// The zero bits before the next 1 (the 1 read too): an Exp-Golomb code's prefix; nil
+    /// past the end, or past `limit` zeros.
+    private mutating func zerosBeforeOne(limit: Int = .max) -> Int? {
+        var n = 0
+        while true {
+            guard let b = bit() else { return nil }
+            if b == 1 { return n }
+            n += 1
+            guard n <= limit else { return nil }
+        }
+    }
+
     /// uvlc() (AV1 4.10.3): like ue(v), but every leading zero is read, and 32 or more of
     /// them are the largest value with no bits after (as a decoder reads it: a reader that
     /// stopped early would read the fields after it from the wrong bits).
     mutating func uvlc() -> Int? {
-        var leading = 0
-        while true {
-            guard let b = bit() else { return nil }
-            if b == 1 { break }
-            leading += 1
-        }
+        guard let leading = zerosBeforeOne() else { return nil }
         if leading >= 32 { return Int(UInt32.max) }
         guard let rest = read(leading) else { return nil }
         return (1 << leading) - 1 + rest
@@ -108,14 +115,7 @@ struct BitReader {
 
     /// ue(v), Exp-Golomb: at most 31 leading zeros (a larger value is no size anyone codes).
     mutating func golomb() -> Int? {
-        var leading = 0
-        while true {
-            guard let b = bit() else { return nil }
-            if b == 1 { break }
-            leading += 1
-            guard leading <= 31 else { return nil }
-        }
-        guard let rest = read(leading) else { return nil }
+        guard let leading = zerosBeforeOne(limit: 31), let rest = read(leading) else { return nil }
         return (1 << leading) - 1 + rest
     }
 }
