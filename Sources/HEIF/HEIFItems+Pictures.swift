@@ -46,6 +46,25 @@ extension Items {
                 throw HEIFFile.Limit("item \(id)'s stream codes \(big.width)x\(big.height) pictures, larger than its ispe (\(ispe.0)x\(ispe.1))")
             }
         }
+        // Derived images other than a grid (an `iovl` overlay, `iden`) draw on their inputs
+        // whole: libheif decodes up to 16 inputs of any size (each within validate's
+        // `max_pixels`) for a 64x64 overlay. Their inputs may add up to twice its own pixels.
+        if let kind = types[primary], kind != "grid", let inputs = references("dimg").first(where: { $0.from == primary })?.to {
+            guard let own = (try? properties(of: primary))?.lazy.compactMap(\.size).first else {
+                throw HEIFFile.Limit("its \(kind) image declares no size (ispe)")
+            }
+            var drawn = 0.0
+            for input in inputs {
+                guard let size = declared[input] ?? (try? properties(of: input))?.lazy.compactMap(\.size).first else {
+                    throw HEIFFile.Limit("image \(input) under its \(kind) image declares no size (ispe)")
+                }
+                drawn += Double(size.0) * Double(size.1)
+            }
+            guard drawn <= 2 * Double(own.0) * Double(own.1) else {
+                throw HEIFFile.Limit("its \(kind) image of \(own.0)x\(own.1) draws on \(Int(drawn)) pixels of \(inputs.count) images, more than twice its own")
+            }
+            return
+        }
         guard types[primary] == "grid", let grid = try? grid(primary) else { return }
         guard grid.tiles.count <= Self.maxItems else {
             throw HEIFFile.Limit("its grid references \(grid.tiles.count) tiles; at most \(Self.maxItems) are decoded")

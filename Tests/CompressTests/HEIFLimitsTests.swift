@@ -84,7 +84,8 @@ import ValidateStage
     /// the real SPS in the item's own data, no ispe at all. libheif decodes all three.
     @Test(arguments: [("twosps", "stream codes 512x512 pictures, larger than its ispe (64x64)"),
                       ("inband", "stream codes 512x512 pictures, larger than its ispe (64x64)"),
-                      ("noispe", "item 1 (hvc1) declares no size (ispe)"), ("honest", "")])
+                      ("noispe", "item 1 (hvc1) declares no size (ispe)"), ("honest", ""),
+                      ("overlay", "its iovl image of 64x64 draws on 1048576 pixels of 4 images, more than twice its own")])
     func aLieHiddenInTheStreamIsFound(_ mode: String, _ refusal: String) throws {
         let dir = NSTemporaryDirectory() + "pm-heiflie-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -5,6 +5,7 @@ a 16x16 grid shown 1024x1024 whose 256 references are all one hvc1 item, its isp
   inband  hvcC holds only the rewritten SPS; the real SPS and PPS lead the item's data
   noispe  the item declares no ispe at all
   honest  no lie: ispe 512x512, a 2x2 grid shown 1024x1024 (the control)
+  overlay no lie either: an iovl overlay of 64x64 drawing the honest 512x512 tile 4 times
 usage: python3 heif_lies.py SOURCE.heic OUT.heic MODE"""
 import os
 import struct
@@ -98,16 +99,20 @@ def main(source, out, mode):
     elif mode == "inband":
         hvcc, _ = hvcc_with(hvcc, [fake])
         data = struct.pack(">I", len(real)) + real + struct.pack(">I", len(pps)) + pps + data
-    elif mode == "honest":
+    elif mode in ("honest", "overlay"):
         side, n = 512, 2
     properties = [hvcc] + ([] if mode == "noispe" else [full("ispe", 0, 0, struct.pack(">II", side, side))])
-    properties.append(full("ispe", 0, 0, struct.pack(">II", 1024, 1024)))
+    canvas = 64 if mode == "overlay" else 1024
+    properties.append(full("ispe", 0, 0, struct.pack(">II", canvas, canvas)))
     tile_assoc = bytes([0x81]) + (b"" if mode == "noispe" else bytes([2]))
     ipma = struct.pack(">HB", 1, len(tile_assoc)) + tile_assoc + struct.pack(">HB", 2, 1) + bytes([len(properties)])
     iinf = full("iinf", 0, 0, struct.pack(">H", 2) + full("infe", 2, 1, struct.pack(">HH", 1, 0) + b"hvc1\0")
-                + full("infe", 2, 0, struct.pack(">HH", 2, 0) + b"grid\0"))
-    iref = full("iref", 0, 0, box("dimg", struct.pack(">HH", 2, n * n) + struct.pack(">%dH" % (n * n), *([1] * (n * n)))))
+                + full("infe", 2, 0, struct.pack(">HH", 2, 0) + (b"iovl\0" if mode == "overlay" else b"grid\0")))
+    refs = 4 if mode == "overlay" else n * n  # libheif refuses an overlay of more than 15 inputs
+    iref = full("iref", 0, 0, box("dimg", struct.pack(">HH", 2, refs) + struct.pack(">%dH" % refs, *([1] * refs))))
     grid = struct.pack(">BBBBHH", 0, 0, n - 1, n - 1, 1024, 1024)
+    if mode == "overlay":  # version, flags, fill (RGBA), canvas, then each input's offset
+        grid = struct.pack(">BB4HHH", 0, 0, 0, 0, 0, 65535, canvas, canvas) + struct.pack(">hh", 0, 0) * refs
 
     def meta(at):
         iloc = full("iloc", 1, 0, bytes([0x44, 0x00]) + struct.pack(">H", 2) + struct.pack(">HHHHII", 1, 0, 0, 1, at, len(data))
