@@ -122,6 +122,12 @@ final class InboxScanner: @unchecked Sendable {
         }
     }
 
+    /// How long a file a walk finds must have been unchanged: `settleSeconds`, and never
+    /// less than `inbox.quiet_after_close`: a walk between a tool's close and the time it
+    /// sets just after (rsync --inplace) took the file the close event's path was waiting
+    /// for, and the tool's `utimes` failed (a flaky test found it: settle 0.3 s, quiet 1 s).
+    var walkSettleSeconds: Double { max(settleSeconds, options.value.quietAfterCloseSeconds) }
+
     func isIgnored(_ name: String) -> Bool { PhotoPolicy.isIgnoredInboxName(name, globs: options.value.ignore) }
 
     /// Takes the named entries. `complete`: reported closed after writing or moved in;

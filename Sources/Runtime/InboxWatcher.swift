@@ -327,7 +327,7 @@ final class InboxWatcher {
             let first = settling.isEmpty
             settling.formUnion(found.unsettled.keys)
             guard first else { return }
-            settleTimer.start(afterMs: UInt64(scanner.settleSeconds * 1000) + 100) { [unowned self] in
+            settleTimer.start(afterMs: UInt64(scanner.walkSettleSeconds * 1000) + 100) { [unowned self] in
                 let due = self.settling
                 self.settling = []
                 for folder in due.sorted() { self.walk(under: folder, deep: false) }

@@ -31,6 +31,21 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A walk (here the periodic rescan, every 0.3 s) met a file closed in place before its
+    /// quiet time ended and took it once unchanged for `--settle`: the tool's `utimes` just
+    /// after failed (the test above flaked so on a busy machine). A walk waits it out too.
+    @Test func aWalkWaitsOutTheQuietTimeAfterAClose() throws {
+        let d = try DaemonHarness(stages: try KeepOriginalsTests.definition(inbox: #""inbox": {"quiet_after_close": "2s"},"#))
+        try d.start(args: ["--rescan-interval", "0.3"])  // and --settle 0.3 (the harness's)
+        let path = d.home + "/inbox/walked.jpg"
+        try Data(contentsOf: testPhotos.appendingPathComponent("Canon_40D.jpg")).write(to: URL(fileURLWithPath: path))
+        Thread.sleep(forTimeInterval: 1.2)  // walks, each finding it unchanged past --settle
+        #expect(utimes(path, nil) == 0, "a walk took the file 1.2 s after its close (errno \(errno))")
+        try d.waitIdle(jobs: 1)
+        #expect(!FileManager.default.fileExists(atPath: path), "taken, and released once stored")
+        #expect(d.stop().status == 0)
+    }
+
     /// A tool that sets the time later than the quiet time (a busy machine, rclone hashing
     /// first) touches a file already taken while its job still runs: the same bytes under a
     /// new mtime were a second job of the same photo, a duplicate that raced the first.
