@@ -63,8 +63,9 @@ extension InboxScanner {
                 return nil
             }
             if requireSettled {
+                if waitingAfterClose.value.contains(name) { return nil }  // the watcher takes it when quiet
                 let mtime = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
-                if unixNow() - mtime < walkSettleSeconds { report.unsettled.append(name); return nil }
+                if unixNow() - mtime < settleSeconds { report.unsettled.append(name); return nil }
             }
             let owner = UnixUser.nameOrNumber(st.st_uid)
             switch st.st_mode & S_IFMT {

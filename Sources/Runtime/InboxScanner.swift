@@ -122,11 +122,11 @@ final class InboxScanner: @unchecked Sendable {
         }
     }
 
-    /// How long a file a walk finds must have been unchanged: `settleSeconds`, and never
-    /// less than `inbox.quiet_after_close`: a walk between a tool's close and the time it
-    /// sets just after (rsync --inplace) took the file the close event's path was waiting
-    /// for, and the tool's `utimes` failed (a flaky test found it: settle 0.3 s, quiet 1 s).
-    var walkSettleSeconds: Double { max(settleSeconds, options.value.quietAfterCloseSeconds) }
+    /// Files the watcher holds after a close in place until `inbox.quiet_after_close` has
+    /// passed untouched (`InboxWatcher.closing`): a walk leaves them to it. A walk between a
+    /// tool's close and the time it sets just after (rsync --inplace) took such a file once
+    /// unchanged for `settleSeconds`, and the tool's `utimes` failed (a test that flaked in CI).
+    let waitingAfterClose = LockedValue<Set<String>>([])
 
     func isIgnored(_ name: String) -> Bool { PhotoPolicy.isIgnoredInboxName(name, globs: options.value.ignore) }
 

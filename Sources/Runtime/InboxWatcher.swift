@@ -31,7 +31,8 @@ final class InboxWatcher {
     /// the journal could not take.
     private let retryTimer: LoopTimer
     /// Files closed after writing in place, each with the time it may be taken if nothing
-    /// touches it first (a change of its attributes starts the wait again).
+    /// touches it first (a change of its attributes starts the wait again); set through
+    /// `wait(_:until:)`, which tells the scanner's walks to leave them alone.
     private var closing: [String: UInt64] = [:]
     private let quietTimer: LoopTimer
     /// Names not yet handed to the scanner, in arrival order, and whether each was
@@ -131,14 +132,14 @@ final class InboxWatcher {
             case .closedAfterWrite(let name):
                 closedInPlace(name)
             case .movedIn(let name):
-                closing[name] = nil
+                wait(name, until: nil)
                 enqueue(name, complete: true)
             case .created(let name):
                 // A regular file is not complete yet (its close event follows); a FIFO,
                 // device or symlink never gets one, so it is looked at now.
                 enqueue(name, complete: false)
             case .removed(let name):
-                closing[name] = nil
+                wait(name, until: nil)
                 // Looked at again (it is gone, or back already) so that `skipped` never keeps
                 // a name that is not there: renaming one file through a million names grew
                 // it without bound until the next full rescan.
@@ -178,8 +179,16 @@ final class InboxWatcher {
         guard !scanner.isIgnored(name) else { return }
         let quiet = scanner.options.value.quietAfterCloseSeconds
         guard quiet > 0 else { return enqueue(name, complete: true) }
-        closing[name] = loop.nowMs + UInt64(quiet * 1000)
+        wait(name, until: loop.nowMs + UInt64(quiet * 1000))
         if closing.count == 1 { armQuietTimer() }
+    }
+
+    /// Holds `name` until `due` (nil: no longer), and tells the scanner's walks.
+    private func wait(_ name: String, until due: UInt64?) {
+        let was = closing[name] != nil
+        closing[name] = due
+        guard was != (due != nil) else { return }
+        scanner.waitingAfterClose.withLock { if due == nil { $0.remove(name) } else { $0.insert(name) } }
     }
 
     private func armQuietTimer() {
@@ -187,7 +196,7 @@ final class InboxWatcher {
         quietTimer.start(afterMs: first - min(first, loop.nowMs) + 1) { [unowned self] in
             let now = self.loop.nowMs
             for (name, due) in self.closing where due <= now {
-                self.closing[name] = nil
+                self.wait(name, until: nil)
                 self.enqueue(name, complete: true)
             }
             self.flush()
@@ -327,7 +336,7 @@ final class InboxWatcher {
             let first = settling.isEmpty
             settling.formUnion(found.unsettled.keys)
             guard first else { return }
-            settleTimer.start(afterMs: UInt64(scanner.walkSettleSeconds * 1000) + 100) { [unowned self] in
+            settleTimer.start(afterMs: UInt64(scanner.settleSeconds * 1000) + 100) { [unowned self] in
                 let due = self.settling
                 self.settling = []
                 for folder in due.sorted() { self.walk(under: folder, deep: false) }

@@ -57,7 +57,7 @@ let serveCommand = Command(
         .value("log-level", "LEVEL", "debug, info, notice, warning (default), error; or $PHOTOMEMO_LOG"),
         .flag("verbose", "same as --log-level info"),
         .value("rescan-interval", "SECONDS", "full inbox rescan period, a safety net for missed events (default 60)"),
-        .value("settle", "SECONDS", "a file found by a rescan is taken once unchanged this long (default 2; at least inbox.quiet_after_close)"),
+        .value("settle", "SECONDS", "a file found by a rescan is taken once unchanged this long (default 2)"),
         .value("grace", "SECONDS", "on SIGTERM, how long running stages may finish (default 30)"),
         .value("sink-timeout", "SECONDS", "an exec sink (subscribe --exec) is killed with its process group after this (default 30)"),
         .flag("allow-private-webhooks", "let users' webhooks point at loopback, link-local and private addresses (admins' always may)"),
