@@ -128,6 +128,8 @@ final class InboxScanner: @unchecked Sendable {
     /// unchanged for `settleSeconds`, and the tool's `utimes` failed (a test that flaked in CI).
     let waitingAfterClose = LockedValue<Set<String>>([])
 
+    func hold(_ name: String, _ held: Bool) { waitingAfterClose.withLock { if held { $0.insert(name) } else { $0.remove(name) } } }
+
     func isIgnored(_ name: String) -> Bool { PhotoPolicy.isIgnoredInboxName(name, globs: options.value.ignore) }
 
     /// Takes the named entries. `complete`: reported closed after writing or moved in;

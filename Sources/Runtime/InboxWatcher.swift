@@ -31,8 +31,7 @@ final class InboxWatcher {
     /// the journal could not take.
     private let retryTimer: LoopTimer
     /// Files closed after writing in place, each with the time it may be taken if nothing
-    /// touches it first (a change of its attributes starts the wait again); set through
-    /// `wait(_:until:)`, which tells the scanner's walks to leave them alone.
+    /// touches it first (a change of its attributes starts the wait again). Set by `wait`.
     private var closing: [String: UInt64] = [:]
     private let quietTimer: LoopTimer
     /// Names not yet handed to the scanner, in arrival order, and whether each was
@@ -113,9 +112,8 @@ final class InboxWatcher {
         pending.count + closing.count + inFlight + unsettled.values.reduce(0) { $0 + $1.count } + untakenByWalk.values.reduce(0, +) + untaken
     }
 
-    /// Entries left alone (files that are not photos, folders not walked), as the last look at each
-    /// found them (`OwnedEntries`): `status` counts them (`backlog.inbox_skipped`, not part
-    /// of the backlog: they never become jobs), `photomemo inbox` lists them.
+    /// Entries left alone (not photos, folders not walked), as last seen (`OwnedEntries`):
+    /// `status` counts them (`backlog.inbox_skipped`: never jobs), `photomemo inbox` lists them.
     private(set) var skipped = SkippedEntries()
     /// Files under ignored names untouched for the definition's `inbox.stale_temp`, as the
     /// last rescan found them.
@@ -140,9 +138,8 @@ final class InboxWatcher {
                 enqueue(name, complete: false)
             case .removed(let name):
                 wait(name, until: nil)
-                // Looked at again (it is gone, or back already) so that `skipped` never keeps
-                // a name that is not there: renaming one file through a million names grew
-                // it without bound until the next full rescan.
+                // Looked at again (gone, or back already): `skipped` keeps no name that is not
+                // there (a file renamed through a million names grew it until a full rescan).
                 enqueue(name, complete: false)
             case .modified(let name):
                 if closing[name] != nil { closedInPlace(name) }
@@ -164,8 +161,7 @@ final class InboxWatcher {
         flush()
     }
 
-    /// A folder removed or moved away: nothing listed under it is there any more (one pass
-    /// over the lists for a batch of events, however many folders went).
+    /// Folders removed or moved away: nothing listed under them is there (one pass a batch).
     private func forget(under folders: [String]) {
         guard !folders.isEmpty else { return }
         let gone = { (name: String) in folders.contains { name == $0 || name.hasPrefix($0 + "/") } }
@@ -183,12 +179,10 @@ final class InboxWatcher {
         if closing.count == 1 { armQuietTimer() }
     }
 
-    /// Holds `name` until `due` (nil: no longer), and tells the scanner's walks.
+    /// Holds `name` until `due` (nil: no longer); the scanner's walks leave it alone.
     private func wait(_ name: String, until due: UInt64?) {
-        let was = closing[name] != nil
+        if (closing[name] != nil) != (due != nil) { scanner.hold(name, due != nil) }
         closing[name] = due
-        guard was != (due != nil) else { return }
-        scanner.waitingAfterClose.withLock { if due == nil { $0.remove(name) } else { $0.insert(name) } }
     }
 
     private func armQuietTimer() {
@@ -285,9 +279,8 @@ final class InboxWatcher {
         let scanner = self.scanner
         lane.enqueue({ scanner.step(walk) }) { [unowned self] report in
             self.stepQueued = false
-            // A whole tree's walk is taken in once, at its end (`finished`): merged a turn at
-            // a time, 100,000 entries grew the dictionary on the loop, each rehash blocking it
-            // for tens of milliseconds. A new folder's walk is small: shown as it goes.
+            // A whole tree's walk is taken in at its end (`finished`): merged a turn at a time,
+            // 100,000 entries' rehashes blocked the loop. A new folder's walk is shown as it goes.
             if !walk.isWhole {
                 self.skipped.merge(report.skipped)
                 for name in report.notSkipped { self.skipped.remove(name) }
