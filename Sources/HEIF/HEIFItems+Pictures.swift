@@ -33,14 +33,19 @@ extension Items {
             guard let ispe = props.lazy.compactMap(\.size).first else { throw HEIFFile.Limit("item \(id) (\(type)) declares no size (ispe)") }
             declared[id] = ispe
             var coded: [(width: Int, height: Int)] = []
-            let inItem = (try? data(of: id)).map { ranges in ranges.flatMap { Array(bytes[$0]) } } ?? []
+            // The item's bytes as one buffer: read in place when in one extent (every photo's are).
+            func inItem(_ read: (UnsafeRawBufferPointer) -> [(width: Int, height: Int)]) -> [(width: Int, height: Int)] {
+                guard let ranges = try? data(of: id) else { return [] }
+                if ranges.count == 1 { return read(UnsafeRawBufferPointer(rebasing: bytes[ranges[0]])) }
+                return ranges.flatMap { Array(bytes[$0]) }.withUnsafeBytes(read)
+            }
             if type == "hvc1" {
                 guard let config = props.lazy.compactMap(\.hevc).first else { continue }
                 coded += config.codedSize.map { [($0.width, $0.height)] } ?? []
-                coded += inItem.withUnsafeBytes { HEVCPictureSize.inBand($0, lengthSize: config.lengthSize) }
+                coded += inItem { HEVCPictureSize.inBand($0, lengthSize: config.lengthSize) }
             } else {
                 for case .av1(let size?) in props { coded.append((size.width, size.height)) }
-                coded += inItem.withUnsafeBytes { AV1PictureSize.inBand($0) }
+                coded += inItem { AV1PictureSize.inBand($0) }
             }
             if let big = coded.first(where: { $0.width > rounded(ispe.0) || $0.height > rounded(ispe.1) }) {
                 throw HEIFFile.Limit("item \(id)'s stream codes \(big.width)x\(big.height) pictures, larger than its ispe (\(ispe.0)x\(ispe.1))")
