@@ -21,6 +21,19 @@ public final class SignalWatcher: LoopHandle {
 
     override func didClose() { callback = nil }
 
+    /// Before the watchers are in place, SIGTERM, SIGINT and SIGHUP wait (held pending)
+    /// instead of ending a half-started daemon by their default action; each watcher
+    /// unblocks its signal on the loop thread, so a held one is handled once the loop runs.
+    /// Call first, before any thread starts: threads inherit the mask, which also keeps
+    /// these signals the loop thread's.
+    public static func holdStopSignals() { pm_hold_stop_signals() }
+
+    /// Sleeps up to `ms` unless a held SIGTERM or SIGINT arrives (or has): that signal, taken.
+    public static func waitForStopSignal(upToMs ms: Int) -> Int32? {
+        let s = pm_wait_stop_signal(ms)
+        return s == 0 ? nil : s
+    }
+
     /// SIGPIPE must not kill a daemon that writes to sockets and pipes.
     public static func ignoreSIGPIPE() { pm_ignore_signal(SIGPIPE) }
 }

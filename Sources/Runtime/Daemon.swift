@@ -84,6 +84,14 @@ public final class Daemon {
 
     /// Runs until SIGTERM/SIGINT; returns the process exit code.
     public func run() throws -> Int32 {
+        SignalWatcher.holdStopSignals()  // a SIGTERM while starting is answered once serving
+        do { return try serve() } catch let stopped as DiskSpace.StoppedWhileWaiting {
+            Log.notice("signal \(stopped.signal) while waiting for space: stopped")
+            return 0
+        }
+    }
+
+    private func serve() throws -> Int32 {
         let hostID = try options.hostID.map(Backend.checked)  // before anything opens
         umask(0o027)  // journal, quarantine and store files: owner rw, group r, others nothing
         // Before any worker thread starts. One arena: RSS stays flat (PLATFORM.md), and a quiet

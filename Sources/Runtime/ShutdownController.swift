@@ -42,7 +42,7 @@ final class ShutdownController {
         if stopping {
             Log.warning("second signal: exiting now; running stages resume at the next start")
             subprocesses.killAll()
-            exit(0)
+            Self.exitNow()
         }
         stopping = true
         _ = notify.send("STOPPING=1")
@@ -64,6 +64,12 @@ final class ShutdownController {
         }
     }
 
+    /// Ends the process while stage threads may still run (past the grace, or a second
+    /// signal): `_exit`, not `exit`, whose atexit handlers and C++ static destructors (libheif's,
+    /// libvips') would run under a decoder still using them (SIGSEGV). The log is written
+    /// unbuffered; the journal is crash-safe, and the interrupted stages resume at the next start.
+    private static func exitNow() -> Never { _exit(0) }
+
     /// TERM to every subprocess group now (each run sends KILL after 2 s); exit in any case 3 s later.
     private func endSubprocesses() {
         subprocesses.terminate()
@@ -71,7 +77,7 @@ final class ShutdownController {
             exitTimer.start(afterMs: 3000) { [subprocesses] in
                 Log.warning("\(subprocesses.liveCount) subprocesses did not end; exiting")
                 subprocesses.killAll()
-                exit(0)
+                Self.exitNow()
             }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Journal
+import TestSupport
 import Testing
 
 /// A photo that crashes the daemon (a fatal signal, here SIGSEGV raised by the
@@ -66,5 +67,33 @@ import Testing
         #expect(try d.jobs("id = \(id)").first?.state == "done")
         #expect(!d.log.contains("died twice"))
         d.stop()
+    }
+
+    /// The grace running out while compress decodes in-process (three 176 MP HEIC grids made
+    /// of a real photo's tiles, on one core): the daemon ends with status 0. It used to end by
+    /// exit(3), whose atexit handlers and C++ destructors ran under the decoders: SIGSEGV.
+    @Test func aGraceRunningOutDuringADecodeEndsWithoutACrash() throws {
+        let d = try DaemonHarness(stages: """
+            {"name": "big", "stages": [
+              {"use": "validate", "with": {"max_pixels": 200000000}},
+              {"use": "compress", "with": {"max_pixels": 200000000, "renditions": [{"name": "display", "width": 860, "format": "jpeg"}]},
+               "concurrency": 3}, {"use": "upload", "with": {}}]}
+            """)
+        let grid = d.root + "/grid.heic"
+        let (status, _, err) = try DaemonHarness.spawn([try realTool("python3", package: "python3"), packageRoot.appendingPathComponent("bench/heic_grid.py").path,
+                                                        testPhotos.appendingPathComponent("IMG_5195.HEIC").path, grid, "28", "24", "14336", "12288"])
+        try #require(status == 0, "heic_grid.py: \(err)")
+        try d.start(args: ["--grace", "0"], launcher: ["/usr/bin/taskset", "-c", "0"])
+        for i in 0..<3 {  // three files: a trailing free box of its own each
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: grid))
+            bytes.append(contentsOf: [0, 0, 0, 9, 0x66, 0x72, 0x65, 0x65, UInt8(i)])
+            try bytes.write(to: URL(fileURLWithPath: d.home + "/inbox/.g\(i).part"))
+            rename(d.home + "/inbox/.g\(i).part", d.home + "/inbox/g\(i).heic")
+        }
+        try d.waitUntil("the three decode") { try d.jobs("state = 'running' AND stage_index = 1").count == 3 }
+        let end = d.stop(SIGTERM)
+        #expect(end.reason == .exit && end.status == 0, "ended by \(end)")
+        #expect(d.log.contains("grace period over with 3 stages running"))
+        #expect(!d.log.contains(" error fatal signal "), "\(d.log)")
     }
 }

@@ -57,13 +57,9 @@ struct FullDiskTests {
         #expect(d.stop().status == 0)
     }
 
-    /// Killed while the disk is full, a daemon started again must wait for space rather
-    /// than exit on its first write (resuming the interrupted jobs): it used to die with
-    /// `database or disk is full`, leaving every photo until someone started it by hand.
-    @Test func aDaemonKilledOnAFullDiskComesUpWhenSpaceReturns() throws {
-        let d = try DaemonHarness()
-        let unmount = try smallDisk(d, megabytes: 16)
-        defer { unmount() }
+    /// Jobs running, the disk filled, the daemon killed and started again: it waits for
+    /// space at start-up (its log says so). The process, its log's path and the filler's.
+    func startedOnAFullDisk(_ d: DaemonHarness) throws -> (Process, String, String) {
         try d.start(env: ["EFFECT_SLEEP": "3"])  // the exec stage holds its jobs running
         let photos = ["orientation_landscape_1.jpg", "orientation_landscape_2.jpg", "Nikon_D70.jpg"]
         for (i, photo) in photos.enumerated() { try d.drop(photo, as: "p\(i).jpg") }
@@ -71,7 +67,6 @@ struct FullDiskTests {
         let filler = d.home + "/filler"
         _ = try DaemonHarness.spawn(["/bin/sh", "-c", "head -c 20000000 /dev/zero > \(filler)"])
         d.stop(SIGKILL)
-        // Started on the full disk: up and waiting, not gone.
         let p = Process()
         p.executableURL = URL(fileURLWithPath: DaemonHarness.binary)
         p.arguments = ["serve", "--home", d.home, "--job", d.jobFile, "--log-level", "info", "--settle", "0.3", "--rescan-interval", "2"]
@@ -82,8 +77,19 @@ struct FullDiskTests {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         p.standardError = FileHandle(forWritingAtPath: log)
         try p.run()
-        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
         try d.waitUntil("it says it waits for space") { (try String(contentsOfFile: log, encoding: .utf8)).contains("waiting for space") }
+        return (p, log, filler)
+    }
+
+    /// Killed while the disk is full, a daemon started again must wait for space rather
+    /// than exit on its first write (resuming the interrupted jobs): it used to die with
+    /// `database or disk is full`, leaving every photo until someone started it by hand.
+    @Test func aDaemonKilledOnAFullDiskComesUpWhenSpaceReturns() throws {
+        let d = try DaemonHarness()
+        let unmount = try smallDisk(d, megabytes: 16)
+        defer { unmount() }
+        let (p, log, filler) = try startedOnAFullDisk(d)
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
         Thread.sleep(forTimeInterval: 1)
         #expect(p.isRunning, "the daemon exited on a full disk: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         unlink(filler)
@@ -94,6 +100,22 @@ struct FullDiskTests {
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
+    }
+
+    /// SIGTERM while it waits for space at start-up stops it at once with status 0, as it
+    /// would once serving: the signal used to end it by its default action (status 143).
+    @Test func aDaemonWaitingForSpaceAtStartStopsOnSIGTERM() throws {
+        let d = try DaemonHarness()
+        let unmount = try smallDisk(d, megabytes: 16)
+        defer { unmount() }
+        let (p, log, _) = try startedOnAFullDisk(d)
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
+        let sent = Date()
+        kill(p.processIdentifier, SIGTERM)
+        try d.waitUntil("it stops", timeout: 10) { !p.isRunning }
+        #expect(p.terminationReason == .exit && p.terminationStatus == 0, "ended by \(p.terminationReason) \(p.terminationStatus)")
+        #expect(Date().timeIntervalSince(sent) < 2)
+        #expect((try String(contentsOfFile: log, encoding: .utf8)).contains("signal 15 while waiting for space: stopped"))
     }
 
     /// While the journal cannot write, `status` says so — `journal` down, since when and
