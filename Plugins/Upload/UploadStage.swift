@@ -77,7 +77,7 @@ public struct UploadStage: Stage {
                 return try send(path, sha: put.sha, type: Self.contentTypes[put.file.format ?? "jpeg"] ?? "application/octet-stream",
                                 job: job, rendition: name, releasing: releasing, original: original)
             }
-            for ((file, sha), var asset) in zip(puts, sent) {
+            for ((file, sha), (var asset, _)) in zip(puts, sent) {
                 let name = file.role.description, original = file.role == .original
                 asset["format"] = original ? .string(file.format ?? "jpeg") : file.format.map(JSONValue.string) ?? .null
                 asset["width"] = file.width.map { .int(Int64($0)) } ?? .null
@@ -90,7 +90,10 @@ public struct UploadStage: Stage {
                 job.progress(Double(assets.count) / Double(files.count), name)
             }
             // Everything is durably stored: the local copies may go.
-            if let photo = job.photoPath, photo.hasPrefix(inbox + "/") { try releaseOriginal(photo) }
+            if let photo = job.photoPath, photo.hasPrefix(inbox + "/"), let stored = sent.lazy.compactMap(\.storedFrom).first {
+                Failpoint.hit("upload.before_release")
+                try releaseOriginal(photo, identity: stored)
+            }
             if let photo = job.photoPath, photo.hasPrefix(reprocessRoot + "/") { unlink(photo) }  // a copy of a stored original
             for file in files where file.role != .original && file.path.hasPrefix(renditionsRoot + "/") {
                 unlink(file.path)
@@ -109,19 +112,20 @@ public struct UploadStage: Stage {
     /// `releasing`: the local file is removed once stored (the store may link it in).
     /// `original`: the job's photo, opened and checked as every stage opens it (`PhotoFile`)
     /// and stored from that descriptor, with intake's seal; else a rendition compress wrote.
+    /// The asset, and for the original read from its file, that file's identity (`PhotoSeal`).
     func send(_ path: String, sha: String, type: String, job: JobContext, rendition: String, releasing: Bool,
-              original: Bool = false) throws -> [String: JSONValue] {
+              original: Bool = false) throws -> (asset: [String: JSONValue], storedFrom: String?) {
         let key = LocalStore.key(sha256: sha)
         let metadata = ["job": String(job.id), "rendition": rendition]
         // A first run's bytes are new (intake found no job with the same photo); a re-run,
         // after a failure or an outage of the store, may find what an earlier one stored.
         let fresh = job.attempt == 1 && job.outages == 0
         let size: Int64
-        var st = stat()
+        var st = stat(), storedFrom: String?
         if original, let photo = try Self.open(job) {
             try store.put(photo.fd, name: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh,
                           releasing: releasing, seal: job.photoSeal)
-            size = Int64(photo.stat.st_size)
+            (size, storedFrom) = (Int64(photo.stat.st_size), PhotoSeal.identity(photo.stat))
         } else if !original, lstat(path, &st) == 0 {
             try store.put(file: path, key: key, sha256: sha, contentType: type, metadata: metadata, fresh: fresh, releasing: releasing)
             size = Int64(st.st_size)
@@ -130,7 +134,7 @@ public struct UploadStage: Stage {
         } else {
             throw StoreFailure(.permanent, "\(rendition) \(path) is gone and not in \(store.name)", code: original ? .photoGone : .notFound)
         }
-        return ["key": .string(key), "bytes": .int(size), "sha256": .string(sha)]
+        return (["key": .string(key), "bytes": .int(size), "sha256": .string(sha)], storedFrom)
     }
 
     /// The job's photo, or nil when it is gone (a previous run stored it and cleaned up).
@@ -153,14 +157,15 @@ public struct UploadStage: Stage {
     ///
     /// The photo is reached in its folder, held open beneath the inbox with no link
     /// followed on the way (a nested photo's folder may have been swapped for a link to
-    /// anywhere); a folder is never removed, whatever stands at the photo's name now.
-    func releaseOriginal(_ photo: String) throws {
+    /// anywhere); a folder is never removed, and nothing but the file stored (`identity`):
+    /// a photo renamed over it, or written anew at its name, since it was opened is a drop
+    /// of its own and stays.
+    func releaseOriginal(_ photo: String, identity: String) throws {
         guard keepOriginals != .keep else { return }
         let relative = String(photo.dropFirst(inbox.count + 1))
         let held: (folder: OpenFolder, name: String)
         do { held = try OpenFolder(inbox, followLink: true).parentBeneath(relative) } catch let e as SystemError
             where [ENOENT, ENOTDIR, ELOOP, EXDEV].contains(e.errno) { return }  // nothing of this job's is there
-        guard let st = held.folder.entry(held.name), st.st_mode & S_IFMT != S_IFDIR else { return }
-        try keepOriginals.release(held.name, in: held.folder, as: relative, done: done)
+        try keepOriginals.release(held.name, in: held.folder, as: relative, done: done, identity: identity)
     }
 }

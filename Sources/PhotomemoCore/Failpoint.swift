@@ -7,16 +7,19 @@ import StageKit
 /// itself the 3rd time it passes that point. `NAME@SUBJECT=segv` instead raises SIGSEGV
 /// every time the point is passed for that subject — a poisonous input, e.g.
 /// `stage.run@compress:bad.jpg=segv` (stage `compress` about to run on photo `bad.jpg`).
-/// Unset, a point is one dictionary lookup.
+/// `NAME=pause:MS` sleeps MS milliseconds every time the point is passed (after a line on
+/// stderr saying so): a window for a test to act in. Unset, a point is one dictionary lookup.
 public enum Failpoint {
-    enum Action: Equatable { case killAt(Int), segfault }
+    enum Action: Equatable { case killAt(Int), segfault, pause(milliseconds: Int) }
 
     static let armed: [String: Action] = {
         guard let spec = ProcessInfo.processInfo.environment["PHOTOMEMO_FAILPOINTS"] else { return [:] }
         var out: [String: Action] = [:]
         for item in spec.split(separator: ",") {
             let parts = item.split(separator: "=")
-            out[String(parts[0])] = parts.count > 1 && parts[1] == "segv" ? .segfault : .killAt(parts.count > 1 ? Int(parts[1]) ?? 1 : 1)
+            let value = parts.count > 1 ? String(parts[1]) : "1"
+            out[String(parts[0])] = value == "segv" ? .segfault
+                : value.hasPrefix("pause:") ? .pause(milliseconds: Int(value.dropFirst(6)) ?? 1000) : .killAt(Int(value) ?? 1)
         }
         return out
     }()
@@ -29,13 +32,19 @@ public enum Failpoint {
     /// Points: `queue.before_commit`, `inbox.before_commit`, `stage.before_journal`,
     /// `stage.after_journal`, `store.before_rename`, `files.before_folder_fsync` (several
     /// files renamed in, their folder not fsync'd: `DurableFile.write(_:in:)`),
-    /// `notify.before_send`, and `stage.run` (subject `STAGE:PHOTO`, or `STAGE:KEY` for a
+    /// `notify.before_send`, `upload.before_release` (the original stored, not yet released
+    /// from the inbox), and `stage.run` (subject `STAGE:PHOTO`, or `STAGE:KEY` for a
     /// job without a photo).
     public static func hit(_ name: String, subject: String? = nil) {
         guard !armed.isEmpty else { return }
         if let subject, armed["\(name)@\(subject)"] == .segfault {
             StandardStream.err("failpoint \(name)@\(subject) hit: raising SIGSEGV\n")
             raise(SIGSEGV)
+        }
+        if case .pause(let ms)? = armed[name] {
+            StandardStream.err("failpoint \(name) hit: pausing \(ms) ms\n")
+            usleep(UInt32(ms) * 1000)
+            return
         }
         guard case .killAt(let n)? = armed[name] else { return }
         let count = hits.withLock { h -> Int in

@@ -8,22 +8,46 @@ extension InboxOptions.Originals {
     /// it holds is safe: removed (`delete`), moved to `done` + its flat name (`move`:
     /// `DCIM%2FIMG_1.jpg`, so two folders' `IMG_1.jpg` never meet), or left (`keep`). Both
     /// the upload stage (a stored photo) and intake (a memo sidecar applied) release this way.
-    public func release(_ name: String, in folder: OpenFolder, as relative: String, done: String) throws {
+    ///
+    /// Only the file `identity` describes (`PhotoSeal.identity`) is released: a file renamed
+    /// over it since, or written anew at the name, is a drop of its own and stays. There is
+    /// no unlink-if-this-inode, so the entry is first renamed aside to a hidden name in its
+    /// folder and looked at there: what was checked is what goes, and a file that took the
+    /// name between the look and the rename is put back. Whether the file left.
+    @discardableResult
+    public func release(_ name: String, in folder: OpenFolder, as relative: String, done: String, identity: String) throws -> Bool {
+        guard self != .keep, let st = folder.entry(name), PhotoSeal.identity(st) == identity else { return false }
+        let aside = ".photomemo-release-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        do {
+            try syscall("rename \(folder.path)/\(name) aside", blocking: { pm_rename_noreplace(folder.fd, name, folder.fd, aside) })
+        } catch let e as SystemError where e.errno == ENOENT {
+            return false
+        }
+        guard let moved = folder.entry(aside), PhotoSeal.identity(moved) == identity else {
+            // Another drop: back under its name, or `NAME~2`, ... if yet another took it meanwhile.
+            try move(aside, in: folder, toFree: name, folder: folder.fd)
+            return false
+        }
         switch self {
-        case .keep: return
-        case .delete: try folder.remove(name)
+        case .keep: return false
+        case .delete: try folder.remove(aside)
         case .move:
             try FileManager.default.createDirectory(atPath: done, withIntermediateDirectories: true)
             // Never over a file already there (a name dropped again after a camera's counter
             // reset, or another user's top-level `DCIM%2FIMG_1.jpg`): that one gets `~2`, `~3`, ...
-            let flat = done + "/" + PhotoPolicy.flatName(relative)
-            for n in 1... {
-                let target = n == 1 ? flat : flat + "~\(n)"
-                do {
-                    try syscall("rename \(folder.path)/\(name) to \(target)", blocking: { pm_rename_noreplace(folder.fd, name, AT_FDCWD, target) })
-                    return
-                } catch let e as SystemError where e.errno == EEXIST && n < 10_000 {}
-            }
+            try move(aside, in: folder, toFree: done + "/" + PhotoPolicy.flatName(relative), folder: AT_FDCWD)
+        }
+        return true
+    }
+
+    /// Renames `from` to `target`, or `target~2`, `~3`, ... when taken: never over a file.
+    private func move(_ from: String, in folder: OpenFolder, toFree target: String, folder toFolder: Int32) throws {
+        for n in 1... {
+            let to = n == 1 ? target : target + "~\(n)"
+            do {
+                try syscall("rename \(folder.path)/\(from) to \(to)", blocking: { pm_rename_noreplace(folder.fd, from, toFolder, to) })
+                return
+            } catch let e as SystemError where e.errno == EEXIST && n < 10_000 {}
         }
     }
 }

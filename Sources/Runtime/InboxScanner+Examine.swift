@@ -56,8 +56,8 @@ extension InboxScanner {
             } else if try journal.isTaken(name: name, identity: identity) {
                 // A stored original still here (a folder renamed A→B→A while upload released
                 // it found nothing): released now, as upload would have.
-                if try journal.isStoredAndDone(name: name, identity: identity) {
-                    try quarantine.originals.value.release(base, in: folder, as: name, done: done)
+                if try journal.isStoredAndDone(name: name, identity: identity),
+                   try quarantine.originals.value.release(base, in: folder, as: name, done: done, identity: identity) {
                     report.releasedLate.append(name)
                 }
                 return nil

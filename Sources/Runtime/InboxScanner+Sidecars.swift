@@ -133,11 +133,10 @@ extension InboxScanner {
     func release(_ name: String, _ identity: String, in folder: OpenFolder, photo: String, uid: uid_t, _ report: inout Report) -> Bool {
         let originals = quarantine.originals.value
         let base = MemoSidecar.split(name).1
-        guard originals != .keep, MemoSidecar.releasedWith(photo: MemoSidecar.split(photo).1, uid: uid, in: folder) == base,
-              let now = folder.entry(base), PhotoSeal.identity(now) == identity else { return false }
+        guard originals != .keep, MemoSidecar.releasedWith(photo: MemoSidecar.split(photo).1, uid: uid, in: folder) == base
+        else { return false }
         do {
-            try originals.release(base, in: folder, as: name, done: done)
-            return true
+            return try originals.release(base, in: folder, as: name, done: done, identity: identity)
         } catch {
             report.errors.append("\(name): \(error)")
             return false

@@ -58,6 +58,30 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A photo renamed over one whose upload has stored it and is about to release it (an
+    /// rsync update; in a sticky inbox, another user's drop at a name its owner just freed):
+    /// upload removed whatever stood at the name, so the newer photo was lost and its own job
+    /// failed with `photo file is gone`. Both become records; the second leaves the inbox
+    /// through its own job. (`upload.before_release` holds the window open.)
+    @Test func aPhotoRenamedOverOneBeingReleasedBecomesItsOwnRecord() throws {
+        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+        try d.start(env: ["PHOTOMEMO_FAILPOINTS": "upload.before_release=pause:1500"])
+        try d.drop("orientation_portrait_1.jpg", as: "update.jpg")
+        try d.waitUntil("the first is stored, not yet released") { d.log.contains("failpoint upload.before_release hit") }
+        try d.drop("orientation_portrait_2.jpg", as: "update.jpg")
+        try d.waitIdle(jobs: 2, timeout: 60)
+        let jobs = try d.jobs()
+        #expect(jobs.map(\.state) == ["done", "done"], "\(jobs)")
+        let shas = try ["orientation_portrait_1.jpg", "orientation_portrait_2.jpg"].map {
+            try SHA256.hexOfFile(atPath: testPhotos.appendingPathComponent($0).path).hex
+        }
+        #expect(Set(try records(d).compactMap { $0["assets"]?["original"]?["sha256"]?.stringValue }) == Set(shas))
+        #expect(!FileManager.default.fileExists(atPath: d.home + "/inbox/update.jpg"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: d.home + "/inbox").filter { $0.hasPrefix(".photomemo-release") }.isEmpty)
+        #expect(d.quarantined().isEmpty)
+        #expect(d.stop().status == 0)
+    }
+
     @Test func aPhotoDroppedAgainAfterItsRecordWasDeletedIsANewRecord() throws {
         let d = try start()
         try d.drop("Nikon_D70.jpg", as: "a.jpg")
