@@ -34,6 +34,8 @@ public indirect enum RecordPredicate: Equatable, Sendable {
 public struct PredicateSyntaxError: Error, Equatable, CustomStringConvertible, Sendable {
     public let message: String
     public let column: Int
+    /// What was malformed, as a user is told: `predicate`, or `sort` for the sort keys.
+    public var subject = "predicate"
     public var description: String { column > 0 ? "\(message) at column \(column)" : message }
 }
 
@@ -64,7 +66,7 @@ public struct SortKey: Equatable, Sendable {
             var descending = false
             if s.hasPrefix("-") { descending = true; s.removeFirst() } else if s.hasPrefix("+") { s.removeFirst() }
             guard MemoJob.isIdentifier(s) else {
-                throw PredicateSyntaxError(message: "sort key \"\(part)\" is not a field name", column: column)
+                throw PredicateSyntaxError(message: "sort key \"\(part)\" is not a field name", column: column, subject: "sort")
             }
             return SortKey(key: s, descending: descending)
         }

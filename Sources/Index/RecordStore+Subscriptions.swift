@@ -42,8 +42,8 @@ extension RecordStore {
     /// Removes a subscription the viewer owns (admins: any).
     public func unsubscribe(_ id: String, viewer: Viewer) throws {
         try writing {
-            guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw RecordWriteError.notFound }
-            if case .user(let name) = viewer, owner.string(0) != name { throw RecordWriteError.notFound }
+            guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw RecordWriteError.noSubscription }
+            if case .user(let name) = viewer, owner.string(0) != name { throw RecordWriteError.noSubscription }
             try db.run("DELETE FROM subscriptions WHERE id = ?", [.text(id)])
         }
     }
@@ -149,8 +149,8 @@ extension RecordStore {
     /// Puts a subscription's failed deliveries back in line; returns how many.
     public func retryFailedDeliveries(subscription id: String, viewer: Viewer, now: Double) throws -> Int {
         try writing {
-            guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw RecordWriteError.notFound }
-            if case .user(let name) = viewer, owner.string(0) != name { throw RecordWriteError.notFound }
+            guard let owner = try db.queryOne("SELECT owner FROM subscriptions WHERE id = ?", [.text(id)]) else { throw RecordWriteError.noSubscription }
+            if case .user(let name) = viewer, owner.string(0) != name { throw RecordWriteError.noSubscription }
             return try db.run("UPDATE deliveries SET state = 'pending', attempts = 0, next_at = ? WHERE subscription_id = ? AND state = 'failed'",
                               [.double(now), .text(id)])
         }

@@ -5,6 +5,8 @@ import StageKit
 
 public enum RecordWriteError: Error, Equatable {
     case notFound
+    /// No subscription of that id the asker may see (theirs, or any for an admin).
+    case noSubscription
     case forbidden
     /// The record changed since the tag the client named.
     case conflict(current: String)

@@ -26,6 +26,10 @@ struct QueueLineParser {
         let photo: QueuedMemo.Photo
         do {
             memo = try MemoJob.parse(line: Array(bytes))
+            if let named = memo.owner, named != owner.name, !UnixUser.isAdmin(uid: owner.uid) {
+                Log.warning("\(name) line \(pos.line): \"owner\": \"\(Log.oneLine(named))\" is not honoured in a file of \(owner.name)'s "
+                            + "(only an admin's file may name another owner); the job is \(owner.name)'s")
+            }
             if memo.owner == nil || !UnixUser.isAdmin(uid: owner.uid) { memo.owner = owner.name }
             photo = try intake.resolvePhoto(memo.photo, owner: memo.owner)
             if let refused = allowance?.take() { throw refused }

@@ -167,6 +167,7 @@ struct WhoMayDoWhatTests {
         let bobs = try records(bob, d)
         #expect(Set(bobs.compactMap { $0["memo"]?.stringValue }) == ["claims to be alice", ""], "\(bobs)")
         #expect(bobs.allSatisfy { $0["owner"] == .string(bob) })
+        #expect(d.log.contains(#"queue.d/bob.jsonl line 2: "owner": "\#(alice)" is not honoured in a file of \#(bob)'s"#), "said so")
         let aliceTypes = Set(try records(alice, d).compactMap { $0["type"]?.stringValue })
         #expect(aliceTypes == ["Memo", "Photo"], "alice's IMG.jpg is her own Photo record: \(aliceTypes)")
         let snatch = try #require(try d.jobs().first { $0.memo.contains("Snatch") })

@@ -76,6 +76,20 @@ import Testing
         #expect(listed.first?["owner"]?.stringValue == ControlRig.owner.name)
     }
 
+    /// Errors name what was wrong: a bad sort key is the sort's (it was reported as a
+    /// predicate error), another user's subscription id is no subscription (it was "no such
+    /// record"). Attack review.
+    @Test func aBadSortKeyAndAnotherUsersSubscriptionAreNamedAsSuch() throws {
+        let c = try ControlRig()
+        let owners = try c.records.subscribe(Subscription(owner: ControlRig.owner.name, type: "Houses", predicate: "TRUEPREDICATE", firesOn: ["create"],
+                                                          alert: nil, sink: .socket, target: nil, secret: nil))
+        let r = try c.run([C(command: "query", args: ["type": "Memo", "sort": "memo;DROP"], caller: ControlRig.owner),
+                           C(command: "unsubscribe", args: ["subscription": .string(owners.id)], caller: ControlRig.other)])
+        #expect(r.replies[0].code == .badRequest)
+        #expect(r.replies[0].message == #"sort: sort key "memo;DROP" is not a field name at column 1"#)
+        #expect(r.replies[1].code == .notFound && r.replies[1].message == "no such subscription (or not yours)")
+    }
+
     /// A NUL in an update's memo or fields is refused (PostgreSQL's text cannot hold one)
     /// and the record stays as it was.
     @Test func updateRefusesANULInTheMemoOrAField() throws {

@@ -163,7 +163,7 @@ final class ControlConnection {
             commands.disconnected(self)
             pipe.write(Array((JSONValue.object(["event": "error", "error": ["code": .string(PhotomemoError.Code.tooSlow.rawValue),
                        "message": "client did not read events fast enough; disconnected"]]).jsonString + "\n").utf8))
-            Log.warning("dropping a control client (uid \(peer.uid) pid \(peer.pid)) that stopped reading")
+            Log.warning("disconnecting control client uid \(peer.uid) pid \(peer.pid): more than \(Self.maxBufferedBytes >> 20) MiB of events unread (too_slow)")
             pipe.closeAfterWrites(lingerMs: 10_000)
             return
         }

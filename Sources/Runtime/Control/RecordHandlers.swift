@@ -39,12 +39,13 @@ final class RecordHandlers: ControlHandler {
     static func recordError(_ error: Error) -> Error {
         switch error {
         case RecordWriteError.notFound: PhotomemoError(.notFound, "no such record (or not visible to you)")
+        case RecordWriteError.noSubscription: PhotomemoError(.notFound, "no such subscription (or not yours)")
         case RecordWriteError.forbidden: PhotomemoError(.forbidden, "the record's ACL does not let you change it")
         case RecordWriteError.badReference(let field, let record):
             PhotomemoError(.badReference, RecordWriteError.badReferenceMessage(field: field, record: record))
         case RecordWriteError.conflict(let current):
             PhotomemoError(.conflict, "the record changed since that tag; its change_tag is now \(current)")
-        case let e as PredicateSyntaxError: PhotomemoError(.badRequest, "predicate: \(e.description)")
+        case let e as PredicateSyntaxError: PhotomemoError(.badRequest, "\(e.subject): \(e.description)")
         default: error
         }
     }
