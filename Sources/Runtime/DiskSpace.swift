@@ -1,5 +1,5 @@
-import Foundation
 import EventLoop
+import Foundation
 import Glibc
 import StageKit
 
