@@ -43,7 +43,8 @@ struct Quarantine: Sendable {
     /// without replacing anything (`RENAME_NOREPLACE`): two entries of one flat name
     /// quarantined at the same instant (the intake lane and a stage's failure) each keep theirs.
     /// `gone`: the file was not there when its job failed: only the reason is written (a
-    /// file back under that name since is a new arrival, taken again, not this job's).
+    /// file back under that name since is a new arrival, taken again, not this job's), and
+    /// what is returned says so, `(not moved: PATH was gone; its reason is REASON)`.
     /// With `keep`, an inbox file is not moved and no reason file is written: the job's
     /// `quarantine` says it was kept in place, and its reason is the job's error.
     func moveEntry(_ base: String, in folder: OpenFolder?, name: String, reason: JSONValue, job: Int64?, gone: Bool = false) throws -> String {
@@ -83,7 +84,8 @@ struct Quarantine: Sendable {
                 try DurableFile.fsyncFolder(self.folder)
                 try syscall("fsync \(folder.path)", blocking: { fsync(folder.fd) })
             }
-            return target
+            // Nothing moved now: the file is there from a run before a crash, or it was gone.
+            return Files.exists(target) ? target : "(not moved: \(inbox)/\(name) was gone; its reason is \(reasonPath))"
         }
         throw PhotomemoError(.io, "no free name in quarantine for \(name)")
     }

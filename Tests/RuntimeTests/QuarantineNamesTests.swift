@@ -33,8 +33,11 @@ import Testing
     @Test func aReasonLeftByAnotherJobIsNeverOverwritten() throws {
         let r = try Rig()
         defer { try? FileManager.default.removeItem(atPath: r.dir) }
-        let first = try r.move("a.jpg", job: 1, gone: true)
-        #expect(first == r.dir + "/quarantine/a.jpg" && r.job(ofReason: first) == 1)
+        // What the job's `quarantine` says: no file, where its reason is (it named a file never there).
+        #expect(try r.move("a.jpg", job: 1, gone: true)
+                == "(not moved: \(r.inbox)/a.jpg was gone; its reason is \(r.dir)/quarantine/a.jpg.reason.json)")
+        let first = r.dir + "/quarantine/a.jpg"
+        #expect(r.job(ofReason: first) == 1)
         try r.drop("a.jpg", "second")
         let second = try r.move("a.jpg", job: 2)
         #expect(second == r.dir + "/quarantine/a.jpg~job2")
