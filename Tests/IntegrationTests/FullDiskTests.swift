@@ -57,9 +57,13 @@ struct FullDiskTests {
         #expect(d.stop().status == 0)
     }
 
-    /// Jobs running, the disk filled, the daemon killed and started again: it waits for
-    /// space at start-up (its log says so). The process, its log's path and the filler's.
-    func startedOnAFullDisk(_ d: DaemonHarness) throws -> (Process, String, String) {
+    /// Jobs running on a small disk, the disk filled, the daemon killed and started again:
+    /// `body` runs once it waits for space at start-up (its log says so), with the process,
+    /// its log's path and the filler's.
+    func onAFullDisk(_ body: (DaemonHarness, Process, _ log: String, _ filler: String) throws -> Void) throws {
+        let d = try DaemonHarness()
+        let unmount = try smallDisk(d, megabytes: 16)
+        defer { unmount() }
         try d.start(env: ["EFFECT_SLEEP": "3"])  // the exec stage holds its jobs running
         let photos = ["orientation_landscape_1.jpg", "orientation_landscape_2.jpg", "Nikon_D70.jpg"]
         for (i, photo) in photos.enumerated() { try d.drop(photo, as: "p\(i).jpg") }
@@ -77,19 +81,15 @@ struct FullDiskTests {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         p.standardError = FileHandle(forWritingAtPath: log)
         try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
         try d.waitUntil("it says it waits for space") { (try String(contentsOfFile: log, encoding: .utf8)).contains("waiting for space") }
-        return (p, log, filler)
+        try body(d, p, log, filler)
     }
 
     /// Killed while the disk is full, a daemon started again must wait for space rather
     /// than exit on its first write (resuming the interrupted jobs): it used to die with
     /// `database or disk is full`, leaving every photo until someone started it by hand.
-    @Test func aDaemonKilledOnAFullDiskComesUpWhenSpaceReturns() throws {
-        let d = try DaemonHarness()
-        let unmount = try smallDisk(d, megabytes: 16)
-        defer { unmount() }
-        let (p, log, filler) = try startedOnAFullDisk(d)
-        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
+    @Test func aDaemonKilledOnAFullDiskComesUpWhenSpaceReturns() throws { try onAFullDisk { d, p, log, filler in
         Thread.sleep(forTimeInterval: 1)
         #expect(p.isRunning, "the daemon exited on a full disk: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         unlink(filler)
@@ -100,23 +100,18 @@ struct FullDiskTests {
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
-    }
+    } }
 
     /// SIGTERM while it waits for space at start-up stops it at once with status 0, as it
     /// would once serving: the signal used to end it by its default action (status 143).
-    @Test func aDaemonWaitingForSpaceAtStartStopsOnSIGTERM() throws {
-        let d = try DaemonHarness()
-        let unmount = try smallDisk(d, megabytes: 16)
-        defer { unmount() }
-        let (p, log, _) = try startedOnAFullDisk(d)
-        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) }; p.waitUntilExit() }
+    @Test func aDaemonWaitingForSpaceAtStartStopsOnSIGTERM() throws { try onAFullDisk { d, p, log, _ in
         let sent = Date()
         kill(p.processIdentifier, SIGTERM)
         try d.waitUntil("it stops", timeout: 10) { !p.isRunning }
         #expect(p.terminationReason == .exit && p.terminationStatus == 0, "ended by \(p.terminationReason) \(p.terminationStatus)")
         #expect(Date().timeIntervalSince(sent) < 2)
         #expect((try String(contentsOfFile: log, encoding: .utf8)).contains("signal 15 while waiting for space: stopped"))
-    }
+    } }
 
     /// While the journal cannot write, `status` says so — `journal` down, since when and
     /// why, in the JSON and in the table — not only through a backlog that grows; once a
