@@ -72,6 +72,9 @@ public protocol JobControl: AnyObject, Sendable {
                bringBack: (_ job: Int64, _ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void)
         throws -> (retried: [Int64], refused: [(job: Int64, reason: String)])
     func cancel(jobs ids: [Int64], state: JobState, now: Double) throws -> [Int64]
+    /// The SHA-256 hex of every photo, rendition and stored asset a job not done names (its
+    /// photo, working set and results): objects the store must keep (`Journal+Maintenance`).
+    func contentHashesOfUnfinishedJobs() throws -> Set<String>
     /// Jobs the journal holds per state; those pruned are `prunedCounts`.
     func counts() throws -> [JobState: Int]
     /// Jobs pruned so far per end state (retention).

@@ -1,15 +1,19 @@
 import EventLoop
 import Index
+import Journal
 import StageKit
 
 /// Deletes store objects that no record uses any more (released by record deletes and by
 /// updates that replace an image), off the loop, a batch every couple of seconds or when
 /// poked. A store that is down keeps them queued for the next round. First it purges the
 /// trash of what was deleted longer ago than the definition's `"trash"`, in small
-/// transactions, so their objects go in the same round.
+/// transactions, so their objects go in the same round. An object a job not done may
+/// still need (the same bytes dropped again and stored, its record not made yet: any host's
+/// job) stays, as `verify` keeps it: deleting it lost that photo.
 final class AssetCollector {
     private let loop: EventLoop
     private let records: any RecordIndex
+    private let journal: any JobControl
     private let assets: any AssetStore
     private let timer: LoopTimer
     private var running = false
@@ -22,8 +26,10 @@ final class AssetCollector {
     /// a purge never holds the index's writer for long, and a round ends.
     static let purgeBatch = 100, purgeBatchesPerRound = 20
 
-    init(loop: EventLoop, records: any RecordIndex, assets: any AssetStore, trashSeconds: @escaping @Sendable () -> Double) throws {
+    init(loop: EventLoop, records: any RecordIndex, journal: any JobControl, assets: any AssetStore,
+         trashSeconds: @escaping @Sendable () -> Double) throws {
         self.loop = loop
+        self.journal = journal
         self.trashSeconds = trashSeconds
         self.records = records
         self.assets = assets
@@ -40,7 +46,7 @@ final class AssetCollector {
 
     func collect() {
         guard !running, holds == 0 else { return }
-        let records = self.records, store = self.assets
+        let (records, journal, store) = (self.records, self.journal, self.assets)
         let deletedBefore = unixNow() - trashSeconds()
         running = true
         loop.submit({ () -> [String] in
@@ -52,9 +58,16 @@ final class AssetCollector {
             } catch {
                 errors.append("purging the trash: \(error)")
             }
-            for key in (try? records.releasedAssets(limit: 200)) ?? [] {
+            let released = (try? records.releasedAssets(limit: 200)) ?? []
+            guard !released.isEmpty else { return errors }
+            let needed: Set<String>
+            do { needed = try journal.contentHashesOfUnfinishedJobs() } catch {
+                return errors + ["asking which objects jobs not done need: \(error)"]
+            }
+            for key in released {
                 do {
-                    if try !records.isReferenced(key) { try store.delete(key: key) }
+                    let jobNeedsIt = key.split(separator: "/").last.map { needed.contains(String($0)) } ?? false
+                    if try !jobNeedsIt && !records.isReferenced(key) { try store.delete(key: key) }
                     try records.forgetReleased(key)
                 } catch {
                     errors.append("\(key): \(error)")

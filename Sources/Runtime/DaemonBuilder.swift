@@ -93,7 +93,7 @@ struct DaemonBuilder {
                                                   execTimeoutMs: Int(options.sinkTimeoutSeconds * 1000), claimant: journal.host,
                                                   allowPrivateWebhooks: options.allowPrivateWebhooks)
         let trashSeconds: @Sendable () -> Double = { live.current.trashSeconds }
-        let collector = try AssetCollector(loop: loop, records: records, assets: opened.assets, trashSeconds: trashSeconds)
+        let collector = try AssetCollector(loop: loop, records: records, journal: journal, assets: opened.assets, trashSeconds: trashSeconds)
         let pruner = try Pruner(loop: loop, journal: journal, records: records, quarantine: quarantine, retention: { live.current.retention })
         let followers = try Followers(loop: loop, records: records)
         // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.

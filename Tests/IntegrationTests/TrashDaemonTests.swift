@@ -89,4 +89,28 @@ struct TrashDaemonTests {
         try d.waitUntil("--purge releases the original", timeout: 10) { !FileManager.default.fileExists(atPath: secondOriginal) }
         #expect(d.stop().status == 0)
     }
+
+    /// Purging a record whose bytes a job not done has stored again (the same photo dropped
+    /// anew, its job not yet at index): the object stays, and the new record's original is
+    /// there. The collector asked only the records: it deleted the object and the new
+    /// record pointed at nothing, the photo lost (attack review, on several hosts).
+    @Test func aPurgeKeepsAnObjectAJobNotDoneStoredAgain() throws {
+        let d = try users.start()
+        let (id, original) = try alicesPhoto(d)
+        #expect(try users.cli(alice, d, ["delete", id]).0 == 0)
+        #expect(try DaemonHarness.run(["pause", "index", "--home", d.home]).0 == 0)
+        try users.drop(alice, d, "Nikon_D70.jpg", as: "again.jpg")
+        try d.waitUntil("the new job has stored its photo and waits for index") {
+            try d.jobs("photo = 'again.jpg' AND state = 'queued' AND stage_index = 3").count == 1
+        }
+        #expect(try users.cli(alice, d, ["delete", id, "--purge"]).0 == 0)
+        Thread.sleep(forTimeInterval: 2.5)  // a collector round or two
+        #expect(FileManager.default.fileExists(atPath: original), "the object a job not done needs was deleted")
+        #expect(try DaemonHarness.run(["resume", "index", "--home", d.home]).0 == 0)
+        try d.waitUntil("the new record is made", timeout: 30) {
+            try users.records(alice, d).contains { $0["source"]?.stringValue == "again.jpg" }
+        }
+        #expect(try json(d, ["verify"])["damaged"]?.arrayValue?.isEmpty == true)
+        #expect(FileManager.default.fileExists(atPath: original))
+    }
 }

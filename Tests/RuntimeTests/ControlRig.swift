@@ -38,7 +38,7 @@ final class ControlRig {
         let loop = rig.loop, lane = SerialLane(loop: rig.loop)
         let intake = MemoIntake(photos: rig.t.photos, joinTimeoutSeconds: 600)
         let followers = try Followers(loop: loop, records: records)
-        let collector = try AssetCollector(loop: loop, records: records, assets: assets, trashSeconds: { 0 })
+        let collector = try AssetCollector(loop: loop, records: records, journal: rig.journal, assets: assets, trashSeconds: { 0 })
         let jobs = JobHandlers(loop: loop, journal: rig.journal, scheduler: rig.scheduler, events: rig.events, lane: lane, intake: intake,
                                records: records, reload: { $0(.failure(PhotomemoError(.badDefinition, "no reload in this test"))) })
         let recordHandlers = RecordHandlers(loop: loop, records: records, assets: assets, journal: rig.journal, events: rig.events,
