@@ -34,7 +34,7 @@ extension Journal {
     /// Each run's transitions, in the order of `runs` and of their jobs.
     private func writeSteps(_ db: any SQLConnection, _ runs: [StageRunSteps], now: Double) throws -> [[Transition]] {
         let ids = runs.flatMap { $0.steps.map { [SQLValue.int($0.job.context.id)] } }
-        let current = try RowSource.query(db, "SELECT j.id, j.state, j.photo_path, j.results, j.lease_host, j.stage_index FROM jobs j JOIN",
+        let current = try RowSource.query(db, "SELECT j.id, j.state, j.photo_path, j.results, j.lease_host, j.stage_index, j.attempts FROM jobs j JOIN",
                                           columns: [("id", "bigint")], rows: ids, "ON j.id = v.id")
         var byID: [Int64: Row] = [:]
         for r in current { byID[r.int(0)!] = r }
@@ -44,10 +44,12 @@ extension Journal {
             var done: [Transition] = []
             for (job, step) in run.steps {
                 let id = job.context.id
-                // Cancelled, or reclaimed by another host after this one's lease ran out,
-                // while the stage ran, or already past this stage (a retried write whose
-                // first try committed): keep what is there.
-                guard let row = byID[id], row.string(1) == "running", row.string(4) == host, row.int(5) == Int64(job.stageIndex) else {
+                // Cancelled, or reclaimed after this run's lease ran out (by another host, or
+                // by this one: a reclaim spends an attempt, so the claim this run came from
+                // is `attempts + 1`), while the stage ran, or already past this stage (a
+                // retried write whose first try committed): keep what is there.
+                guard let row = byID[id], row.string(1) == "running", row.string(4) == host, row.int(5) == Int64(job.stageIndex),
+                      row.int(6).map({ Int($0) + 1 }) == job.context.attempt else {
                     done.append(Transition(kind: .abandoned, quarantinePhoto: nil))
                     continue
                 }

@@ -101,6 +101,26 @@ import TestSupport
         #expect(try b.resumeInterrupted(maxAttempts: 5, crashed: [:], started: nil, signal: "", now: unixNow()).resumed == 1)
     }
 
+    /// The same host claims the job again after its own lease ran out (stopped past the
+    /// lease: SIGSTOP, a database outage): the first run's late outcome is dropped and the
+    /// second run's recorded. The check was host and stage only, so the first was recorded
+    /// and the live run's dropped (attack review on several hosts).
+    @Test func aRunWhoseLeaseRanOutIsDroppedWhenItsOwnHostClaimedTheJobAgain() throws {
+        let a = try host("a", lease: 0.2)
+        _ = try a.commitMemos([QueuedMemo(memo: MemoJob(memo: "x", type: "Memo"), photo: .none, key: "m", source: "a")], position: nil,
+                              file: "queue.jsonl", joinTimeoutSeconds: 60, now: unixNow())
+        let first = try #require(try a.claim(stageIndex: 0, stageName: "validate", limit: 1, crashSuspects: false, photoLocalEnd: photoLocalEnd, now: unixNow()).first)
+        let later = unixNow() + 1
+        #expect(try a.reclaimExpiredLeases(maxAttempts: 5, now: later).resumed == 1)
+        let second = try #require(try a.claim(stageIndex: 0, stageName: "validate", limit: 1, crashSuspects: false, photoLocalEnd: photoLocalEnd, now: later).first)
+        #expect(second.context.attempt == 2)
+        let step = JobStep(next: .advance(toStage: 1), event: "done", message: nil, result: nil)
+        #expect(try a.recordSteps([(first, step)], stageName: "validate", durationMs: 1, now: unixNow()).map(\.kind) == [.abandoned])
+        #expect(try a.recordSteps([(second, step)], stageName: "validate", durationMs: 1, now: unixNow()).map(\.kind) != [.abandoned])
+        let history = try a.history(first.context.id)
+        #expect(history.filter { $0.event == "done" }.map(\.attempt) == [2])
+    }
+
     @Test func queuePositionsAndTakenInboxFilesArePerHost() throws {
         let a = try host("a"), b = try host("b")
         let pos = QueuePosition(inode: 7, offset: 10, line: 1)
