@@ -7,8 +7,8 @@ import StageKit
 /// itself the 3rd time it passes that point. `NAME@SUBJECT=segv` instead raises SIGSEGV
 /// every time the point is passed for that subject — a poisonous input, e.g.
 /// `stage.run@compress:bad.jpg=segv` (stage `compress` about to run on photo `bad.jpg`).
-/// `NAME=pause:MS` sleeps MS milliseconds every time the point is passed (after a line on
-/// stderr saying so): a window for a test to act in. Unset, a point is one dictionary lookup.
+/// `NAME=pause:MS` (or `NAME@SUBJECT=pause:MS`) sleeps MS milliseconds every time the point
+/// is passed (after a line on stderr saying so): a window for a test to act in. Unset, a point is one dictionary lookup.
 public enum Failpoint {
     enum Action: Equatable { case killAt(Int), segfault, pause(milliseconds: Int) }
 
@@ -41,7 +41,7 @@ public enum Failpoint {
             StandardStream.err("failpoint \(name)@\(subject) hit: raising SIGSEGV\n")
             raise(SIGSEGV)
         }
-        if case .pause(let ms)? = armed[name] {
+        if case .pause(let ms)? = subject.flatMap({ armed["\(name)@\($0)"] }) ?? armed[name] {
             StandardStream.err("failpoint \(name) hit: pausing \(ms) ms\n")
             usleep(UInt32(ms) * 1000)
             return

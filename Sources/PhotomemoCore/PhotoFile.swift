@@ -69,17 +69,16 @@ public final class PhotoFile: @unchecked Sendable {  // immutable; the descripto
         // Before the size: nothing of another user's file is told.
         let owners = UnixUser.isAdmin(name: owner) || UnixUser.nameOrNumber(st.st_uid) == owner
         // The sealed size too: a photo grown since (sparse, to a terabyte) was read to its end.
-        guard owners, seal.map({ sameInode(st, seal: $0) && PhotoSeal.size($0).map { $0 == Int64(st.st_size) } ?? true }) ?? true else {
+        // Another inode is not refused here: it is not sealed (`PhotoSeal.holds`), so what
+        // reads it hashes it and refuses other bytes. Intake takes a file renamed over an
+        // unfinished job's photo with the same bytes as that job's photo (`addPhoto`), after
+        // the claim read the seal: refusing it failed the job and quarantined the photo.
+        guard owners, seal.map({ PhotoSeal.size($0).map { $0 == Int64(st.st_size) } ?? true }) ?? true else {
             return PhotomemoError(.badImage, "photo changed after it was taken: \(path) is not the file taken")
         }
         guard Int64(st.st_size) <= maxBytes else {
             return PhotomemoError(.badImage, "file is \(st.st_size) bytes, over max_bytes (\(maxBytes))")
         }
         return nil
-    }
-
-    /// Whether `st` is the inode `seal` names ("dev:ino:…").
-    static func sameInode(_ st: Glibc.stat, seal: String) -> Bool {
-        seal.split(separator: ":").prefix(2).map(String.init) == ["\(st.st_dev)", "\(st.st_ino)"]
     }
 }

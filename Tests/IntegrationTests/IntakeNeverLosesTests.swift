@@ -82,6 +82,26 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// The same bytes renamed over a photo just taken (a client that sends twice) are that
+    /// job's photo, not a second job (`addPhoto`): the job goes on with the new file. A stage
+    /// claimed before intake saw the second file refused it as "not the file taken" (the seal
+    /// it was claimed with named the first), and the photo went to quarantine with no record
+    /// (attack review: 7 of 12). `stage.run@validate:PHOTO` holds the claimed run back.
+    @Test func theSameBytesRenamedOverAPhotoJustTakenAreThatJobsPhoto() throws {
+        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+        try d.start(env: ["PHOTOMEMO_FAILPOINTS": "stage.run@validate:twice.jpg=pause:1500"])
+        try d.drop("Canon_40D.jpg", as: "twice.jpg")
+        try d.waitUntil("validate is claimed and held") { d.log.contains("failpoint stage.run hit") }
+        try d.drop("Canon_40D.jpg", as: "twice.jpg")
+        try d.waitIdle(jobs: 1, timeout: 60)
+        let jobs = try d.jobs()
+        #expect(jobs.map(\.state) == ["done"], "\(jobs)")
+        #expect(try records(d).count == 1)
+        #expect(d.quarantined().isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: d.home + "/inbox/twice.jpg"))
+        #expect(d.stop().status == 0)
+    }
+
     @Test func aPhotoDroppedAgainAfterItsRecordWasDeletedIsANewRecord() throws {
         let d = try start()
         try d.drop("Nikon_D70.jpg", as: "a.jpg")
