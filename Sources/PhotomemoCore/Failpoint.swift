@@ -8,7 +8,8 @@ import StageKit
 /// every time the point is passed for that subject — a poisonous input, e.g.
 /// `stage.run@compress:bad.jpg=segv` (stage `compress` about to run on photo `bad.jpg`).
 /// `NAME=pause:MS` (or `NAME@SUBJECT=pause:MS`) sleeps MS milliseconds every time the point
-/// is passed (after a line on stderr saying so): a window for a test to act in. Unset, a point is one dictionary lookup.
+/// is passed (after a line on stderr saying so): a window for a test to act in.
+/// Unset, a point is one dictionary lookup.
 public enum Failpoint {
     enum Action: Equatable { case killAt(Int), segfault, pause(milliseconds: Int) }
 
