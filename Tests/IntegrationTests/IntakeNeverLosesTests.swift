@@ -7,9 +7,9 @@ import Testing
 /// Nothing handed over is lost (issue #13, "Lost input"): each way a photo or a line used
 /// to be dropped, misread or held back, against the real daemon and the default job.
 @Suite(.serialized) struct IntakeNeverLosesTests {
-    func start() throws -> DaemonHarness {
+    func start(env: [String: String] = [:]) throws -> DaemonHarness {
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
-        try d.start()
+        try d.start(env: env)
         return d
     }
 
@@ -64,8 +64,7 @@ import Testing
     /// failed with `photo file is gone`. Both become records; the second leaves the inbox
     /// through its own job. (`upload.before_release` holds the window open.)
     @Test func aPhotoRenamedOverOneBeingReleasedBecomesItsOwnRecord() throws {
-        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
-        try d.start(env: ["PHOTOMEMO_FAILPOINTS": "upload.before_release=pause:1500"])
+        let d = try start(env: ["PHOTOMEMO_FAILPOINTS": "upload.before_release=pause:1500"])
         try d.drop("orientation_portrait_1.jpg", as: "update.jpg")
         try d.waitUntil("the first is stored, not yet released") { d.log.contains("failpoint upload.before_release hit") }
         try d.drop("orientation_portrait_2.jpg", as: "update.jpg")
@@ -88,8 +87,7 @@ import Testing
     /// it was claimed with named the first), and the photo went to quarantine with no record
     /// (attack review: 7 of 12). `stage.run@validate:PHOTO` holds the claimed run back.
     @Test func theSameBytesRenamedOverAPhotoJustTakenAreThatJobsPhoto() throws {
-        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
-        try d.start(env: ["PHOTOMEMO_FAILPOINTS": "stage.run@validate:twice.jpg=pause:1500"])
+        let d = try start(env: ["PHOTOMEMO_FAILPOINTS": "stage.run@validate:twice.jpg=pause:1500"])
         try d.drop("Canon_40D.jpg", as: "twice.jpg")
         try d.waitUntil("validate is claimed and held") { d.log.contains("failpoint stage.run hit") }
         try d.drop("Canon_40D.jpg", as: "twice.jpg")
