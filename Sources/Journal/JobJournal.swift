@@ -95,8 +95,13 @@ public protocol JobControl: AnyObject, Sendable {
     func finishedCount(since: Double) throws -> Int
     /// The daemons on this journal seen within `window` seconds (one, on SQLite).
     func hosts(window: Double, now: Double) throws -> [HostSummary]
-    /// This daemon is alive: written with each lease renewal.
-    func heartbeat(started: Double, pid: Int32, now: Double) throws
+    /// This daemon's heartbeat: written when it starts (it takes the host id), renewed with
+    /// each lease renewal while the host id is still its own (`Journal+Hosts`).
+    func heartbeat(_ daemon: DaemonProcess, now: Double) throws
+    /// This daemon's name among those sharing the journal ('' on SQLite).
+    var host: String { get }
+    func renewHeartbeat(_ daemon: DaemonProcess, now: Double) throws -> Bool
+    func lastHeartbeat() throws -> (daemon: DaemonProcess, seen: Double)?
     /// Nil while the journal's writes commit; else since when and why they fail.
     var writeFailure: JournalWriteFailure? { get }
 }

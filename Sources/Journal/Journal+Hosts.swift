@@ -4,13 +4,31 @@ import SQL
 /// The daemons sharing this journal: each writes a heartbeat with its lease renewals;
 /// `photomemo hosts` lists them with the jobs they hold and their recent rate.
 extension Journal {
-    /// This host is alive (started at `started`, process `pid`).
-    public func heartbeat(started: Double, pid: Int32, now: Double) throws {
+    /// This daemon takes the host id: its heartbeat, whoever wrote the last one.
+    public func heartbeat(_ daemon: DaemonProcess, now: Double) throws {
         try write { db in
             try db.run("""
-                INSERT INTO hosts(host, started, seen, pid) VALUES (?, ?, ?, ?)
-                ON CONFLICT(host) DO UPDATE SET started = excluded.started, seen = excluded.seen, pid = excluded.pid
-                """, [.text(host), .double(started), .double(now), .int(Int64(pid))])
+                INSERT INTO hosts(host, started, seen, pid, boot) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(host) DO UPDATE SET started = excluded.started, seen = excluded.seen, pid = excluded.pid, boot = excluded.boot
+                """, [.text(host), .double(daemon.started), .double(now), .int(Int64(daemon.pid)), .text(daemon.boot)])
+        }
+    }
+
+    /// This daemon is still alive: false when the host id's heartbeat is another daemon's
+    /// now (one started under the same `--host-id` and took it).
+    public func renewHeartbeat(_ daemon: DaemonProcess, now: Double) throws -> Bool {
+        try write { db in
+            try db.run("UPDATE hosts SET seen = ? WHERE host = ? AND pid = ? AND boot = ?",
+                       [.double(now), .text(host), .int(Int64(daemon.pid)), .text(daemon.boot)]) == 1
+        }
+    }
+
+    /// The daemon that wrote this host id's heartbeat last, and when.
+    public func lastHeartbeat() throws -> (daemon: DaemonProcess, seen: Double)? {
+        try read { db in
+            try db.queryOne("SELECT pid, boot, started, seen FROM hosts WHERE host = ?", [.text(host)]).map {
+                (DaemonProcess(pid: Int32($0.int(0)!), boot: $0.string(1)!, started: $0.double(2)!), $0.double(3)!)
+            }
         }
     }
 
@@ -31,6 +49,20 @@ extension Journal {
             }
             return out.sorted { ($0.stageRunsLastMinute, $0.host) > ($1.stageRunsLastMinute, $1.host) }
         }
+    }
+}
+
+/// A daemon process: its pid on the kernel run `boot` (`/proc/sys/kernel/random/boot_id`),
+/// a pair no other live process anywhere has.
+public struct DaemonProcess: Sendable, Equatable {
+    public let pid: Int32
+    public let boot: String
+    public let started: Double
+
+    public init(pid: Int32, boot: String, started: Double) {
+        self.pid = pid
+        self.boot = boot
+        self.started = started
     }
 }
 

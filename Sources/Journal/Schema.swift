@@ -160,7 +160,12 @@ enum Schema {
         // 12: reprocess jobs (`Journal+Reprocess`) counted by state for `status`, without
         // walking the other jobs.
         reprocessCounts,
+        // 13: which kernel run wrote a host's heartbeat, so a daemon taking a host id can
+        // tell its last daemon is gone (`Journal+Hosts`).
+        hostsBoot,
     ]
+
+    static let hostsBoot = "ALTER TABLE hosts ADD COLUMN boot TEXT NOT NULL DEFAULT '';"
 
     static let reprocessCounts = "CREATE INDEX jobs_reprocess ON jobs(state) WHERE origin = 'reprocess';"
 
@@ -293,5 +298,7 @@ enum Schema {
         retention(real: "DOUBLE PRECISION"),
         // 9: as SQLite's 12, reprocess jobs counted by state.
         reprocessCounts,
+        // 10: as SQLite's 13, the heartbeat's kernel run.
+        hostsBoot,
     ]
 }

@@ -85,8 +85,8 @@ public final class Daemon {
     /// Runs until SIGTERM/SIGINT; returns the process exit code.
     public func run() throws -> Int32 {
         SignalWatcher.holdStopSignals()  // a SIGTERM while starting is answered once serving
-        do { return try serve() } catch let stopped as DiskSpace.StoppedWhileWaiting {
-            Log.notice("signal \(stopped.signal) while waiting for space: stopped")
+        do { return try serve() } catch let stopped as StoppedWhileWaiting {
+            Log.notice("signal \(stopped.signal) while waiting for \(stopped.waitingFor): stopped")
             return 0
         }
     }
@@ -130,6 +130,8 @@ public final class Daemon {
         let crash = FatalSignalLog.lastCrash(in: home.crashLog)
         if let crash { Log.warning("the last run died of \(crash.signal) while running \(crash.running.count) jobs") }
         let started = StartMarks.lastStarted(in: home.startMarks)
+        // The host id first: resuming takes back the jobs leased to it.
+        try HostClaim.take(journal)
         let counts = try DiskSpace.waitingForSpace("resuming interrupted jobs") {
             try journal.resumeInterrupted(maxAttempts: definition.retry.maxAttempts, crashed: crash?.running ?? [:],
                                           started: started, signal: crash?.signal ?? "a fatal signal", now: unixNow())
@@ -139,7 +141,6 @@ public final class Daemon {
         for id in counts.crashLooped {
             Log.error("failed: the daemon died twice while its stage ran; not retried (photomemo retry \(id) runs it again)", job: id)
         }
-        try DiskSpace.waitingForSpace("the heartbeat") { try journal.heartbeat(started: unixNow(), pid: getpid(), now: unixNow()) }
         try FatalSignalLog.install(crashFile: home.crashLog, json: Log.format == .json)
 
         let (jobFile, registry, home, database, store) = (options.jobFile, registry, home, options.database, options.store)

@@ -33,9 +33,6 @@ enum DiskSpace {
         }
     }
 
-    /// SIGTERM or SIGINT while a start-up write waits for space: the daemon stops (status 0).
-    struct StoppedWhileWaiting: Error { let signal: Int32 }
-
     /// Runs a start-up write (resuming interrupted jobs, the heartbeat) until it is not
     /// refused for space: a daemon killed on a full disk must come up once space returns,
     /// as a running one goes on, not exit and leave its jobs until someone starts it.
@@ -45,7 +42,7 @@ enum DiskSpace {
             do { return try body() } catch where PhotomemoError.Code.of(error) == .noSpace {
                 if !logged { Log.error("\(what): \(error); waiting for space before starting") }
                 logged = true
-                if let signal = SignalWatcher.waitForStopSignal(upToMs: Int(delay * 1000)) { throw StoppedWhileWaiting(signal: signal) }
+                if let signal = SignalWatcher.waitForStopSignal(upToMs: Int(delay * 1000)) { throw StoppedWhileWaiting(signal: signal, waitingFor: "space") }
                 delay = min(delay * 2, 5)
             }
         }

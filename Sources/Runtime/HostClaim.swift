@@ -1,0 +1,59 @@
+import EventLoop
+import Foundation
+import Glibc
+import Journal
+import StageKit
+
+/// A host id is one daemon's on a shared journal: two under one id (machines cloned with the
+/// same hostname and home keep the default's) would resume and claim each other's jobs. At
+/// start a daemon takes the id with its heartbeat. When the last heartbeat under the id may be
+/// a live daemon's — recent, and not from a process of this kernel run that is gone — it first
+/// watches that heartbeat for two renewal periods (a third of a lease each, `LeaseKeeper`) and
+/// refuses to start if it moves. A daemon stopped or cut off longer than that loses the id:
+/// its next renewal finds another's heartbeat, and it stops.
+enum HostClaim {
+    /// This process, as its heartbeat names it.
+    static let me = DaemonProcess(pid: getpid(), boot: bootID(), started: unixNow())
+
+    /// On a journal without leases (SQLite in the home) no other daemon shares it: the home's lock is the claim.
+    static func take(_ journal: any JobJournal) throws {
+        let host = journal.host
+        if let leaseSeconds = journal.leaseSeconds, let last = try journal.lastHeartbeat(), mayBeAlive(last.daemon, seen: last.seen, leaseSeconds: leaseSeconds) {
+            let window = (leaseSeconds * 2 / 3 + 1).rounded(.up)
+            Log.notice("host id \(host): its last heartbeat (pid \(last.daemon.pid), \(age(last.seen)) ago) may be a running daemon's; watching it \(Int(window)) s before taking the id")
+            let until = unixNow() + window
+            while unixNow() < until {
+                if let signal = SignalWatcher.waitForStopSignal(upToMs: 500) {
+                    throw StoppedWhileWaiting(signal: signal, waitingFor: "host id \(host)'s last daemon")
+                }
+                if let now = try journal.lastHeartbeat(), now.seen != last.seen || now.daemon != last.daemon {
+                    throw PhotomemoError(.locked, "host id \"\(host)\" is in use by another running daemon on this database (pid \(now.daemon.pid), heartbeat \(age(now.seen)) ago): give each daemon its own --host-id")
+                }
+            }
+        }
+        try DiskSpace.waitingForSpace("the heartbeat") { try journal.heartbeat(me, now: unixNow()) }
+    }
+
+    /// Renewed within a lease, and not a process of this kernel run that has ended (nor this
+    /// one: a daemon served before in this process).
+    static func mayBeAlive(_ daemon: DaemonProcess, seen: Double, leaseSeconds: Double) -> Bool {
+        guard unixNow() - seen < leaseSeconds else { return false }
+        guard daemon.boot == me.boot else { return true }
+        return daemon.pid != me.pid && (kill(daemon.pid, 0) == 0 || errno == EPERM)
+    }
+
+    private static func age(_ seen: Double) -> String { "\(max(0, Int(unixNow() - seen))) s" }
+
+    /// The kernel run's id: a reboot changes it, so a pid written under another is no process here.
+    private static func bootID() -> String {
+        ((try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? "")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// SIGTERM or SIGINT while start-up waits (for space, for a host id's last daemon): the
+/// daemon stops (status 0).
+struct StoppedWhileWaiting: Error {
+    let signal: Int32
+    let waitingFor: String
+}
