@@ -13,16 +13,20 @@ extension InboxOptions.Originals {
     /// over it since, or written anew at the name, is a drop of its own and stays. There is
     /// no unlink-if-this-inode, so the entry is first renamed aside to a hidden name in its
     /// folder and looked at there: what was checked is what goes, and a file that took the
-    /// name between the look and the rename is put back. Whether the file left.
+    /// name between the look and the rename is put back. The hidden name says whose it is
+    /// and where it goes back (`asideName`): one a killed daemon left is put back by the next
+    /// one's walk (`leftByAnEarlierRun`), and taken from there as any file at that name.
+    /// Whether the file left.
     @discardableResult
     public func release(_ name: String, in folder: OpenFolder, as relative: String, done: String, identity: String) throws -> Bool {
         guard self != .keep, let st = folder.entry(name), PhotoSeal.identity(st) == identity else { return false }
-        let aside = ".photomemo-release-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        let aside = Self.asideName(for: name)
         do {
             try syscall("rename \(folder.path)/\(name) aside", blocking: { pm_rename_noreplace(folder.fd, name, folder.fd, aside) })
         } catch let e as SystemError where e.errno == ENOENT {
             return false
         }
+        Failpoint.hit("release.aside")
         guard let moved = folder.entry(aside), PhotoSeal.identity(moved) == identity else {
             // Another drop: back under its name, or `NAME~2`, ... if yet another took it meanwhile.
             try move(aside, in: folder, toFree: name, folder: folder.fd)
@@ -38,6 +42,36 @@ extension InboxOptions.Originals {
             try move(aside, in: folder, toFree: done + "/" + PhotoPolicy.flatName(relative), folder: AT_FDCWD)
         }
         return true
+    }
+
+    static let asidePrefix = ".photomemo-release-"
+
+    /// `.photomemo-release-PID-RANDOM-NAME`: this process's, and the name it goes back to (a
+    /// name past 200 bytes is cut short before its extension, so a put-back file is still a photo).
+    static func asideName(for name: String) -> String {
+        var back = name
+        if back.utf8.count > 200 {
+            let ext = PhotoPolicy.fileExtension(name).map { "." + $0 } ?? ""
+            back = String(name.dropLast(ext.count))
+            while back.utf8.count + ext.utf8.count > 200 { back.removeLast() }
+            back += ext
+        }
+        return asidePrefix + "\(getpid())-" + String(UInt64.random(in: 0...UInt64.max), radix: 16) + "-" + back
+    }
+
+    /// For a hidden release name of another process (a daemon killed between the rename
+    /// aside and the removal or the putting back), the name it goes back to; nil for any
+    /// other name, or one this process is releasing now.
+    public static func leftByAnEarlierRun(_ base: String) -> String? {
+        guard base.hasPrefix(asidePrefix) else { return nil }
+        let parts = base.dropFirst(asidePrefix.count).split(separator: "-", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, let pid = Int32(parts[0]), pid != getpid(), !parts[2].isEmpty else { return nil }
+        return String(parts[2])
+    }
+
+    /// Puts back a file `leftByAnEarlierRun` under `name` (or `name~2`, ... when taken).
+    public static func putBack(_ aside: String, in folder: OpenFolder, as name: String) throws {
+        try InboxOptions.Originals.delete.move(aside, in: folder, toFree: name, folder: folder.fd)
     }
 
     /// Renames `from` to `target`, or `target~2`, `~3`, ... when taken: never over a file.

@@ -119,6 +119,15 @@ extension InboxScanner {
                 }
                 continue
             }
+            if let back = InboxOptions.Originals.leftByAnEarlierRun(base) {
+                do {
+                    try InboxOptions.Originals.putBack(base, in: current.folder, as: back)
+                    Log.notice("put back \(name) as \(back): a daemon was killed while releasing it")
+                } catch {
+                    report.errors.append("putting back \(name): \(error)")
+                }
+                continue
+            }
             if PhotoPolicy.isIgnoredInboxName(name, globs: options.ignore) {
                 noteIfStale(name, base: base, in: current.folder, &report)
                 continue

@@ -100,6 +100,44 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    func hidden(_ d: DaemonHarness) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: d.home + "/inbox").filter { $0.hasPrefix(".photomemo-release") }
+    }
+
+    /// A daemon killed between renaming a stored photo aside and removing it (`release.aside`)
+    /// left its bytes hidden in the inbox for good. The next start puts the file back, and it
+    /// leaves as the stored photo it is: one record, nothing left.
+    @Test func aPhotoADaemonWasKilledReleasingLeavesAfterTheNextStart() throws {
+        let d = try start(env: ["PHOTOMEMO_FAILPOINTS": "release.aside=1"])
+        try d.drop("Canon_40D.jpg", as: "killed.jpg")
+        _ = try d.waitForExit(timeout: 60)
+        #expect(try hidden(d).count == 1)
+        try d.start()
+        try d.waitIdle(jobs: 1, timeout: 60)
+        try d.waitUntil("the inbox is empty") { try FileManager.default.contentsOfDirectory(atPath: d.home + "/inbox").isEmpty }
+        #expect(d.log.contains("put back .photomemo-release-"))
+        #expect(try records(d).count == 1)
+        #expect(try d.jobs().map(\.state) == ["done"])
+        #expect(d.quarantined().isEmpty)
+        #expect(d.stop().status == 0)
+    }
+
+    /// Another drop renamed over a photo being released goes aside with it, and back under
+    /// its name; a daemon killed before that left it hidden, lost. The next start puts it
+    /// back: a record of its own.
+    @Test func aDropLeftAsideByAKilledDaemonBecomesARecord() throws {
+        let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
+        try FileManager.default.createDirectory(atPath: d.home + "/inbox", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: testPhotos.appendingPathComponent("Nikon_D70.jpg").path,
+                                         toPath: d.home + "/inbox/.photomemo-release-\(getpid() + 1)-5eed-update.jpg")
+        try d.start()
+        try d.waitIdle(jobs: 1, timeout: 60)
+        #expect(try d.jobs().map(\.photo) == ["update.jpg"])
+        #expect(try records(d).count == 1)
+        #expect(try hidden(d).isEmpty)
+        #expect(d.stop().status == 0)
+    }
+
     @Test func aPhotoDroppedAgainAfterItsRecordWasDeletedIsANewRecord() throws {
         let d = try start()
         try d.drop("Nikon_D70.jpg", as: "a.jpg")
