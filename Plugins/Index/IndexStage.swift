@@ -50,7 +50,7 @@ public struct IndexStage: BatchStage {
                 let acl = job.memo.acl == nil ? "" : " (an \"acl\" only by its owner)"
                 return .fail(.forbidden, "record \(job.memo.record ?? "?") named by the job may not be changed by \(job.memo.owner ?? "its owner")\(acl)")
             } catch {
-                return StageOutcome(catching: error, otherwise: { .retry(.of($0, or: .database), "index: \($0)") })
+                return StageOutcome(catching: error, dependency: StageEnvironment.recordIndexDependency, otherwise: { .retry(.of($0, or: .database), "index: \($0)") })
             }
         }
     }

@@ -24,7 +24,7 @@ public struct NotifyStage: Stage {
         do {
             return .continue(result: ["deliveries": .int(Int64(try store.fanOutPending()))])
         } catch {
-            return StageOutcome(catching: error, otherwise: { .retry(.of($0, or: .io), "notify: \($0)") })
+            return StageOutcome(catching: error, dependency: StageEnvironment.recordIndexDependency, otherwise: { .retry(.of($0, or: .io), "notify: \($0)") })
         }
     }
 }

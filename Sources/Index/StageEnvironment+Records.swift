@@ -2,6 +2,9 @@ import StageKit
 import Postgres
 
 extension StageEnvironment {
+    /// What `status` calls a record index its stages could not reach (its server restarting).
+    public static let recordIndexDependency = "record index"
+
     /// The record index `spec` names (nil: the definition's `database`), shared by every
     /// part of the daemon that names the same one, opened on first use: a `sqlite:` file,
     /// or the definition's `postgres://` database (on a connection of its own; a stage's

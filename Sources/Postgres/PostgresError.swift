@@ -21,6 +21,7 @@ public struct PostgresError: CodedError, Sendable, CustomStringConvertible {
     }
 
     public var isUnavailable: Bool { kind == .unavailable }
+    public var isOutage: Bool { isUnavailable }
     public var isUniqueViolation: Bool { sqlState == Self.uniqueViolation }
     /// Serialization failure or deadlock: the transaction may simply be run again.
     public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }

@@ -1,8 +1,14 @@
 import Foundation
 
-/// An error of a module PhotomemoCore does not see (PostgreSQL's) that knows its code.
+/// An error of a module PhotomemoCore does not see (PostgreSQL's) that knows its code,
+/// and whether it is an outage (the server gone or restarting, not the statement's fault).
 public protocol CodedError: Error {
     var errorCode: PhotomemoError.Code? { get }
+    var isOutage: Bool { get }
+}
+
+extension CodedError {
+    public var isOutage: Bool { false }
 }
 
 extension PhotomemoError.Code {
@@ -41,8 +47,9 @@ extension StageOutcome {
 
     /// The one ladder from a thrown error to an outcome, by the error's code, never its
     /// text: no space (any error) → the disk's outage; a store's failure by its kind, its
-    /// outage shown as `dependency`; anything else as `otherwise` says (`byCode` unless the
-    /// stage knows its other errors are transient).
+    /// outage shown as `dependency`, as is a database's (`CodedError.isOutage`: a record
+    /// index on a PostgreSQL server that restarts); anything else as `otherwise` says
+    /// (`byCode` unless the stage knows its other errors are transient).
     public init(catching error: any Error, dependency: String = "store",
                 otherwise: (any Error) -> StageOutcome = StageOutcome.byCode) {
         if PhotomemoError.Code.of(error) == .noSpace {
@@ -53,6 +60,8 @@ extension StageOutcome {
             case .transient: self = .retry(e.code ?? .io, e.message)
             case .permanent: self = .fail(e.code ?? .stageError, e.message)
             }
+        } else if let e = error as? any CodedError, e.isOutage {
+            self = .unavailable(dependency: dependency, e.errorCode ?? .dependency, "\(error)")
         } else {
             self = otherwise(error)
         }

@@ -3,6 +3,7 @@ import Index
 import IndexStage
 import StageKit
 import Testing
+import TestSupport
 
 /// `index` on a real record store (the home's SQLite file): a record per job key, updated
 /// and never duplicated, and no write to a record the job's owner may not change.
@@ -72,5 +73,25 @@ import Testing
         #expect(outcomes[0].result?["op"] == "create" && outcomes[2].result?["op"] == "create")
         if case .fail = outcomes[1] {} else { Issue.record("the job naming a missing record did not fail: \(outcomes[1])") }
         #expect(try all(h).count == 2)
+    }
+}
+
+/// The index's connection learns of a PostgreSQL restart only from the write that fails on
+/// it: an outage (DESIGN.md), which waits without spending the job's attempt, not a retry.
+@Suite struct IndexStageOutageTests {
+    @Test func theFirstWriteAfterAPostgreSQLRestartIsAnOutageOfTheIndex() throws {
+        let pg = try PostgresServer()
+        defer { pg.shutdown() }
+        let h = try StageHome()
+        let environment = StageEnvironment(home: URL(fileURLWithPath: h.root), database: try pg.createDatabase("outage"))
+        let stage = try IndexStage(options: StageOptions(validating: [:], against: IndexStage.options, place: "test"), environment: environment)
+        #expect(stage.run(IndexStageTests.job("k1")).result?["op"] == "create")
+        pg.stop(now: true)
+        try pg.start()
+        let outcome = stage.run(IndexStageTests.job("k2", sha: String(repeating: "cd", count: 32)))
+        guard case .unavailable(let dependency, let error) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(dependency == "record index" && error.code == .dependency, "\(error)")
+        // The next run reconnects and writes.
+        #expect(stage.run(IndexStageTests.job("k2", sha: String(repeating: "cd", count: 32))).result?["op"] == "create")
     }
 }
