@@ -15,15 +15,19 @@ public enum Sink {
     /// Why a delivery did not arrive, and whether trying again can help.
     public struct Failure: Sendable, Equatable, CustomStringConvertible {
         public enum Code: String, Sendable {
-            /// An outage or a passing refusal (5xx, 408, 429, no connection, a timeout, an
-            /// exec sink's failure): tried again with back-off.
+            /// The receiver cannot be reached or cannot take it now (no connection, a name that
+            /// does not resolve, 5xx, 408, 429; an exec sink's exit 69, EX_UNAVAILABLE): an
+            /// outage, tried again with capped back-off for as long as it lasts, never parked.
+            case unavailable
+            /// A failure of the sink's own (an exec sink's other non-zero exit, one that
+            /// cannot start): tried again with back-off, parked after `max_attempts`.
             case retryable
             /// The receiver refused this delivery for good (any other 4xx), or answered with a
             /// redirect (3xx), which is never followed: retrying only hammers it, so it is
             /// marked failed at once.
             case permanent
             /// The sink did not answer in time (an exec sink past `--sink-timeout`, a webhook
-            /// past its timeout): retried, and its subscription backs off while it keeps hanging.
+            /// past its timeout): an outage too, and its subscription backs off while it keeps hanging.
             case timedOut
         }
 
@@ -37,6 +41,9 @@ public enum Sink {
         }
 
         public static func retryable(_ reason: String) -> Failure { Failure(.retryable, reason) }
+
+        /// Whether it is the sink's outage (DESIGN.md: "an outage is not a failure").
+        public var isOutage: Bool { code == .unavailable || code == .timedOut }
     }
 
     /// A 4xx other than 408 (request timeout) and 429 (too many requests) refuses the
@@ -75,13 +82,13 @@ public enum Sink {
                 reason += ", \(location) (redirects are not followed: subscribe with the new URL)"
             }
             if !excerpt.isEmpty { reason += ": \(excerpt)" }
-            return .failed(Failure(isPermanent(status: status) ? .permanent : .retryable, reason))
+            return .failed(Failure(isPermanent(status: status) ? .permanent : .unavailable, reason))
         } catch let e as HTTPRequest.Failure where e.refused != nil {
             return .failed(Failure(.permanent, WebhookDestination.refusal(url, e.refused ?? "")))
         } catch let e as HTTPRequest.Failure where e.timedOut {
             return .failed(Failure(.timedOut, "\(url): \(e)"))
         } catch {
-            return .failed(.retryable("\(url): \(error)"))
+            return .failed(Failure(.unavailable, "\(url): \(error)"))
         }
     }
 
@@ -90,7 +97,8 @@ public enum Sink {
 
     /// Runs `command` with the event on stdin, in a clean environment (`PATH`, `HOME`,
     /// `LANG` and `variables`, e.g. `PHOTOMEMO_SUBSCRIPTION`), ended with its process group
-    /// after `timeoutMs`. Every failure is retryable: an exit status has no agreed meaning.
+    /// after `timeoutMs`. Exit 69 (EX_UNAVAILABLE, as for an exec stage) says what it talks to
+    /// is down; any other non-zero exit is its own failure.
     public static func exec(command: [String], body: Data, variables: [String: String] = [:],
                             timeoutMs: Int = defaultExecTimeoutMs) -> Result {
         guard !command.isEmpty else { return .failed(.retryable("empty command")) }
@@ -98,8 +106,9 @@ public enum Sink {
             let r = try Subprocess.run(command, stdin: [UInt8](body) + [0x0A],
                                        environment: SubprocessEnvironment.clean(documented: variables), timeoutMs: timeoutMs)
             if r.timedOut { return .failed(Failure(.timedOut, "\(command[0]) timed out after \(timeoutMs) ms")) }
-            if r.stopped { return .failed(.retryable("\(command[0]) was stopped: the daemon is shutting down")) }
+            if r.stopped { return .failed(Failure(.unavailable, "\(command[0]) was stopped: the daemon is shutting down")) }
             if r.status == 0 { return .delivered }
+            if r.status == 69 { return .failed(Failure(.unavailable, "\(command[0]) exit 69 (unavailable): \(r.stderrTail.suffix(200))")) }
             return .failed(.retryable("\(command[0]) exited with \(r.status.map(String.init) ?? "signal \(r.signal ?? 0)"): \(r.stderrTail.suffix(200))"))
         } catch {
             return .failed(.retryable("cannot start \(command[0]): \(error)"))

@@ -121,7 +121,8 @@ struct DaemonBuilder {
                 backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
-                quota: quota, trashCount: { try records.trashCount(owner: $0) }, lastVerify: { maintenance.lastVerify.value }))
+                quota: quota, trashCount: { try records.trashCount(owner: $0) }, lastVerify: { maintenance.lastVerify.value },
+                sinks: { deliverer.sinkHealth }))
         StartupSweep.run(home: home, journal: journal)
         let router = ControlRouter([
             jobs,

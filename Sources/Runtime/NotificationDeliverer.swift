@@ -8,10 +8,11 @@ import StageKit
 /// Delivers queued notifications (webhook and exec sinks) from the record index's
 /// outbox, as `DeliverySchedule` picks them: one in flight per subscription (change
 /// order), subscriptions served round robin, a sink that timed out backing off and retried
-/// in slots of its own, each delivery off the loop. A failure is retried with the job
-/// definition's back-off and jitter and, after its attempts, parked as `failed`
-/// (retryable with `subscriptions --retry-failed`); a permanent one (a webhook's 4xx) is
-/// parked at once.
+/// in slots of its own, each delivery off the loop. A sink's outage (no connection, 5xx, a
+/// timeout, exit 69) is retried with the job definition's capped back-off for as long as it
+/// lasts, never parked, and `status` shows the sink down meanwhile (`sinkHealth`); a failure
+/// of the sink's own is retried too and, after its attempts, parked as `failed`
+/// (`subscriptions --retry-failed`); a permanent one (a webhook's 4xx) is parked at once.
 /// A delivery is claimed (for this host, until its sink's deadline has surely passed)
 /// before it is sent, so daemons sharing a database never send one twice at once.
 final class NotificationDeliverer {
@@ -30,6 +31,8 @@ final class NotificationDeliverer {
     private var closed = false
     private var schedule = DeliverySchedule()
     private var idleWaiters: [() -> Void] = []
+    /// The sinks found down and up since start, by `SinkHealth.name`.
+    private(set) var sinkHealth: [String: SinkHealth] = [:]
 
     init(loop: EventLoop, events: EventBus, store: any RecordIndex, retry: @escaping () -> RetryPolicy,
          execTimeoutMs: Int = Sink.defaultExecTimeoutMs, claimant: String = "", allowPrivateWebhooks: Bool = false) throws {
@@ -126,7 +129,8 @@ final class NotificationDeliverer {
                 case .delivered: try store.finishDelivery(d.id, delivered: true, error: nil, retryAt: nil)
                 case .failed(let why):
                     // A permanent refusal (a 4xx) is not tried again: it would only hammer the receiver.
-                    parked = why.code == .permanent || attempt >= policy.maxAttempts
+                    // An outage spends no attempt: it waits, capped, for as long as it lasts.
+                    parked = why.code == .permanent || (!why.isOutage && attempt >= policy.maxAttempts)
                     // A sink that hangs waits longer with each timeout in a row, whichever delivery is next.
                     let hold = why.code == .timedOut ? DeliverySchedule.hold(
                         afterTimeouts: timeouts + 1, sinkTimeoutMs: d.subscription.sink == .exec ? execTimeoutMs : Sink.webhookTimeoutMs,
@@ -150,12 +154,14 @@ final class NotificationDeliverer {
                 self.idleWaiters = []
                 for w in waiters { w() }
             }
+            self.noteHealth(of: d.subscription, result)
             let fields: [String: JSONValue] = ["subscription": .string(d.subscription.id), "seq": .int(d.seq)]
             switch result {
             case .delivered: self.events.publish("notification_delivered", job: nil, fields, to: .owner(d.subscription.owner))
             case .failed(let why):
                 let end = why.code == .permanent ? "; refused for good, marked failed" : parked ? "; parked as failed"
-                    : why.code == .timedOut ? "; its subscription backs off, then retries" : "; will retry"
+                    : why.code == .timedOut ? "; its subscription backs off, then retries"
+                    : why.isOutage ? "; an outage: retried with back-off until it answers" : "; will retry"
                 Log.warning("notification \(d.subscription.id)-\(d.seq): \(why)\(end)")
                 self.events.publish(parked ? "notification_failed" : "notification_retry", job: nil,
                                     fields.merging(["reason": .string(why.reason)]) { a, _ in a }, to: .owner(d.subscription.owner))
@@ -164,5 +170,35 @@ final class NotificationDeliverer {
             // receiver's pace, not one delivery per timer tick.
             if case .delivered = result { self.kick() }
         }
+    }
+
+    /// A sink down (an outage) or answering again: logged once each way, shown in `status`.
+    private func noteHealth(of subscription: Subscription, _ result: Sink.Result) {
+        let name = SinkHealth.name(of: subscription)
+        switch result {
+        case .failed(let why) where why.isOutage:
+            if sinkHealth[name]?.reason == nil { Log.warning("\(name) is down: \(why.reason)") }
+            sinkHealth[name] = SinkHealth(owner: subscription.owner, reason: why.reason)
+        case .delivered:
+            if sinkHealth[name]?.reason != nil { Log.notice("\(name) answers again") }
+            sinkHealth[name] = SinkHealth(owner: subscription.owner, reason: nil)
+        case .failed:
+            break
+        }
+    }
+}
+
+/// Whether a webhook host or an exec sink answers, for `status` (its owner's and admins').
+struct SinkHealth: Equatable {
+    let owner: String?
+    /// Why it is down; nil once it answers.
+    let reason: String?
+
+    /// `webhook http://HOST:PORT` (no path, query or credentials: they may carry secrets),
+    /// `exec sink SUBSCRIPTION`.
+    static func name(of s: Subscription) -> String {
+        guard s.sink == .webhook else { return "exec sink \(s.id)" }
+        guard let u = URLComponents(string: s.target ?? ""), let host = u.host else { return "webhook of \(s.id)" }
+        return "webhook \(u.scheme ?? "http")://\(host)\(u.port.map { ":\($0)" } ?? "")"
     }
 }

@@ -46,9 +46,18 @@ import Testing
     @Test func aNonZeroExitIsAFailureWithTheStatusAndStderr() {
         let r = Sink.exec(command: ["/bin/sh", "-c", "echo 'receiver is full' >&2; exit 3"], body: Data("{}".utf8))
         guard case .failed(let why) = r else { Issue.record("exit 3 counted as delivered"); return }
-        #expect(why.code == .retryable)  // an exit status has no agreed meaning: tried again
+        #expect(why.code == .retryable && !why.isOutage)  // its own failure: tried again, parked after max_attempts
         #expect(why.reason.hasPrefix("/bin/sh exited with 3"))
         #expect(why.reason.contains("receiver is full"))
+    }
+
+    /// Exit 69 (EX_UNAVAILABLE), as for an exec stage: what the sink talks to is down, an
+    /// outage retried for as long as it lasts.
+    @Test func exit69IsAnOutage() {
+        let r = Sink.exec(command: ["/bin/sh", "-c", "echo 'mail server down' >&2; exit 69"], body: Data("{}".utf8))
+        guard case .failed(let why) = r else { Issue.record("exit 69 counted as delivered"); return }
+        #expect(why.code == .unavailable && why.isOutage)
+        #expect(why.reason.contains("mail server down"))
     }
 
     @Test func aProgramThatCannotStartIsAFailure() {

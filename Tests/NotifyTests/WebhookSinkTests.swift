@@ -36,7 +36,7 @@ import Testing
         let listener = try HTTPListener(status: 503)
         defer { listener.close() }
         let r = Sink.post(url: listener.url, body: Self.body, secret: "s3cret", eventID: "s1-7")
-        #expect(r == .failed(.retryable("\(listener.url) answered HTTP 503")))
+        #expect(r == .failed(Sink.Failure(.unavailable, "\(listener.url) answered HTTP 503")))
         #expect(listener.requests.value.count == 1)  // it did arrive: the failure is the receiver's answer
     }
 
@@ -74,14 +74,14 @@ import Testing
     }
 
     @Test(arguments: [408, 429, 500, 502, 503])
-    func timeoutsThrottlingAnd5xxStayRetryable(status: Int) throws {
+    func timeoutsThrottlingAnd5xxAreAnOutage(status: Int) throws {
         let listener = try HTTPListener(status: status)
         defer { listener.close() }
         guard case .failed(let why) = Sink.post(url: listener.url, body: Self.body, secret: nil, eventID: "e") else {
             Issue.record("HTTP \(status) delivered")
             return
         }
-        #expect(why.code == .retryable)
+        #expect(why.code == .unavailable && why.isOutage)
     }
 
     @Test func aRefusedConnectionIsAFailureNamingTheURL() throws {
@@ -90,7 +90,7 @@ import Testing
             Issue.record("delivered to a closed port")
             return
         }
-        #expect(why.code == .retryable)
+        #expect(why.code == .unavailable && why.isOutage)
         #expect(why.reason.hasPrefix(url + ": "))
         #expect(why.reason.lowercased().contains("connect"))
     }

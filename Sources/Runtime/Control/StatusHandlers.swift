@@ -33,6 +33,8 @@ final class StatusHandlers: ControlHandler {
         var trashCount: (@Sendable (_ owner: String?) throws -> Int)? = nil
         /// The last `verify` run, when there was one since the daemon started.
         var lastVerify: () -> VerifyReport? = { nil }
+        /// Webhook hosts and exec sinks found down or up (`NotificationDeliverer`).
+        var sinks: () -> [String: SinkHealth] = { [:] }
     }
 
     let loop: EventLoop
@@ -101,6 +103,8 @@ final class StatusHandlers: ControlHandler {
     func status(_ caller: Caller, _ reply: @escaping Reply) {
         let journal = self.journal, host = live.host, database = live.database
         let loopState = loopSnapshot()
+        // A subscription's sink is its owner's business (and admins').
+        let sinks = live.sinks().filter { caller.isAdmin || $0.value.owner == caller.name }
         let quota = live.quota, trashCount = live.trashCount
         let queueFiles = live.queueFiles().filter { caller.isAdmin || $0.owner == caller.uid }.sorted { $0.name < $1.name }.map { f in
             JSONValue.object(["name": .string(f.name), "owner": f.owner.map { .string(UnixUser.nameOrNumber($0)) } ?? .null,
@@ -148,6 +152,7 @@ final class StatusHandlers: ControlHandler {
             } ?? .null
             var deps: [String: JSONValue] = [:]
             for (d, up) in snapshot.dependencies { deps[d] = up ? "up" : "down" }
+            for (d, sink) in sinks { deps[d] = sink.reason == nil ? "up" : "down" }
             if journalError != nil { deps["journal"] = "down" }
             let writeError = snapshot.journalWriteFailure.map { f -> JSONValue in
                 ["since": .string(isoTimestamp(f.since)), "error": .string(f.error)]
@@ -174,7 +179,8 @@ final class StatusHandlers: ControlHandler {
                             "inbox_stale_bytes": .int(snapshot.inboxStale.bytes)],
                 "dependencies": .object(deps),
                 // A stage's reason can quote its program's stderr: an admin's to read, like the journal's errors.
-                "dependency_reasons": .object(snapshot.dependencyReasons.mapValues { .string(caller.isAdmin ? $0 : Self.withheld) }),
+                "dependency_reasons": .object(snapshot.dependencyReasons.mapValues { .string(caller.isAdmin ? $0 : Self.withheld) }
+                    .merging(sinks.compactMapValues { $0.reason.map(JSONValue.string) }) { a, _ in a }),
                 "queue_files": .array(queueFiles),
                 "quota": quotaReport,
                 "verify": snapshot.lastVerify?.counts ?? .null,
