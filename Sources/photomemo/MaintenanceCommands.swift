@@ -46,10 +46,14 @@ let restoreCommand = Command(
         let s = try BackupRestore.restore(from: Home(args.positionals[0]).root, home: Home(home).root, database: args.value("database"))
         if args.has("json") {
             Output.json(["home": .string(s.home), "engine": .string(s.engine), "objects": .int(Int64(s.objects)), "bytes": .int(s.bytes),
-                         "job_definition": s.jobDefinition.map(JSONValue.string) ?? .null])
+                         "job_definition": s.jobDefinition.map(JSONValue.string) ?? .null,
+                         "rewritten": .array(s.rewritten.map(JSONValue.string))])
             return 0
         }
         Output.line("restored \(s.engine) database and \(s.objects) store objects (\(s.bytes) bytes checked) into \(s.home)")
+        for change in s.rewritten {
+            Output.line("its definition's \(change), restored in \(s.home): a restored home never shares the original's")
+        }
         Output.line("start it: photomemo serve --home \(s.home)" + (s.jobDefinition.map { " --job \($0)" } ?? "")
             + (args.value("database").map { " --database \($0)" } ?? ""))
         return 0

@@ -19,6 +19,9 @@ public enum BackupRestore {
         public let bytes: Int64
         /// The restored definition file, to start the daemon with (`--job`).
         public let jobDefinition: String?
+        /// What that definition named of its own place, now the restored home's
+        /// (`store file:/data/objects is now file:store`).
+        public let rewritten: [String]
     }
 
     /// `database`: for a PostgreSQL backup, the empty database to restore into.
@@ -38,11 +41,16 @@ public enum BackupRestore {
         let staging = parent + "/." + (home as NSString).lastPathComponent + ".restoring-\(getpid())"
         try? FileManager.default.removeItem(atPath: staging)
         try syscall("mkdir \(staging)", blocking: { mkdir(staging, 0o750) })
+        var rewritten: [String] = []
         do {
             // Each copy is hashed again: the backup's files may change after the check (a
             // folder another user can write), and only bytes the manifest names are restored.
             for f in manifest.files where f.path != "database.pgdump" {
                 try copyChecked(dir + "/" + f.path, to: staging + "/" + f.path, sha256: f.sha256, what: "file \(f.path)")
+            }
+            // A PostgreSQL database and an S3 store are restored where they are named.
+            if manifest.engine == "sqlite", manifest.store.hasPrefix("file:"), let job = manifest.jobDefinition {
+                rewritten = try enginesInTheHome(staging + "/" + job)
             }
             try syscall("mkdir \(staging)/store", blocking: { mkdir(staging + "/store", 0o750) })
             for o in manifest.objects where o.copied {
@@ -61,7 +69,24 @@ public enum BackupRestore {
             throw error
         }
         return Summary(home: home, engine: manifest.engine, objects: manifest.objects.filter(\.copied).count, bytes: bytes,
-                       jobDefinition: manifest.jobDefinition.map { home + "/" + $0 })
+                       jobDefinition: manifest.jobDefinition.map { home + "/" + $0 }, rewritten: rewritten)
+    }
+
+    /// A definition naming a `file:` store or a SQLite database of its own place
+    /// (`file:/data/objects`) would have the restored home use the original's — and its
+    /// collector and `verify --repair` delete the objects the original stored since, as
+    /// orphans. Both were copied into NEWHOME: the restored definition names those. What
+    /// it named before, for each one changed.
+    static func enginesInTheHome(_ definition: String) throws -> [String] {
+        guard let data = FileManager.default.contents(atPath: definition), var job = try JSONValue.parse(data).objectValue else { return [] }
+        var changed: [String] = []
+        for (key, prefix, home) in [("store", "file:", StageEnvironment.defaultStore), ("database", "sqlite:", StageEnvironment.defaultDatabase)] {
+            guard let named = job[key]?.stringValue, named.hasPrefix(prefix), named != home else { continue }
+            job[key] = .string(home)
+            changed.append("\(key) \(named) is now \(home)")
+        }
+        if !changed.isEmpty { try DurableFile.write(JSONValue.object(job).jsonData, to: definition) }
+        return changed
     }
 
     static func copyChecked(_ source: String, to target: String, sha256: String, what: String) throws {
