@@ -59,6 +59,21 @@ struct MaintenanceAccessTests {
         #expect(try json(d, ["backup", sticky + "/backup"])["manifest"] != nil)
     }
 
+    /// A backup inside a folder the daemon takes files from or removes them in: the inbox
+    /// took the backup's objects as photos (27 junk records, the backup left without them;
+    /// attack review). Refused before a folder is made.
+    @Test func aBackupInsideTheInboxOrTheStoreIsRefused() throws {
+        let d = try users.start()
+        for (dir, folder) in [(d.home + "/inbox/bk", d.home + "/inbox"), (d.home + "/inbox/DCIM/bk", d.home + "/inbox"),
+                              (d.home + "/store/bk", d.home + "/store"), (d.home + "/queue.d/bk", d.home + "/queue.d")] {
+            try FileManager.default.createDirectory(atPath: (dir as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            let (status, _, err) = try DaemonHarness.run(["backup", dir, "--home", d.home])
+            #expect(status == 1 && err.contains("backup folder \(dir) is inside \(folder), which the daemon takes files from or removes them in"), "\(dir): \(err)")
+            #expect(!FileManager.default.fileExists(atPath: dir), "\(dir) made")
+        }
+        #expect(try d.stateCounts().isEmpty)
+    }
+
     /// `restore` checks each file the manifest names by reading it whole: a symlink to
     /// /dev/zero or a FIFO no one writes (in a backup someone tampered with) is refused
     /// at once, not read forever (it went on past SIGTERM: only SIGKILL ended it).

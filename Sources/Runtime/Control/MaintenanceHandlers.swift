@@ -23,6 +23,8 @@ final class MaintenanceHandlers: ControlHandler, ClosingService {
         let scratch: String
         let definition: () -> JobDefinition
         let collector: AssetCollector
+        /// Folders the daemon takes files from or removes them in: no backup goes there.
+        var daemonFolders: [String] = []
     }
 
     /// Bytes a second verify reads from the store unless the request names a rate.
@@ -56,7 +58,7 @@ final class MaintenanceHandlers: ControlHandler, ClosingService {
                 throw PhotomemoError(.badRequest, "backup needs an absolute folder without '..', got \"\(dir)\"")
             }
             let writer = BackupWriter(source: parts.backup, store: parts.store, definitionSource: parts.definition().source,
-                                      cancelled: { stopping.value })
+                                      cancelled: { stopping.value }, daemonFolders: parts.daemonFolders)
             work = {
                 let m = try writer.write(to: dir)
                 Log.notice("backup to \(dir): \(m.objects.count) objects, \(m.damaged.count) damaged left out, \(m.missing.count) missing")

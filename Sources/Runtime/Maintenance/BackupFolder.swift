@@ -9,9 +9,17 @@ import Stores
 enum BackupFolder {
     /// Makes `dir` (mode 0750), or accepts it when it is an empty folder; anything else is
     /// refused before a byte is written, so nothing of what is there is ever overwritten.
-    /// Returns the path to write through: `dir` with its parent's symlinks resolved.
-    static func createEmpty(_ dir: String, what: String) throws -> String {
+    /// Returns the path to write through: `dir` with its parent's symlinks resolved. Never
+    /// inside one of `daemonFolders` (the inbox, the store, ...): the daemon would take what
+    /// is written there as photos, or delete it.
+    static func createEmpty(_ dir: String, what: String, outside daemonFolders: [String] = []) throws -> String {
         let dir = try onlyAdminsCanChange(dir, what: what)
+        for folder in daemonFolders {
+            let real = realpath(folder, nil).map { p in defer { free(p) }; return String(cString: p) } ?? folder
+            if dir == real || dir.hasPrefix(real + "/") {
+                throw PhotomemoError(.badUsage, "\(what) \(dir) is inside \(real), which the daemon takes files from or removes them in: name a folder outside it")
+            }
+        }
         var st = stat()
         if lstat(dir, &st) == 0 {
             guard st.st_mode & S_IFMT == S_IFDIR else { throw PhotomemoError(.badUsage, "\(what) \(dir) exists and is not a folder") }

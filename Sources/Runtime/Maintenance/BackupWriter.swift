@@ -24,9 +24,11 @@ struct BackupWriter {
     /// The definition's file, or a name like "built-in photo-memo" (not copied).
     let definitionSource: String
     let cancelled: @Sendable () -> Bool
+    /// Where a backup may not go (`BackupFolder.createEmpty`): the home's inbox, queue.d, store, ...
+    var daemonFolders: [String] = []
 
     func write(to asked: String) throws -> BackupManifest {
-        let dir = try BackupFolder.createEmpty(asked, what: "backup folder")
+        let dir = try BackupFolder.createEmpty(asked, what: "backup folder", outside: daemonFolders + ((store as? LocalStore).map { [$0.root] } ?? []))
         var files: [BackupManifest.File] = []
         let engine: String, schemas: [String: Int]
         var recordKeys: Set<String>? = nil
