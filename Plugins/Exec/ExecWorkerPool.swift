@@ -158,6 +158,8 @@ final class ExecWorkerPool: @unchecked Sendable {
         defer { cond.broadcast(); cond.unlock() }
         guard slots[i].process === process else { return }  // an earlier worker of this slot
         switch event {
+        case .line where slots[i].dying, .lineTooLong where slots[i].dying:
+            return  // being ended: what else it says is not read, nor logged (a flood of lines wrote 29 MB of log)
         case .line(let bytes):
             if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0D || $0 == 0x09 }) { return }
             guard case .object(var answer)? = try? JSONValue.parse(Data(bytes)), let id = answer["request"]?.intValue,
@@ -198,7 +200,7 @@ final class ExecWorkerPool: @unchecked Sendable {
 
     /// Ends slot `i`'s worker (the lock held): its unanswered jobs retry with `reason`.
     private func end(_ i: Int, _ process: WorkerProcess, because reason: String, code: PhotomemoError.Code = .stageError) {
-        guard slots[i].process === process else { return }
+        guard slots[i].process === process, !slots[i].dying else { return }
         for p in slots[i].pending.values where p.outcome == nil { p.outcome = .retry(code, reason + tail(i)) }
         slots[i].dying = true
         process.terminate()

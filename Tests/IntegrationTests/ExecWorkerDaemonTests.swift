@@ -50,6 +50,36 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A worker flooding stdout with lines that answer no job is ended at the first, and
+    /// nothing more it says is read or logged: it wrote 204,829 warnings (29 MB of log)
+    /// for one job while it was being ended (attack review). The job is retried and done.
+    @Test func aWorkerFloodingStdoutIsEndedOnceAndDoesNotFloodTheLog() throws {
+        let d = try DaemonHarness(stages: "{}")
+        let worker = d.root + "/flood.py"
+        let flooded = d.root + "/flooded"
+        try """
+            import json, os, sys
+            for line in sys.stdin:
+                job = json.loads(line)
+                if not os.path.exists("\(flooded)"):
+                    open("\(flooded)", "w").close()
+                    for i in range(100000): print(json.dumps({"junk": i}))
+                    sys.stdout.flush()
+                print(json.dumps({"request": job["request"], "outcome": "continue"}), flush=True)
+            """.write(toFile: worker, atomically: true, encoding: .utf8)
+        try """
+            {"name": "flood", "stages": [{"use": "exec", "with": {"command": ["python3", "\(worker)"], "workers": 1, "timeout_ms": 20000}}],
+             "retry": {"max_attempts": 4, "base_ms": 50, "max_ms": 200}}
+            """.write(toFile: d.jobFile, atomically: true, encoding: .utf8)
+        try d.start()
+        try d.append(#"{"memo":"one"}"# + "\n")
+        try d.waitIdle(jobs: 1)
+        #expect(try d.jobs().first?.state == "done")
+        let ended = try String(contentsOfFile: d.logPath, encoding: .utf8).split(separator: "\n").filter { $0.contains("not an answer to a job it has") }
+        #expect(ended.count == 1, "\(ended.count) lines")
+        #expect(d.stop().status == 0)
+    }
+
     @Test func aSIGKILLedDaemonLeavesNoWorkerAndItsJobsFinishAfterTheRestart() throws {
         let marker = "pm-worker-\(UInt32.random(in: 0...UInt32.max))"
         // Each job takes 6 s: a worker left behind notices its closed pipes only when it
