@@ -38,9 +38,16 @@ func printStatus(_ s: JSONValue) {
     Output.line(Output.tint("photomemo \(s["version"]?.stringValue ?? "?")", .bold)
         + " · up \(Output.duration(s["uptime_s"]?.doubleValue ?? 0)) · job \(s["job_definition"]?.stringValue ?? "?") · "
         + (paused ? Output.tint("paused", .yellow) : Output.tint("running", .green)))
-    let jobs = s["jobs"] ?? .null
-    Output.line("jobs        " + ["queued", "running", "waiting", "done", "failed", "cancelled"]
-        .map { "\($0) \(jobs[$0]?.intValue ?? 0)" }.joined(separator: "  "))
+    // On a shared database, which daemon answered: each shows its own host's live state.
+    if let host = s["host"]?.stringValue, !host.isEmpty { Output.line("host        \(host) on \(s["database"]?.stringValue ?? "?")") }
+    if let unread = s["journal_error"]?.stringValue {
+        // Counts come from the journal: none is known, which is not zero.
+        Output.line("jobs        " + Output.tint("unknown: the journal cannot be read (" + Output.text(unread) + ")", .red))
+    } else {
+        let jobs = s["jobs"] ?? .null
+        Output.line("jobs        " + ["queued", "running", "waiting", "done", "failed", "cancelled"]
+            .map { "\($0) \(jobs[$0]?.intValue ?? 0)" }.joined(separator: "  "))
+    }
     Output.line("backlog     inbox \(s["backlog"]?["inbox_files"]?.intValue ?? 0) files  queue \(s["backlog"]?["queue_unread_bytes"]?.intValue ?? 0) bytes unread")
     let deps = (s["dependencies"]?.objectValue ?? [:]).sorted { $0.key < $1.key }
         .map { "\($0.key) " + ($0.value == "up" ? Output.tint("up", .green) : Output.tint("down", .red)) }

@@ -103,6 +103,9 @@ import Testing
             try json(a, ["status"])["dependencies"]?["journal"] == "down"
         }
         #expect(a.process?.isRunning == true)
+        // The text form says which daemon answered, and that the counts are unknown, not zero.
+        let (_, text, _) = try DaemonHarness.run(["status", "--home", a.home])
+        #expect(text.contains("host        a on postgres") && text.contains("jobs        unknown: the journal cannot be read ("), "\(text)")
         try pg.start()
         try a.waitIdle(jobs: 3, timeout: 90)
         #expect(try a.stateCounts() == ["done": 3])
