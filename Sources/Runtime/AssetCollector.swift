@@ -17,6 +17,7 @@ final class AssetCollector {
     private let assets: any AssetStore
     private let timer: LoopTimer
     private var running = false
+    private var failures = RepeatingFailureLog("releasing assets")
     /// The definition's `"trash"`, in seconds.
     private let trashSeconds: @Sendable () -> Double
     /// Backups and verify runs under way (`hold`): while any is, nothing is deleted.
@@ -76,7 +77,7 @@ final class AssetCollector {
             return errors
         }) { [unowned self] errors in
             self.running = false
-            for e in errors.prefix(3) { Log.warning("releasing assets: \(e)") }
+            if errors.isEmpty { self.failures.succeeded() } else { self.failures.failed(errors.prefix(3).joined(separator: "; ")) }
         }
     }
 }

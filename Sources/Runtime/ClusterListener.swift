@@ -24,6 +24,7 @@ final class ClusterListener: ClosingService {
     private var poll: SocketPoll?
     private let retryTimer: LoopTimer
     private var closed = false
+    private var failures = RepeatingFailureLog("cluster notifications")
 
     init(loop: EventLoop, url: String, host: String, onWork: @escaping () -> Void, onChanges: @escaping () -> Void) throws {
         self.loop = loop
@@ -64,11 +65,12 @@ final class ClusterListener: ClosingService {
                 let poll = try SocketPoll(loop: self.loop, fd: c.socket)
                 try poll.start { [unowned self] error in self.readable(error) }
                 self.poll = poll
+                self.failures.succeeded()
                 // Whatever was sent while we were not listening: look once.
                 self.onWork()
                 self.onChanges()
             } catch {
-                Log.warning("cluster notifications: \(error); retrying in 1 s")
+                self.failures.failed("\(error); retrying every second")
                 self.retryLater()
             }
         }
@@ -83,7 +85,7 @@ final class ClusterListener: ClosingService {
             // The socket is gone with the session: close its poll before the number is reused.
             poll?.close()
             poll = nil
-            Log.warning("cluster notifications lost: \(error); reconnecting")
+            failures.failed("lost: \(error); reconnecting")
             retryLater()
             return
         }

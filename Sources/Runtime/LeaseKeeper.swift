@@ -18,6 +18,7 @@ final class LeaseKeeper: ClosingService {
     private let timer: LoopTimer
     private var busy = false
     private var lostHostID = false
+    private var failures = RepeatingFailureLog("renewing leases")
 
     private enum Renewal {
         case renewed(ResumeCounts)
@@ -63,12 +64,13 @@ final class LeaseKeeper: ClosingService {
                 Log.error("host id \(queue.host) was taken by another daemon (pid \(pid.map(String.init) ?? "?")) while this one could not renew it: stopping; give each daemon its own --host-id")
                 kill(getpid(), SIGTERM)  // the one way a daemon stops: reverse order, grace for running stages
             case .success(.renewed(let counts)):
+                self.failures.succeeded()
                 if counts.resumed + counts.failed > 0 {
                     Log.notice("took back \(counts.resumed) jobs whose host's lease ran out (\(counts.failed) failed: out of attempts)")
                     self.scheduler.pump()
                 }
             case .failure(let e):
-                Log.warning("renewing leases: \(e)")
+                self.failures.failed("\(e)")
             }
         }
     }

@@ -33,6 +33,7 @@ final class NotificationDeliverer {
     private var idleWaiters: [() -> Void] = []
     /// The sinks found down and up since start, by `SinkHealth.name`.
     private(set) var sinkHealth: [String: SinkHealth] = [:]
+    private var claimFailures = RepeatingFailureLog("notifications")
 
     init(loop: EventLoop, events: EventBus, store: any RecordIndex, retry: @escaping () -> RetryPolicy,
          execTimeoutMs: Int = Sink.defaultExecTimeoutMs, claimant: String = "", allowPrivateWebhooks: Bool = false) throws {
@@ -84,9 +85,13 @@ final class NotificationDeliverer {
                                                             now: unixNow()) } }) { [unowned self] result in
             self.claiming = false
             defer { if self.again { self.again = false; self.tick() } }
-            guard case .success(let due) = result else {
-                if case .failure(let e) = result { Log.error("notifications: \(e)") }
-                return
+            let due: [OutboxDelivery]
+            switch result {
+            case .success(let claimed):
+                due = claimed
+                self.claimFailures.succeeded()
+            case .failure(let e):
+                return self.claimFailures.failed("\(e)", level: .error)
             }
             let (start, later) = self.schedule.pick(due)
             for d in start { self.deliver(d, store) }

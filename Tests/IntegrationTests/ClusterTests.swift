@@ -106,8 +106,12 @@ import Testing
         // The text form says which daemon answered, and that the counts are unknown, not zero.
         let (_, text, _) = try DaemonHarness.run(["status", "--home", a.home])
         #expect(text.contains("host        a on postgres") && text.contains("jobs        unknown: the journal cannot be read ("), "\(text)")
+        Thread.sleep(forTimeInterval: 2)  // the outbox's claim fails 4 times a second meanwhile
         try pg.start()
         try a.waitIdle(jobs: 3, timeout: 90)
+        // Said when it starts and when it ends, not at every failed claim (5 lines a second).
+        try a.waitUntil("the outbox says it works again") { a.log.contains("notifications: works again after") }
+        #expect(a.log.components(separatedBy: " error notifications: ").count - 1 == 1, "\(a.log)")
         #expect(try a.stateCounts() == ["done": 3])
         #expect(try c.records(a).count == 3)
         c.stop()
