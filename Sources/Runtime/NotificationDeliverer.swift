@@ -31,8 +31,9 @@ final class NotificationDeliverer {
     private var closed = false
     private var schedule = DeliverySchedule()
     private var idleWaiters: [() -> Void] = []
-    /// The sinks found down and up since start, by `SinkHealth.name`.
-    private(set) var sinkHealth: [String: SinkHealth] = [:]
+    /// The sinks found down and up since start, each owner's apart (two users' webhooks on
+    /// one host are two, and one's reason, naming its URL, is never shown to the other).
+    private(set) var sinkHealth: [SinkHealth.Key: SinkHealth] = [:]
     private var claimFailures = RepeatingFailureLog("notifications")
 
     init(loop: EventLoop, events: EventBus, store: any RecordIndex, retry: @escaping () -> RetryPolicy,
@@ -179,14 +180,14 @@ final class NotificationDeliverer {
 
     /// A sink down (an outage) or answering again: logged once each way, shown in `status`.
     private func noteHealth(of subscription: Subscription, _ result: Sink.Result) {
-        let name = SinkHealth.name(of: subscription)
+        let key = SinkHealth.Key(name: SinkHealth.name(of: subscription), owner: subscription.owner)
         switch result {
         case .failed(let why) where why.isOutage:
-            if sinkHealth[name]?.reason == nil { Log.warning("\(name) is down: \(why.reason)") }
-            sinkHealth[name] = SinkHealth(owner: subscription.owner, reason: why.reason)
+            if sinkHealth[key]?.reason == nil { Log.warning("\(key.name) is down: \(why.reason)") }
+            sinkHealth[key] = SinkHealth(reason: why.reason)
         case .delivered:
-            if sinkHealth[name]?.reason != nil { Log.notice("\(name) answers again") }
-            sinkHealth[name] = SinkHealth(owner: subscription.owner, reason: nil)
+            if sinkHealth[key]?.reason != nil { Log.notice("\(key.name) answers again") }
+            sinkHealth[key] = SinkHealth(reason: nil)
         case .failed:
             break
         }
@@ -195,7 +196,11 @@ final class NotificationDeliverer {
 
 /// Whether a webhook host or an exec sink answers, for `status` (its owner's and admins').
 struct SinkHealth: Equatable {
-    let owner: String?
+    struct Key: Hashable {
+        let name: String
+        let owner: String?
+    }
+
     /// Why it is down; nil once it answers.
     let reason: String?
 

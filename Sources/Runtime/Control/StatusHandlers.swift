@@ -34,7 +34,7 @@ final class StatusHandlers: ControlHandler {
         /// The last `verify` run, when there was one since the daemon started.
         var lastVerify: () -> VerifyReport? = { nil }
         /// Webhook hosts and exec sinks found down or up (`NotificationDeliverer`).
-        var sinks: () -> [String: SinkHealth] = { [:] }
+        var sinks: () -> [SinkHealth.Key: SinkHealth] = { [:] }
     }
 
     let loop: EventLoop
@@ -103,8 +103,11 @@ final class StatusHandlers: ControlHandler {
     func status(_ caller: Caller, _ reply: @escaping Reply) {
         let journal = self.journal, host = live.host, database = live.database
         let loopState = loopSnapshot()
-        // A subscription's sink is its owner's business (and admins').
-        let sinks = live.sinks().filter { caller.isAdmin || $0.value.owner == caller.name }
+        // A subscription's sink is its owner's business (and admins'): down if any of theirs to it is.
+        let sinks = live.sinks().filter { caller.isAdmin || $0.key.owner == caller.name }
+            .reduce(into: [String: SinkHealth]()) { seen, sink in
+                if seen[sink.key.name]?.reason == nil { seen[sink.key.name] = sink.value }
+            }
         let quota = live.quota, trashCount = live.trashCount
         let queueFiles = live.queueFiles().filter { caller.isAdmin || $0.owner == caller.uid }.sorted { $0.name < $1.name }.map { f in
             JSONValue.object(["name": .string(f.name), "owner": f.owner.map { .string(UnixUser.nameOrNumber($0)) } ?? .null,
