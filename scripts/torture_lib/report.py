@@ -73,11 +73,12 @@ def print_report(result, n_inputs, kills, seconds, records):
     section("failed jobs", result["failed"])
     section("create changes never delivered", result["missing"])
     section("create changes the socket followers never saw", result["unfollowed"])
+    section("files left hidden in the inbox by a release", result.get("hidden", []))
     print("missing notifications: %d webhook, %d socket follower" % (len(result["missing"]), len(result["unfollowed"])))
     print("records %d, create changes %d, webhook deliveries %d (%d repeats of an event id, %d bad signatures), %.0f s"
           % (records, result["creates"], result["deliveries"], result["redelivered"], result["bad_signatures"], seconds))
     print("torture: %d inputs, %d kills: %d lost, %d duplicated records, %d missing notifications"
           % (n_inputs, kills, len(result["lost"]), len(result["duplicated"]), len(result["missing"]) + len(result["unfollowed"])))
     bad = result["lost"] or result["duplicated"] or result["missing"] or result["unfollowed"] or result["misjoined"] \
-        or result["created_twice"] or result["bad_signatures"]
+        or result["created_twice"] or result["bad_signatures"] or result.get("hidden")
     return 1 if bad else 0
