@@ -8,9 +8,10 @@ extension Journal {
     public func heartbeat(_ daemon: DaemonProcess, now: Double) throws {
         try write { db in
             try db.run("""
-                INSERT INTO hosts(host, started, seen, pid, boot) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT(host) DO UPDATE SET started = excluded.started, seen = excluded.seen, pid = excluded.pid, boot = excluded.boot
-                """, [.text(host), .double(daemon.started), .double(now), .int(Int64(daemon.pid)), .text(daemon.boot)])
+                INSERT INTO hosts(host, started, seen, pid, pid_space, instance) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(host) DO UPDATE SET started = excluded.started, seen = excluded.seen, pid = excluded.pid,
+                                                pid_space = excluded.pid_space, instance = excluded.instance
+                """, [.text(host), .double(daemon.started), .double(now), .int(Int64(daemon.pid)), .text(daemon.pidSpace), .text(daemon.instance)])
         }
     }
 
@@ -18,16 +19,15 @@ extension Journal {
     /// now (one started under the same `--host-id` and took it).
     public func renewHeartbeat(_ daemon: DaemonProcess, now: Double) throws -> Bool {
         try write { db in
-            try db.run("UPDATE hosts SET seen = ? WHERE host = ? AND pid = ? AND boot = ?",
-                       [.double(now), .text(host), .int(Int64(daemon.pid)), .text(daemon.boot)]) == 1
+            try db.run("UPDATE hosts SET seen = ? WHERE host = ? AND instance = ?", [.double(now), .text(host), .text(daemon.instance)]) == 1
         }
     }
 
     /// The daemon that wrote this host id's heartbeat last, and when.
     public func lastHeartbeat() throws -> (daemon: DaemonProcess, seen: Double)? {
         try read { db in
-            try db.queryOne("SELECT pid, boot, started, seen FROM hosts WHERE host = ?", [.text(host)]).map {
-                (DaemonProcess(pid: Int32($0.int(0)!), boot: $0.string(1)!, started: $0.double(2)!), $0.double(3)!)
+            try db.queryOne("SELECT pid, pid_space, instance, started, seen FROM hosts WHERE host = ?", [.text(host)]).map {
+                (DaemonProcess(pid: Int32($0.int(0)!), pidSpace: $0.string(1)!, instance: $0.string(2)!, started: $0.double(3)!), $0.double(4)!)
             }
         }
     }
@@ -52,17 +52,16 @@ extension Journal {
     }
 }
 
-/// A daemon process: its pid on the kernel run `boot` (`/proc/sys/kernel/random/boot_id`),
-/// a pair no other live process anywhere has.
+/// A daemon process: its pid in `pidSpace` (the kernel run and pid namespace it means
+/// something in: `BOOT_ID pid:[INODE]`), and `instance`, a random token no other process has.
 public struct DaemonProcess: Sendable, Equatable {
     public let pid: Int32
-    public let boot: String
+    public let pidSpace: String
+    public let instance: String
     public let started: Double
 
-    public init(pid: Int32, boot: String, started: Double) {
-        self.pid = pid
-        self.boot = boot
-        self.started = started
+    public init(pid: Int32, pidSpace: String, instance: String, started: Double) {
+        (self.pid, self.pidSpace, self.instance, self.started) = (pid, pidSpace, instance, started)
     }
 }
 

@@ -160,12 +160,16 @@ enum Schema {
         // 12: reprocess jobs (`Journal+Reprocess`) counted by state for `status`, without
         // walking the other jobs.
         reprocessCounts,
-        // 13: which kernel run wrote a host's heartbeat, so a daemon taking a host id can
-        // tell its last daemon is gone (`Journal+Hosts`).
-        hostsBoot,
+        // 13: which process wrote a host's heartbeat (where its pid means something, and a
+        // token of its own), so a daemon taking a host id can tell its last daemon is gone,
+        // and one whose id was taken sees it (`Journal+Hosts`).
+        hostsDaemon,
     ]
 
-    static let hostsBoot = "ALTER TABLE hosts ADD COLUMN boot TEXT NOT NULL DEFAULT '';"
+    static let hostsDaemon = """
+        ALTER TABLE hosts ADD COLUMN pid_space TEXT NOT NULL DEFAULT '';
+        ALTER TABLE hosts ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+        """
 
     static let reprocessCounts = "CREATE INDEX jobs_reprocess ON jobs(state) WHERE origin = 'reprocess';"
 
@@ -298,7 +302,7 @@ enum Schema {
         retention(real: "DOUBLE PRECISION"),
         // 9: as SQLite's 12, reprocess jobs counted by state.
         reprocessCounts,
-        // 10: as SQLite's 13, the heartbeat's kernel run.
-        hostsBoot,
+        // 10: as SQLite's 13, the heartbeat's process.
+        hostsDaemon,
     ]
 }

@@ -13,7 +13,8 @@ import StageKit
 /// its next renewal finds another's heartbeat, and it stops.
 enum HostClaim {
     /// This process, as its heartbeat names it.
-    static let me = DaemonProcess(pid: getpid(), boot: bootID(), started: unixNow())
+    static let me = DaemonProcess(pid: getpid(), pidSpace: pidSpace(), instance: String(UInt64.random(in: 0...UInt64.max), radix: 16),
+                                  started: unixNow())
 
     /// On a journal without leases (SQLite in the home) no other daemon shares it: the home's lock is the claim.
     static func take(_ journal: any JobJournal) throws {
@@ -34,20 +35,23 @@ enum HostClaim {
         try DiskSpace.waitingForSpace("the heartbeat") { try journal.heartbeat(me, now: unixNow()) }
     }
 
-    /// Renewed within a lease, and not a process of this kernel run that has ended (nor this
-    /// one: a daemon served before in this process).
+    /// Renewed within a lease, and not a process of this pid space that has ended (nor this
+    /// one: a daemon served before in this process). Containers cloned from one image share
+    /// the kernel, and may share pids, but not the pid namespace.
     static func mayBeAlive(_ daemon: DaemonProcess, seen: Double, leaseSeconds: Double) -> Bool {
         guard unixNow() - seen < leaseSeconds else { return false }
-        guard daemon.boot == me.boot else { return true }
+        guard daemon.pidSpace == me.pidSpace, !me.pidSpace.isEmpty else { return true }
         return daemon.pid != me.pid && (kill(daemon.pid, 0) == 0 || errno == EPERM)
     }
 
     private static func age(_ seen: Double) -> String { "\(max(0, Int(unixNow() - seen))) s" }
 
-    /// The kernel run's id: a reboot changes it, so a pid written under another is no process here.
-    private static func bootID() -> String {
-        ((try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? "")
+    /// Where a pid names one process: a reboot changes the boot id, a container its pid namespace.
+    private static func pidSpace() -> String {
+        let boot = ((try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? "")
             .trimmingCharacters(in: .whitespacesAndNewlines)
+        let namespace = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/pid")) ?? ""
+        return boot.isEmpty || namespace.isEmpty ? "" : boot + " " + namespace
     }
 }
 

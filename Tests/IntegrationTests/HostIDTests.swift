@@ -29,6 +29,25 @@ import Testing
         #expect(!a.log.contains("may be a running daemon's"), "\(a.log)")
     }
 
+    /// Containers cloned from one image share the kernel and may share pids (each daemon
+    /// its namespace's pid 1): a pid alone does not tell the clone from the daemon's own
+    /// restart. The pid namespace does.
+    @Test func aCloneInAnotherPidNamespaceWithTheSamePidIsRefused() throws {
+        let namespace = ["/usr/bin/unshare", "--pid", "--fork", "--kill-child"]
+        let c = try ClusterTests.Cluster([])
+        defer { c.stop() }
+        let a = try DaemonHarness(stages: ClusterTests.definition)
+        a.database = c.url
+        // SIGKILL: a child started from a test thread blocks SIGTERM (PLATFORM.md); unshare's child dies with it.
+        defer { a.stop(SIGKILL) }
+        try a.start(args: ["--host-id", "a", "--lease", "2"], launcher: namespace)
+        let clone = try DaemonHarness(stages: ClusterTests.definition)
+        let (status, _, err) = try DaemonHarness.spawn(["/usr/bin/timeout", "30"] + namespace + [DaemonHarness.binary, "serve",
+                                                        "--home", clone.home, "--job", clone.jobFile, "--database", c.url, "--host-id", "a", "--lease", "2"])
+        #expect(status != 0)
+        #expect(err.contains("host id \"a\" is in use by another running daemon on this database (pid 1,"), "\(err)")
+    }
+
     @Test func aDaemonStoppedPastTwoRenewalsLosesItsHostIDAndStops() throws {
         let c = try ClusterTests.Cluster(["a"])
         defer { c.stop() }
