@@ -7,7 +7,7 @@ import StageKit
 /// A host id is one daemon's on a shared journal: two under one id (machines cloned with the
 /// same hostname and home keep the default's) would resume and claim each other's jobs. At
 /// start a daemon takes the id with its heartbeat. When the last heartbeat under the id may be
-/// a live daemon's — recent, and not from a process of this kernel run that is gone — it first
+/// a live daemon's — not from a process of this pid space that is gone — it first
 /// watches that heartbeat for two renewal periods (a third of a lease each, `LeaseKeeper`) and
 /// refuses to start if it moves. A daemon stopped or cut off longer than that loses the id:
 /// its next renewal finds another's heartbeat, and it stops.
@@ -19,7 +19,7 @@ enum HostClaim {
     /// On a journal without leases (SQLite in the home) no other daemon shares it: the home's lock is the claim.
     static func take(_ journal: any JobJournal) throws {
         let host = journal.host
-        if let leaseSeconds = journal.leaseSeconds, let last = try journal.lastHeartbeat(), mayBeAlive(last.daemon, seen: last.seen, leaseSeconds: leaseSeconds) {
+        if let leaseSeconds = journal.leaseSeconds, let last = try journal.lastHeartbeat(), mayBeAlive(last.daemon) {
             let window = (leaseSeconds * 2 / 3 + 1).rounded(.up)
             Log.notice("host id \(host): its last heartbeat (pid \(last.daemon.pid), \(age(last.seen)) ago) may be a running daemon's; watching it \(Int(window)) s before taking the id")
             let until = unixNow() + window
@@ -35,11 +35,12 @@ enum HostClaim {
         try DiskSpace.waitingForSpace("the heartbeat") { try journal.heartbeat(me, now: unixNow()) }
     }
 
-    /// Renewed within a lease, and not a process of this pid space that has ended (nor this
-    /// one: a daemon served before in this process). Containers cloned from one image share
-    /// the kernel, and may share pids, but not the pid namespace.
-    static func mayBeAlive(_ daemon: DaemonProcess, seen: Double, leaseSeconds: Double) -> Bool {
-        guard unixNow() - seen < leaseSeconds else { return false }
+    /// Not a process of this pid space that has ended (nor this one: a daemon served before
+    /// in this process). Containers cloned from one image share the kernel, and may share
+    /// pids, but not the pid namespace.
+    /// `seen` is another machine's clock: however old it looks, only a pid of this pid space
+    /// proves its daemon gone (a clock a lease slow made a live daemon's heartbeat look stale).
+    static func mayBeAlive(_ daemon: DaemonProcess) -> Bool {
         guard daemon.pidSpace == me.pidSpace, !me.pidSpace.isEmpty else { return true }
         return daemon.pid != me.pid && (kill(daemon.pid, 0) == 0 || errno == EPERM)
     }

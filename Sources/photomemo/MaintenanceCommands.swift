@@ -52,7 +52,7 @@ let restoreCommand = Command(
         }
         Output.line("restored \(s.engine) database and \(s.objects) store objects (\(s.bytes) bytes checked) into \(s.home)")
         for change in s.rewritten {
-            Output.line("its definition's \(change), restored in \(s.home): a restored home never shares the original's")
+            Output.line(change)
         }
         Output.line("start it: photomemo serve --home \(s.home)" + (s.jobDefinition.map { " --job \($0)" } ?? "")
             + (args.value("database").map { " --database \($0)" } ?? ""))

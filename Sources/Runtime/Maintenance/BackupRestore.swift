@@ -19,8 +19,8 @@ public enum BackupRestore {
         public let bytes: Int64
         /// The restored definition file, to start the daemon with (`--job`).
         public let jobDefinition: String?
-        /// What that definition named of its own place, now the restored home's
-        /// (`store file:/data/objects is now file:store`).
+        /// What became of what that definition named of its own place (`its definition's store
+        /// file:/data/objects is now file:store, ...`), or why it was not looked at.
         public let rewritten: [String]
     }
 
@@ -49,8 +49,9 @@ public enum BackupRestore {
                 try copyChecked(dir + "/" + f.path, to: staging + "/" + f.path, sha256: f.sha256, what: "file \(f.path)")
             }
             // A PostgreSQL database and an S3 store are restored where they are named.
-            if manifest.engine == "sqlite", manifest.store.hasPrefix("file:"), let job = manifest.jobDefinition {
-                rewritten = try enginesInTheHome(staging + "/" + job)
+            if let job = manifest.jobDefinition {
+                rewritten = try enginesInTheHome(staging + "/" + job, home: home, database: manifest.engine == "sqlite",
+                                                 store: manifest.store.hasPrefix("file:"))
             }
             try syscall("mkdir \(staging)/store", blocking: { mkdir(staging + "/store", 0o750) })
             for o in manifest.objects where o.copied {
@@ -77,13 +78,18 @@ public enum BackupRestore {
     /// collector and `verify --repair` delete the objects the original stored since, as
     /// orphans. Both were copied into NEWHOME: the restored definition names those. What
     /// it named before, for each one changed.
-    static func enginesInTheHome(_ definition: String) throws -> [String] {
-        guard let data = FileManager.default.contents(atPath: definition), var job = try JSONValue.parse(data).objectValue else { return [] }
+    static func enginesInTheHome(_ definition: String, home: String, database: Bool, store: Bool) throws -> [String] {
+        guard let data = FileManager.default.contents(atPath: definition) else { return [] }
+        guard var job = (try? JSONValue.parse(data))?.objectValue else {
+            // Restored as it was backed up (its sha256 checked); the daemon refuses it until fixed.
+            return ["its definition \(home)/\((definition as NSString).lastPathComponent) is not a JSON object, so the store and database it names were not checked: fix it, and name the restored home's own"]
+        }
         var changed: [String] = []
-        for (key, prefix, home) in [("store", "file:", StageEnvironment.defaultStore), ("database", "sqlite:", StageEnvironment.defaultDatabase)] {
-            guard let named = job[key]?.stringValue, named.hasPrefix(prefix), named != home else { continue }
-            job[key] = .string(home)
-            changed.append("\(key) \(named) is now \(home)")
+        for (key, prefix, fresh, copied) in [("store", "file:", StageEnvironment.defaultStore, store),
+                                             ("database", "sqlite:", StageEnvironment.defaultDatabase, database)] where copied {
+            guard let named = job[key]?.stringValue, named.hasPrefix(prefix), named != fresh else { continue }
+            job[key] = .string(fresh)
+            changed.append("its definition's \(key) \(named) is now \(fresh), restored in \(home): a restored home never shares the original's")
         }
         if !changed.isEmpty { try DurableFile.write(JSONValue.object(job).jsonData, to: definition) }
         return changed
