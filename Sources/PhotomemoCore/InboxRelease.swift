@@ -46,7 +46,11 @@ extension InboxOptions.Originals {
 
     static let asidePrefix = ".photomemo-release-"
 
-    /// `.photomemo-release-PID-RANDOM-NAME`: this process's, and the name it goes back to (a
+    /// This process's, in its hidden names: not its pid, which a restarted daemon in a
+    /// container often has again (and would then never put back what the last one left).
+    static let processToken = String(UInt64.random(in: 1...UInt64.max), radix: 16)
+
+    /// `.photomemo-release-TOKEN-RANDOM-NAME`: this process's, and the name it goes back to (a
     /// name past 200 bytes is cut short before its extension, so a put-back file is still a photo).
     static func asideName(for name: String) -> String {
         var back = name
@@ -56,7 +60,7 @@ extension InboxOptions.Originals {
             while back.utf8.count + ext.utf8.count > 200 { back.removeLast() }
             back += ext
         }
-        return asidePrefix + "\(getpid())-" + String(UInt64.random(in: 0...UInt64.max), radix: 16) + "-" + back
+        return asidePrefix + processToken + "-" + String(UInt64.random(in: 0...UInt64.max), radix: 16) + "-" + back
     }
 
     /// For a hidden release name of another process (a daemon killed between the rename
@@ -65,23 +69,25 @@ extension InboxOptions.Originals {
     public static func leftByAnEarlierRun(_ base: String) -> String? {
         guard base.hasPrefix(asidePrefix) else { return nil }
         let parts = base.dropFirst(asidePrefix.count).split(separator: "-", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count == 3, let pid = Int32(parts[0]), pid != getpid(), !parts[2].isEmpty else { return nil }
+        guard parts.count == 3, UInt64(parts[0], radix: 16) != nil, parts[0] != processToken, !parts[2].isEmpty else { return nil }
         return String(parts[2])
     }
 
-    /// Puts back a file `leftByAnEarlierRun` under `name` (or `name~2`, ... when taken).
-    public static func putBack(_ aside: String, in folder: OpenFolder, as name: String) throws {
+    /// Puts back a file `leftByAnEarlierRun` under `name` (or `name~2`, ... when taken); the name it got.
+    public static func putBack(_ aside: String, in folder: OpenFolder, as name: String) throws -> String {
         try InboxOptions.Originals.delete.move(aside, in: folder, toFree: name, folder: folder.fd)
     }
 
-    /// Renames `from` to `target`, or `target~2`, `~3`, ... when taken: never over a file.
-    private func move(_ from: String, in folder: OpenFolder, toFree target: String, folder toFolder: Int32) throws {
+    /// Renames `from` to `target`, or `target~2`, `~3`, ... when taken: never over a file. The name it got.
+    @discardableResult
+    private func move(_ from: String, in folder: OpenFolder, toFree target: String, folder toFolder: Int32) throws -> String {
         for n in 1... {
             let to = n == 1 ? target : target + "~\(n)"
             do {
                 try syscall("rename \(folder.path)/\(from) to \(to)", blocking: { pm_rename_noreplace(folder.fd, from, toFolder, to) })
-                return
+                return to
             } catch let e as SystemError where e.errno == EEXIST && n < 10_000 {}
         }
+        return target  // unreachable: the last try throws
     }
 }

@@ -119,10 +119,11 @@ extension InboxScanner {
                 }
                 continue
             }
-            if let back = InboxOptions.Originals.leftByAnEarlierRun(base) {
+            // A `keep` inbox is never written, and its files never renamed aside: nothing to put back.
+            if options.originalsMode != .keep, let back = InboxOptions.Originals.leftByAnEarlierRun(base) {
                 do {
-                    try InboxOptions.Originals.putBack(base, in: current.folder, as: back)
-                    Log.notice("put back \(name) as \(back): a daemon was killed while releasing it")
+                    let named = try InboxOptions.Originals.putBack(base, in: current.folder, as: back)
+                    Log.notice("put back \(name) as \(named): a daemon was killed while releasing it")
                 } catch {
                     report.errors.append("putting back \(name): \(error)")
                 }

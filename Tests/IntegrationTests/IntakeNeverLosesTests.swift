@@ -129,12 +129,29 @@ import Testing
         let d = try DaemonHarness(stages: try String(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"), encoding: .utf8))
         try FileManager.default.createDirectory(atPath: d.home + "/inbox", withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: testPhotos.appendingPathComponent("Nikon_D70.jpg").path,
-                                         toPath: d.home + "/inbox/.photomemo-release-\(getpid() + 1)-5eed-update.jpg")
+                                         toPath: d.home + "/inbox/.photomemo-release-c0ffee-5eed-update.jpg")
         try d.start()
         try d.waitIdle(jobs: 1, timeout: 60)
         #expect(try d.jobs().map(\.photo) == ["update.jpg"])
         #expect(try records(d).count == 1)
         #expect(try hidden(d).isEmpty)
+        #expect(d.stop().status == 0)
+    }
+
+    /// A `keep` inbox is never written (a sync tool's mirror): a hidden release name in it
+    /// is not the daemon's to put back (attack review: planted ones were renamed).
+    @Test func aKeepInboxPutsNothingBack() throws {
+        var job = try #require(try JSONValue.parse(Data(contentsOf: packageRoot.appendingPathComponent("Jobs/photo-memo.json"))).objectValue)
+        job["inbox"] = ["originals": "keep"]
+        let d = try DaemonHarness(stages: JSONValue.object(job).jsonString)
+        try FileManager.default.createDirectory(atPath: d.home + "/inbox", withIntermediateDirectories: true)
+        let planted = d.home + "/inbox/.photomemo-release-12345-5eed-mirror.jpg"
+        try FileManager.default.copyItem(atPath: testPhotos.appendingPathComponent("Nikon_D70.jpg").path, toPath: planted)
+        try d.start()
+        try d.drop("Canon_40D.jpg")
+        try d.waitIdle(jobs: 1)
+        Thread.sleep(forTimeInterval: 2.5)  // a rescan (every 2 s here) has walked past it
+        #expect(FileManager.default.fileExists(atPath: planted) && !FileManager.default.fileExists(atPath: d.home + "/inbox/mirror.jpg"))
         #expect(d.stop().status == 0)
     }
 
