@@ -7,8 +7,8 @@ import StageKit
 /// A host id is one daemon's on a shared journal: two under one id (machines cloned with the
 /// same hostname and home keep the default's) would resume and claim each other's jobs. At
 /// start a daemon takes the id with its heartbeat. When the last heartbeat under the id may be
-/// a live daemon's — not from a process of this pid space that is gone — it first
-/// watches that heartbeat for two renewal periods (a third of a lease each, `LeaseKeeper`) and
+/// a live daemon's — not from a process of this pid space that is gone — it first watches
+/// that heartbeat for two renewal periods (a third of a lease each, `LeaseKeeper`) and
 /// refuses to start if it moves. A daemon stopped or cut off longer than that loses the id:
 /// its next renewal finds another's heartbeat, and it stops.
 enum HostClaim {
@@ -37,9 +37,8 @@ enum HostClaim {
 
     /// Not a process of this pid space that has ended (nor this one: a daemon served before
     /// in this process). Containers cloned from one image share the kernel, and may share
-    /// pids, but not the pid namespace.
-    /// `seen` is another machine's clock: however old it looks, only a pid of this pid space
-    /// proves its daemon gone (a clock a lease slow made a live daemon's heartbeat look stale).
+    /// pids, but not the pid namespace. The heartbeat's age is not asked: it is another
+    /// machine's clock (one a lease slow made a live daemon's heartbeat look stale).
     static func mayBeAlive(_ daemon: DaemonProcess) -> Bool {
         guard daemon.pidSpace == me.pidSpace, !me.pidSpace.isEmpty else { return true }
         return daemon.pid != me.pid && (kill(daemon.pid, 0) == 0 || errno == EPERM)
