@@ -193,7 +193,8 @@ enum Vips {
     static func jpegDirect(_ photo: PhotoBytes, eighths: Int, header: VipsImageRef) throws -> VipsImageRef? {
         var out: UnsafeMutablePointer<VipsImage>?
         var message = [CChar](repeating: 0, count: 256)
-        let rc = pm_jpeg_decode(photo.bytes.baseAddress, photo.count, Int32(clamping: eighths), header.ptr, &out, &message, message.count)
+        let rc = pm_jpeg_decode(photo.bytes.baseAddress, photo.count, Int32(clamping: eighths), 1, nil, header.ptr, &out,
+                                &message, message.count)
         if rc == 1 { return nil }
         guard rc == 0, let out else {
             throw Failure(description: "JPEG load failed: \(text(message))")

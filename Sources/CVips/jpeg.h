@@ -6,6 +6,7 @@
 #include <jpeglib.h>
 #include "shim.h"
 #include "jpeg_gather.h"
+#include "jpeg_idct.h"
 
 /* libjpeg-turbo straight into an in-memory libvips image, for compress's JPEG path:
    libvips' jpegload adds its read buffer, a sequential line cache and a copy to memory on
@@ -31,9 +32,11 @@ static void pm_jpeg_emit_message(j_common_ptr c, int level) {
 
 /* 0: *out holds the pixels at eighths/8 scale (1..8; sides rounded up), with `like`'s
    metadata (the header image). 1: not a gray or YCbCr/RGB JPEG (CMYK, ...): use libvips.
-   -1: damaged, `message` says why. */
-static inline int pm_jpeg_decode(const void *buf, size_t len, int eighths, VipsImage *like, VipsImage **out,
-                                 char *message, size_t message_len) {
+   -1: damaged, `message` says why. `own_idct`: the 3/8 scale's inverse DCT is
+   jpeg_idct.h's (tests compare it with libjpeg's); `replaced` (may be NULL): for how many
+   components. */
+static inline int pm_jpeg_decode(const void *buf, size_t len, int eighths, int own_idct, int *replaced, VipsImage *like,
+                                 VipsImage **out, char *message, size_t message_len) {
     struct jpeg_decompress_struct cinfo;
     struct pm_jpeg_error err;
     VipsImage *volatile image = NULL;
@@ -64,6 +67,8 @@ static inline int pm_jpeg_decode(const void *buf, size_t len, int eighths, VipsI
        (~8% of the decode); the difference is gone after the resize to rendition size. */
     cinfo.do_fancy_upsampling = FALSE;
     jpeg_start_decompress(&cinfo);
+    int own = own_idct ? pm_jpeg_idct_install(&cinfo) : 0;
+    if (replaced) *replaced = own;
     image = pm_vips_new_memory_like(like, (int)cinfo.output_width, (int)cinfo.output_height);
     if (!image) {
         snprintf(message, message_len, "cannot allocate %ux%u pixels", cinfo.output_width, cinfo.output_height);

@@ -25,6 +25,38 @@ import Testing
         #expect(direct.orientation == header.orientation)
     }
 
+    /// A portrait decodes at 3/8 through jpeg_idct.h's SSE2 inverse DCT: the same pixels as
+    /// libjpeg's own 3x3, for real cameras' 4:2:0, 4:2:2 and 4:4:4 photos, a generated one and a
+    /// progressive one, and only at 3/8 (1/4 keeps libjpeg-turbo's own SIMD).
+    @Test func ownThreeEighthsIDCTDecodesLibjpegsPixels() throws {
+        let folder = try Compressor().home
+        let synthetic = folder + "/synthetic.jpg", progressive = folder + "/progressive.jpg"
+        try SyntheticPhoto.write(to: synthetic, width: 403, height: 301, seed: 7, quality: 95)
+        try SyntheticPhoto.write(to: progressive, width: 301, height: 403, orientation: 6, seed: 8, progressive: true)
+        let real = ["Canon_40D.jpg", "Nikon_D70.jpg", "Pentax_K10D.jpg", "orientation_portrait_6.jpg", "exif-org_canon-ixus.jpg"]
+        for path in real.map({ testPhotos.appendingPathComponent($0).path }) + [synthetic, progressive] {
+            let photo = try load(path)
+            let header = try Vips.open(photo)
+            func decode(eighths: Int32, own: Int32) throws -> (pixels: Data, replaced: Int32) {
+                var out: UnsafeMutablePointer<VipsImage>?, replaced: Int32 = -1
+                var message = [CChar](repeating: 0, count: 256)
+                let rc = pm_jpeg_decode(photo.bytes.baseAddress, photo.count, eighths, own, &replaced, header.ptr, &out, &message, 256)
+                let image = VipsImageRef(try #require(out), source: photo)
+                #expect(rc == 0)
+                let bytes = image.width * image.height * image.bands
+                return (Data(bytes: pm_vips_pixels(image.ptr), count: bytes), replaced)
+            }
+            let libjpeg = try decode(eighths: 3, own: 0), own = try decode(eighths: 3, own: 1)
+            #expect(libjpeg.replaced == 0)
+            // Every component, but of a 4:2:0 photo the luma only (libjpeg decodes its chroma
+            // at 6x6: upsampled in the inverse DCT).
+            let expected: Int32 = path.hasSuffix("orientation_portrait_6.jpg") ? 1 : 3
+            #expect(own.replaced == expected, "\(path): replaced for \(own.replaced) components")
+            #expect(own.pixels == libjpeg.pixels, "\(path): \(zip(own.pixels, libjpeg.pixels).filter { $0 != $1 }.count) bytes differ")
+            #expect(try decode(eighths: 2, own: 1).replaced == 0)
+        }
+    }
+
     @Test func greyJPEGBecomesGreySRGB() throws {
         let c = try Compressor(["renditions": [["name": "display", "width": 60]]])
         let src = try Vips.open(load(testPhotos.appendingPathComponent("orientation_landscape_1.jpg").path)).inMemory()
