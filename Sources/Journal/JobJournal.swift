@@ -41,6 +41,8 @@ public protocol JobIntake: AnyObject, Sendable {
     func forgetTaken(name: String) throws
     /// These photos' records were deleted: the same bytes dropped again are a new record.
     func recordsDeleted(photos: [(sha256: String, owner: String?)], now: Double) throws
+    /// These records were deleted: their reprocess jobs end (the keys of those cancelled).
+    func cancelReprocess(ofRecords ids: [String], now: Double) throws -> [String]
     /// These photos' records came back from the trash: the same bytes are a duplicate again.
     func recordsRestored(photos: [(sha256: String, owner: String?)]) throws
     /// At start: jobs left `running` resume at their stage (the interrupted run counts

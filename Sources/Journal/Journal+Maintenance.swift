@@ -16,11 +16,16 @@ extension Journal {
     /// The SHA-256 hexes (store keys are made of them) every job not done may still need:
     /// its photo's, and each in its working set and stage results (renditions made or
     /// stored). Failed and cancelled jobs count: `retry` resumes them from their working
-    /// set. `verify` never calls these objects orphans.
+    /// set. `verify` never calls these objects orphans. A reprocess job of a deleted record
+    /// does not (`recordsDeleted` marks it; the delete cancelled it): the purged record's
+    /// photo would stay for the failed or cancelled retention, in every backup.
     public func contentHashesOfUnfinishedJobs() throws -> Set<String> {
         try read { db in
             var out: Set<String> = []
-            for row in try db.query("SELECT photo_sha256, working_set, results FROM jobs WHERE state <> 'done'", []) {
+            for row in try db.query("""
+                SELECT photo_sha256, working_set, results FROM jobs
+                WHERE state <> 'done' AND NOT (origin = 'reprocess' AND record_deleted IS NOT NULL)
+                """, []) {
                 for i in 0..<3 { if let text = row.string(i) { out.formUnion(Self.sha256Hexes(in: text)) } }
             }
             return out

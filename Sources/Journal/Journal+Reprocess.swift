@@ -30,22 +30,30 @@ public struct ReprocessJob: Sendable {
 /// Reprocess jobs: queued at a stage with the original already in hand, at turns in the
 /// reprocess band (`Journal.reprocessBand`), so fresh drops are claimed first.
 extension Journal {
-    /// The keys among `keys` that already name a job: their records need no new one.
+    /// The keys among `keys` that already name a job not cancelled: their records need no
+    /// new one. A cancelled job's key is taken over by a new request (`enqueueReprocess`).
     public func existingKeys(_ keys: [String]) throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         return try read { db in
             let marks = Array(repeating: "?", count: keys.count).joined(separator: ",")
-            return Set(try db.query("SELECT key FROM jobs WHERE key IN (\(marks))", keys.map(SQLValue.text)).compactMap { $0.string(0) })
+            return Set(try db.query("SELECT key FROM jobs WHERE key IN (\(marks)) AND state <> 'cancelled'", keys.map(SQLValue.text))
+                .compactMap { $0.string(0) })
         }
     }
 
-    /// Queues `jobs` at stage `stageIndex` in one transaction; a key already there is
-    /// skipped. Returns the keys that became jobs.
+    /// Queues `jobs` at stage `stageIndex` in one transaction; a key a job not cancelled
+    /// holds is skipped. A cancelled one (or its pruned tombstone) gives its key up, renamed
+    /// `KEY#ID`: asking again after a cancel runs the record again, as the docs say.
+    /// Returns the keys that became jobs.
     public func enqueueReprocess(_ jobs: [ReprocessJob], stageIndex: Int, now: Double = unixNow()) throws -> [String] {
         guard !jobs.isEmpty else { return [] }
         return try write { db in
             var added: [String] = []
-            for j in jobs where try db.queryOne("SELECT 1 FROM jobs WHERE key = ?", [.text(j.key)]) == nil {
+            for j in jobs {
+                if let held = try db.queryOne("SELECT id, state FROM jobs WHERE key = ?", [.text(j.key)]) {
+                    guard held.string(1) == JobState.cancelled.rawValue, let old = held.int(0) else { continue }
+                    try db.run("UPDATE jobs SET key = ? WHERE id = ?", [.text(j.key + "#\(old)"), .int(old)])
+                }
                 let turn = try nextTurn(db, owner: j.memo.owner, reprocess: true)
                 let id = try db.queryOne("""
                     INSERT INTO jobs(key, origin, photo_path, photo_sha256, memo, state, stage_index, ready_at, source, created, updated,
@@ -59,6 +67,35 @@ extension Journal {
             }
             if !added.isEmpty { try announceWork(db) }
             return added
+        }
+    }
+
+    /// A deleted record's reprocess jobs are cancelled, failed ones too: queued, one would
+    /// store renditions for a record that is gone and fail at index; failed, its objects
+    /// stay pinned for the failed retention (`verify` and the collector keep what a job not
+    /// done names), and a purged record's photo with them. A running one finishes its stage,
+    /// its outcome dropped. A record restored from the trash is reprocessed by asking again.
+    public func cancelReprocess(ofRecords ids: [String], now: Double = unixNow()) throws -> [String] {
+        guard !ids.isEmpty else { return [] }
+        return try write { db in
+            var keys: [String] = []
+            for record in ids {
+                let prefix = "reprocess:\(record)@"
+                let jobs = try db.query("""
+                    SELECT id, key FROM jobs WHERE origin = 'reprocess' AND pruned IS NULL AND substr(key, 1, ?) = ?
+                        AND (state IN ('queued', 'waiting', 'running') OR (state = 'failed' AND (quarantine IS NULL OR quarantine <> 'pending')))
+                    """, [.int(Int64(prefix.count)), .text(prefix)])
+                for j in jobs {
+                    let id = j.int(0)!
+                    try db.run("""
+                        UPDATE jobs SET state = 'cancelled', ready_at = NULL, deadline = NULL, wait_reason = NULL, updated = ?, finished = ?
+                        WHERE id = ?
+                        """, [.double(now), .double(now), .int(id)])
+                    try event(db, job: id, stage: nil, attempt: nil, "cancelled", message: "its record \(record) was deleted", at: now)
+                    keys.append(j.string(1)!)
+                }
+            }
+            return keys
         }
     }
 

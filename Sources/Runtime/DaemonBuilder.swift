@@ -111,7 +111,8 @@ struct DaemonBuilder {
         let jobs = JobHandlers(loop: loop, journal: journal, scheduler: scheduler, events: events, lane: lane, intake: intake,
                                records: records, reload: { reloader.reload($0) })
         let recordHandlers = RecordHandlers(loop: loop, records: records, assets: opened.assets, journal: journal, events: events,
-                                            wakeup: wakeup.sender, collectAssets: { collector.collect() }, trashSeconds: trashSeconds)
+                                            wakeup: wakeup.sender, collectAssets: { collector.collect() }, trashSeconds: trashSeconds,
+                                            reprocessCopies: home.reprocess)
         var clients: () -> Int = { 0 }  // the server is made after the router it serves
         let maintenance = MaintenanceHandlers(loop: loop, parts: .init(
             backup: backend.sharedURL.map { .postgres(url: $0) } ?? .sqlite(path: (journal as? Journal)?.path ?? home.journal), journal: journal as? Journal,

@@ -174,6 +174,7 @@ import Testing
     /// A cancelled reprocess job's copy of its original leaves HOME/reprocess with it (the
     /// original stays in the store): else reprocess, cancel and an update, again and again,
     /// fill the disk with copies no job will use. Retrying it then says the photo is gone.
+    /// Cancelling deletes the copies; asking again after a cancel runs the records again.
     @Test func aCancelledReprocessJobLeavesNoCopyBehind() throws {
         let d = try DaemonHarness(stages: Self.definition(width: 60))
         try d.start()
@@ -190,7 +191,41 @@ import Testing
         _ = try json(d, ["cancel", "--state", "queued"])
         #expect(try copies() == 0)
         let (status, _, err) = try DaemonHarness.run(["retry", String(jobs[0]), "--home", d.home])
-        #expect(status == 1 && err.contains("photo is gone"), "\(err)")
+        #expect(status == 1 && err.contains("photo is gone") && err.contains("photomemo reprocess"), "\(err)")
+        // As the error says: asking again runs both records again (the cancelled jobs gave their keys up).
+        #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 2)
+        _ = try json(d, ["resume"])
+        try d.waitIdle(jobs: 6)
+        #expect(try d.jobs("origin = 'reprocess' AND state = 'done'").count == 2)
+        #expect(d.stop().status == 0)
+    }
+
+    /// A record deleted while its reprocess job is queued: the job is cancelled with its copy,
+    /// and the purged record's photo leaves the store (the job no longer pins it); the other
+    /// record's job runs.
+    @Test func aPurgedRecordsQueuedReprocessEndsAndItsPhotoLeavesTheStore() throws {
+        let d = try DaemonHarness(stages: Self.definition(width: 60))
+        try d.start()
+        try Self.dropPNG(d, "a.png", width: 300)
+        try Self.dropPNG(d, "b.png", width: 310)
+        try d.waitIdle(jobs: 2)
+        let records = try Self.records(d)
+        let (gone, kept) = (try #require(records.keys.sorted().first), try #require(records.keys.sorted().last))
+        let original = d.home + "/store/" + (try #require(records[gone]?["assets"]?["original"]?["key"]?.stringValue))
+        #expect(FileManager.default.fileExists(atPath: original))
+        _ = try json(d, ["pause", "compress"])
+        #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 2)
+        #expect(try DaemonHarness.run(["delete", gone, "--purge", "--home", d.home]).0 == 0)
+        let cancelled = try d.jobs("origin = 'reprocess' AND state = 'cancelled'")
+        #expect(cancelled.count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: d.home + "/reprocess").count == 1, "the cancelled job's copy is gone")
+        try d.waitUntil("the purged record's photo leaves the store") { !FileManager.default.fileExists(atPath: original) }
+        _ = try json(d, ["resume", "compress"])
+        try d.waitIdle(jobs: 4)
+        #expect(try d.jobs("origin = 'reprocess' AND state = 'done'").count == 1)
+        #expect(try Self.records(d).keys.sorted() == [kept])
+        let verify = try json(d, ["verify"])
+        #expect(verify["orphans"]?.arrayValue?.isEmpty ?? true && verify["missing"]?.arrayValue?.isEmpty ?? true, "\(verify)")
         #expect(d.stop().status == 0)
     }
 

@@ -32,6 +32,31 @@ import StageKit
     }
 }
 
+/// A cancelled reprocess job does not hold its record back: asking again queues it again,
+/// after the cancel and after retention made the cancelled job a tombstone.
+extension ReprocessJournalTests {
+    @Test(arguments: Engine.allCases) func aCancelledJobGivesItsKeyUp(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let job = reprocess("r1", "alice")
+        #expect(try f.journal.enqueueReprocess([job], stageIndex: 0).count == 1)
+        let first = try #require(try f.journal.jobs(limit: 10).first { $0.key == job.key }?.id)
+        try f.journal.cancel(job: first)
+        #expect(try f.journal.existingKeys([job.key]).isEmpty)
+        #expect(try f.journal.enqueueReprocess([job], stageIndex: 0) == [job.key])
+        #expect(try f.journal.existingKeys([job.key]) == [job.key])
+        #expect(try f.journal.enqueueReprocess([job], stageIndex: 0).isEmpty, "the new job holds the key")
+        let second = try #require(try f.journal.jobs(limit: 10).first { $0.key == job.key }?.id)
+        #expect(second != first)
+        #expect(try f.journal.job(first)?.key == job.key + "#\(first)" && f.journal.job(first)?.state == .cancelled)
+        // Cancelled again and pruned to a tombstone: still given up.
+        try f.journal.cancel(job: second)
+        var retention = Retention()
+        retention.cancelled = 0
+        #expect(try f.journal.pruneBatch(retention: retention, now: unixNow() + 10).pruned == 2)
+        #expect(try f.journal.enqueueReprocess([job], stageIndex: 0) == [job.key])
+    }
+}
+
 /// A records quota counts a user's records and the unfinished jobs that will add one.
 extension ReprocessJournalTests {
     /// A job past the stage that writes records has its record (counted as a record); a

@@ -57,7 +57,7 @@ extension JobHandlers {
     }
 
     func bulkRetry(_ filter: JobFilter, _ caller: Caller, _ reply: @escaping Reply) {
-        let journal = self.journal, join = intake.joinTimeoutSeconds.value, inbox = intake.photos.inbox
+        let journal = self.journal, join = intake.joinTimeoutSeconds.value, inbox = intake.photos.inbox, copies = intake.photos.daemonsOwn
         let photoNeededEnd = scheduler.definition.photoNeededEnd
         runBulk(filter, event: "job_retried", reply) { page in
             var ids = page.map(\.id), stopped: String?
@@ -70,7 +70,7 @@ extension JobHandlers {
                 }
             }
             let r = try journal.retry(jobs: ids, state: filter.state, joinTimeoutSeconds: join, photoNeededEnd: photoNeededEnd, now: unixNow()) {
-                id, photo, quarantined, needed in try Self.bringBack(photo, from: quarantined, needed: needed, job: id, inbox: inbox)
+                id, photo, quarantined, needed in try Self.bringBack(photo, from: quarantined, needed: needed, job: id, inbox: inbox, copies: copies)
             }
             return BulkBatch(changed: r.retried, refused: r.refused, stopped: stopped)
         }

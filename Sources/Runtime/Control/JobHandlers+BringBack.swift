@@ -11,7 +11,8 @@ extension JobHandlers {
     /// failed. Past the photo stages, the photo is in the store and its file may be gone.
     /// An inbox photo goes back beneath the inbox, through its folder opened with no link
     /// followed (a folder swapped for a link to /etc gets nothing moved into it).
-    static func bringBack(_ photo: String, from quarantined: String?, needed: Bool, job id: Int64, inbox: String) throws {
+    /// `copies`: `HOME/reprocess`, where reprocess jobs' copies of originals are.
+    static func bringBack(_ photo: String, from quarantined: String?, needed: Bool, job id: Int64, inbox: String, copies: String? = nil) throws {
         // Another job's entry there now (this one's removed by an admin, the name taken since):
         // not this job's photo, and not to be taken from its owner.
         let q = quarantined.flatMap { q in (Quarantine.job(ofEntry: q) ?? id) == id ? q : nil }
@@ -34,8 +35,10 @@ extension JobHandlers {
                 if let q { unlink(q + ".reason.json") }  // the reason of a file that was not there
                 return
             }
-            throw PhotomemoError(.photoGone, "job \(id)'s photo is gone: it is not at \(photo), nor in quarantine; "
-                                 + "drop it into the inbox again (it becomes a job of its own)")
+            // A reprocess job's copy of its record's original (`copies`) went with its cancel.
+            let again = copies.map { photo.hasPrefix($0 + "/") } == true
+                ? "run `photomemo reprocess` for its record again" : "drop it into the inbox again (it becomes a job of its own)"
+            throw PhotomemoError(.photoGone, "job \(id)'s photo is gone: it is not at \(photo), nor in quarantine; " + again)
         }
         do {
             // Never over a file that came under the name since it was looked at (someone

@@ -183,7 +183,7 @@ final class JobHandlers: ControlHandler {
         if let filter = try bulkFilter(req, caller, retry: true) { return bulkRetry(filter, caller, reply) }
         let id = try req.requiredInt("job")
         let journal = self.journal, scheduler = self.scheduler, events = self.events
-        let join = intake.joinTimeoutSeconds.value, inbox = intake.photos.inbox, photoNeededEnd = scheduler.definition.photoNeededEnd
+        let join = intake.joinTimeoutSeconds.value, inbox = intake.photos.inbox, copies = intake.photos.daemonsOwn, photoNeededEnd = scheduler.definition.photoNeededEnd
         loop.reply({ result in
             if case .success(let r) = result {
                 events.publish("job_retried", job: id, to: .owner(r["owner"]?.stringValue))
@@ -196,7 +196,7 @@ final class JobHandlers: ControlHandler {
             // A retried job is unfinished again: cancelled jobs retried in bulk would pass the cap.
             try MemoIntake.checkRoom(for: caller, in: journal, then: "retry")
             try journal.retry(job: id, joinTimeoutSeconds: join, photoNeededEnd: photoNeededEnd, now: unixNow()) { photo, quarantined, needed in
-                try Self.bringBack(photo, from: quarantined, needed: needed, job: id, inbox: inbox)
+                try Self.bringBack(photo, from: quarantined, needed: needed, job: id, inbox: inbox, copies: copies)
             }
             return ["job": .int(id), "state": .string(try journal.job(id)?.state.rawValue ?? "queued"), "owner": owner.map(JSONValue.string) ?? .null]
         }

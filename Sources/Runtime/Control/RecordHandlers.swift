@@ -24,8 +24,13 @@ final class RecordHandlers: ControlHandler {
     /// One query of a user at a time: the others wait on that user's turn only.
     let queries = QueryGate(perUser: 1)
 
+    /// `HOME/reprocess`: the copies of a deleted record's cancelled reprocess jobs go.
+    private let reprocessCopies: String?
+
     init(loop: EventLoop, records: any RecordIndex, assets: any AssetStore, journal: any JobIntake, events: EventBus,
-         wakeup: LoopWakeup.Sender, collectAssets: @escaping () -> Void, trashSeconds: @escaping @Sendable () -> Double) {
+         wakeup: LoopWakeup.Sender, collectAssets: @escaping () -> Void, trashSeconds: @escaping @Sendable () -> Double,
+         reprocessCopies: String? = nil) {
+        self.reprocessCopies = reprocessCopies
         self.loop = loop
         self.records = records
         self.assets = assets
@@ -98,7 +103,7 @@ final class RecordHandlers: ControlHandler {
         case .delete:
             let id = try req.requiredString("record")
             let publishChange = changePublisher()
-            let journal = self.journal, collect = collectAssets
+            let journal = self.journal, collect = collectAssets, copies = reprocessCopies
             let mode: DeleteMode = try req.bool(ControlArgument.purge) == true ? .purge : trashSeconds() > 0 ? .trash : .immediate
             offLoopRecords({ result in
                 reply(result)
@@ -107,6 +112,7 @@ final class RecordHandlers: ControlHandler {
                 let d = try store.delete(id, viewer: viewer, mode: mode, now: unixNow())
                 // A trashed record's bytes dropped again make a new record, as after a purge.
                 try journal.recordsDeleted(photos: d.photos, now: unixNow())
+                ReprocessHandler.removeCopies(ofCancelled: try journal.cancelReprocess(ofRecords: d.deleted, now: unixNow()), in: copies)
                 for id in d.deleted { publishChange(id, "delete", caller.ownScope) }
                 var result: [String: JSONValue] = ["deleted": .array(d.deleted.map(JSONValue.string)),
                                                    "trashed": .array(d.trashed.map(JSONValue.string))]
