@@ -18,8 +18,9 @@ public protocol JobIntake: AnyObject, Sendable {
     /// Commits complete inbox files as jobs: each joins a waiting memo, is a duplicate of
     /// a job with the same bytes (and owner), or becomes a photo job.
     func commitPhotos(_ photos: [TakenPhoto], now: Double) throws -> [IntakeOutcome]
-    /// How many of `owner`'s jobs are queued, running or waiting, counted up to `limit`.
-    func unfinishedJobs(owner: String, limit: Int) throws -> Int
+    /// How many of `owner`'s jobs are queued, running or waiting, counted up to `limit`:
+    /// their reprocess jobs, or the others.
+    func unfinishedJobs(owner: String, reprocess: Bool, limit: Int) throws -> Int
     /// Of those, how many may still add a record (not past `recordStage`, not a reprocess).
     func jobsBeforeTheirRecord(owner: String, recordStage: Int, limit: Int) throws -> Int
     /// Whether an inbox file with this name and identity is already a job.

@@ -123,9 +123,11 @@ extension Journal {
         try countUnfinished(owner: owner, " AND stage_index <= ? AND origin <> 'reprocess'", [.int(Int64(recordStage))], limit: limit)
     }
 
-    /// How many of `owner`'s jobs are unfinished (queued, running or waiting), counted up to `limit`.
-    public func unfinishedJobs(owner: String, limit: Int) throws -> Int {
-        try countUnfinished(owner: owner, "", [], limit: limit)
+    /// How many of `owner`'s jobs are unfinished (queued, running or waiting), counted up to
+    /// `limit`: reprocess jobs, or the others (an admin's reprocess of every record makes
+    /// jobs of each owner, which must not hold their fresh photos and lines back).
+    public func unfinishedJobs(owner: String, reprocess: Bool = false, limit: Int) throws -> Int {
+        try countUnfinished(owner: owner, reprocess ? " AND origin = 'reprocess'" : " AND origin <> 'reprocess'", [], limit: limit)
     }
 
     /// `owner`'s unfinished jobs matching `condition` too, counted up to `limit`.

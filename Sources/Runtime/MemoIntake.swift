@@ -28,17 +28,24 @@ struct MemoIntake: Sendable {
     /// lines is 1.4 million jobs) is never more than this ahead of anyone else's photo.
     static let maxUnfinishedPerUser = 1000
 
-    /// How many more jobs `owner` may have now; unlimited for an admin.
-    static func room(for owner: String, uid: UInt32, in journal: any JobIntake) throws -> Int {
+    /// How many more jobs `owner` may have now; unlimited for an admin. Reprocess jobs have
+    /// a cap of their own (`reprocess`), so an admin's reprocess of every record never holds
+    /// a user's fresh photos and lines back.
+    static func room(for owner: String, uid: UInt32, in journal: any JobIntake, reprocess: Bool = false) throws -> Int {
         if UnixUser.isAdmin(uid: uid) { return .max }
-        return maxUnfinishedPerUser - (try journal.unfinishedJobs(owner: owner, limit: maxUnfinishedPerUser))
+        return maxUnfinishedPerUser - (try journal.unfinishedJobs(owner: owner, reprocess: reprocess, limit: maxUnfinishedPerUser))
+    }
+
+    /// The refusal of a user at the cap (`reprocess`: of reprocess jobs) asking for `action`.
+    static func atCap(_ name: String, reprocess: Bool = false, then action: String) -> String {
+        "\(name) has \(maxUnfinishedPerUser) unfinished \(reprocess ? "reprocess jobs" : "jobs"), the most a user may have; \(action) again once some have finished"
     }
 
     /// `too_many_jobs` for a user at the cap who asks the socket for one more (`action`:
-    /// "enqueue", "retry"); admins are not capped.
-    static func checkRoom(for caller: Caller, in journal: any JobIntake, then action: String) throws {
-        guard !caller.isAdmin, try room(for: caller.name, uid: caller.uid, in: journal) <= 0 else { return }
-        throw PhotomemoError(.tooManyJobs, "\(caller.name) has \(maxUnfinishedPerUser) unfinished jobs, the most a user may have; \(action) again once some have finished")
+    /// "enqueue", "retry", "reprocess"); admins are not capped.
+    static func checkRoom(for caller: Caller, in journal: any JobIntake, reprocess: Bool = false, then action: String) throws {
+        guard !caller.isAdmin, try room(for: caller.name, uid: caller.uid, in: journal, reprocess: reprocess) <= 0 else { return }
+        throw PhotomemoError(.tooManyJobs, atCap(caller.name, reprocess: reprocess, then: action))
     }
 
     init(photos: PhotoPolicy, joinTimeoutSeconds: Int, memoStage: Int = .max, maxPhotoBytes: Int64? = nil, inbox: InboxOptions = InboxOptions(),

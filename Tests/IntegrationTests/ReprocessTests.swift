@@ -138,9 +138,11 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
-    /// Reprocess jobs are unfinished jobs: a user with 1,101 records asking for all of them
-    /// gets 1,000 queued (and 1,000 originals copied to HOME/reprocess), told why it
-    /// stopped, and `too_many_jobs` when asking again, as `enqueue` and `retry` do.
+    /// Reprocess jobs have a cap of their own: a user with 1,101 records asking for all of
+    /// them gets 1,000 queued (and 1,000 originals copied to HOME/reprocess), told why it
+    /// stopped, and `too_many_jobs` when asking again, as `enqueue` and `retry` do; their
+    /// fresh memo lines and photos are still taken (an admin's reprocess of everything
+    /// made jobs of each owner that locked them out).
     @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser")))
     func aUserReprocessStopsAtTheirUnfinishedJobsCap() throws {
         let users = WhoMayDoWhatTests()
@@ -163,18 +165,21 @@ import Testing
         let (status, out, err) = try users.cli(users.bob, d, ["reprocess", "TRUEPREDICATE", "--json"])
         let answer = try JSONValue.parse(out)
         #expect(status == 1 && answer["enqueued"]?.intValue == 1000, "\(out) \(err)")
-        #expect(answer["stopped"]?.stringValue?.contains("1000 unfinished jobs") == true, "\(out)")
+        #expect(answer["stopped"]?.stringValue?.contains("1000 unfinished reprocess jobs") == true, "\(out)")
         #expect(try d.jobs("origin = 'reprocess'").count == 1000)
         #expect(try FileManager.default.contentsOfDirectory(atPath: d.home + "/reprocess").count == 1000)
         let (again, _, why) = try users.cli(users.bob, d, ["reprocess", "TRUEPREDICATE"])
-        #expect(again == 1 && why.contains("1000 unfinished jobs"), "\(why)")
+        #expect(again == 1 && why.contains("1000 unfinished reprocess jobs"), "\(why)")
+        let (enqueued, _, refused) = try users.cli(users.bob, d, ["enqueue", "--memo", "still mine to add"])
+        #expect(enqueued == 0, "\(refused)")
+        #expect(try d.jobs("origin <> 'reprocess' AND state = 'queued'").count == 1)
         #expect(d.stop().status == 0)
     }
 
     /// A cancelled reprocess job's copy of its original leaves HOME/reprocess with it (the
     /// original stays in the store): else reprocess, cancel and an update, again and again,
-    /// fill the disk with copies no job will use. Retrying it then says the photo is gone.
-    /// Cancelling deletes the copies; asking again after a cancel runs the records again.
+    /// fill the disk with copies no job will use. Retrying it then says the photo is gone,
+    /// and to ask `reprocess` again, which runs the records again.
     @Test func aCancelledReprocessJobLeavesNoCopyBehind() throws {
         let d = try DaemonHarness(stages: Self.definition(width: 60))
         try d.start()

@@ -73,7 +73,9 @@ extension ReprocessJournalTests {
             #expect(job.context.key.hasPrefix("a"))
             _ = try f.record(job, stageName: "s\(stage)", outcome: .continue(), durationMs: 1, stageCount: 3, retry: .default)
         }
-        #expect(try f.journal.unfinishedJobs(owner: "alice", limit: 100) == 4)
+        // Her reprocess job counts toward her reprocess cap, not toward the cap on fresh jobs.
+        #expect(try f.journal.unfinishedJobs(owner: "alice", limit: 100) == 3)
+        #expect(try f.journal.unfinishedJobs(owner: "alice", reprocess: true, limit: 100) == 1)
         #expect(try f.journal.jobsBeforeTheirRecord(owner: "alice", recordStage: 1, limit: 100) == 2)
         #expect(try f.journal.jobsBeforeTheirRecord(owner: "alice", recordStage: 2, limit: 100) == 3)  // at the record's stage: not written yet
         #expect(try f.journal.jobsBeforeTheirRecord(owner: "alice", recordStage: 1, limit: 1) == 1)

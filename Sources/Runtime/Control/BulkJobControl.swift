@@ -66,7 +66,7 @@ extension JobHandlers {
                 let room = try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal)
                 if room < ids.count {
                     ids = Array(ids.prefix(max(0, room)))
-                    stopped = "\(caller.name) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; retry again once some have finished"
+                    stopped = MemoIntake.atCap(caller.name, then: "retry")
                 }
             }
             let r = try journal.retry(jobs: ids, state: filter.state, joinTimeoutSeconds: join, photoNeededEnd: photoNeededEnd, now: unixNow()) {

@@ -49,9 +49,9 @@ final class ReprocessHandler: ControlHandler {
             if case .success(let r) = result, (r["enqueued"]?.intValue ?? 0) > 0 { scheduler.pump() }
             reply(result)
         }) {
-            // Reprocess jobs are unfinished jobs like any: a user stays within the cap, so
-            // one request over 100,000 records neither jumps it nor copies 100,000 originals.
-            try MemoIntake.checkRoom(for: caller, in: journal, then: "reprocess")
+            // A user's reprocess jobs have a cap of their own, so one request over 100,000
+            // records neither copies 100,000 originals nor holds their fresh photos back.
+            try MemoIntake.checkRoom(for: caller, in: journal, reprocess: true, then: "reprocess")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             var (matched, enqueued) = (0, 0)
             var missing: [String] = []
@@ -64,10 +64,10 @@ final class ReprocessHandler: ControlHandler {
                 let keyed = mine.map { (ReprocessJob.key(record: $0.id, changeTag: $0.changeTag, from: from), $0) }
                 let existing = try journal.existingKeys(keyed.map(\.0))
                 var fresh = keyed.filter { !existing.contains($0.0) }
-                let room = try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal)
+                let room = try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal, reprocess: true)
                 if room < fresh.count {
                     fresh = Array(fresh.prefix(max(0, room)))
-                    stopped = "\(caller.name) has \(MemoIntake.maxUnfinishedPerUser) unfinished jobs, the most a user may have; reprocess again once some have finished"
+                    stopped = MemoIntake.atCap(caller.name, reprocess: true, then: "reprocess")
                 }
                 var batch: [ReprocessJob] = []
                 for (key, r) in fresh {
