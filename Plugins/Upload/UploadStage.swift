@@ -19,7 +19,7 @@ public struct UploadStage: Stage {
     public static let storesAssets = true
     public static let options: [StageOption] = [
         StageOption("store", .string,
-                    "file:DIR (relative to the home) or s3://BUCKET[/PREFIX]?endpoint=URL&region=R (credentials from AWS_* variables); default: the job definition's \"store\""),
+                    "the job definition's \"store\" (the default; no other: records, asset, verify, backup and reprocess read that one)"),
         StageOption("keep_originals", .string,
                     "the old name of the job definition's \"inbox\": {\"originals\"}: delete (the default), move (to HOME/done/) or keep"),
     ]
@@ -34,7 +34,14 @@ public struct UploadStage: Stage {
     let keepOriginals: InboxOptions.Originals
 
     public init(options: StageOptions, environment: StageEnvironment) throws {
-        store = try environment.assetStore(options.string("store"))
+        // Every reader of assets (the socket's `asset`, verify, backup and restore, reprocess,
+        // the collector) goes to the definition's store: objects put elsewhere were records'
+        // assets none of them found, backed up by nothing.
+        if let own = try options.string("store"), environment.storeIdentity(own) != environment.storeIdentity(environment.store) {
+            throw PhotomemoError(.badDefinition, "upload's \"store\" (\(own)) is not the definition's \"store\" (\(environment.store)): "
+                                 + "records, asset, verify, backup and reprocess read the definition's; set \"store\" at its top instead")
+        }
+        store = try environment.assetStore()
         // A definition folds `keep_originals` into its inbox section (refusing both
         // differing); a stage built alone goes by its own option.
         let own = try options.string("keep_originals").map { try InboxOptions.Originals.parse(.string($0), key: "\"keep_originals\"") }

@@ -1,3 +1,4 @@
+import Foundation
 import StageKit
 
 extension StageEnvironment {
@@ -5,7 +6,11 @@ extension StageEnvironment {
     /// of the daemon that names the same one.
     public func assetStore(_ spec: String? = nil) throws -> any AssetStore {
         let spec = spec ?? store
-        let key = spec.hasPrefix("file:") ? "file:" + path(String(spec.dropFirst(5))) : spec
-        return try resources.shared("assets:" + key) { try Stores.open(spec, home: home) }
+        return try resources.shared("assets:" + storeIdentity(spec)) { try Stores.open(spec, home: home) }
+    }
+
+    /// One name for every spelling of a store (a `file:` folder by its path from the root).
+    public func storeIdentity(_ spec: String) -> String {
+        spec.hasPrefix("file:") ? "file:" + (path(String(spec.dropFirst(5))) as NSString).standardizingPath : spec
     }
 }

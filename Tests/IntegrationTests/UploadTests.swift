@@ -9,10 +9,10 @@ import Testing
 @Suite(.serialized) struct UploadTests {
     static func definition(store: String) -> String {
         """
-        {"name": "upload-test", "stages": [
+        {"name": "upload-test", "store": "\(store)", "stages": [
           {"use": "validate", "with": {}},
           {"use": "compress", "with": {}},
-          {"use": "upload", "with": {"store": "\(store)"}}],
+          {"use": "upload", "with": {}}],
          "retry": {"max_attempts": 4, "base_ms": 50, "max_ms": 300}}
         """
     }

@@ -116,3 +116,21 @@ import UploadStage
         #expect(why.message.contains("display") && why.message.contains("is gone"))
     }
 }
+
+/// An upload stage's `store` may only name the definition's: every reader of assets
+/// (`asset`, verify, backup, reprocess, the collector) goes there, and objects put
+/// elsewhere were records' assets nothing found and nothing backed up.
+extension UploadStageTests {
+    @Test func anUploadStoreOtherThanTheDefinitionsIsRefused() throws {
+        let h = try StageHome()  // the definition's store: file:store
+        for same in ["file:store", "file:./store", "file:" + h.root + "/store"] {
+            _ = try h.stage(UploadStage.self, ["store": .string(same)])
+        }
+        do {
+            _ = try h.stage(UploadStage.self, ["store": "file:store2"])
+            Issue.record("a second store was taken")
+        } catch let e as PhotomemoError {
+            #expect(e.code == .badDefinition && e.message.hasPrefix(#"upload's "store" (file:store2) is not the definition's "store""#), "\(e)")
+        }
+    }
+}
