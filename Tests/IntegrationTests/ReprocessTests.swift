@@ -234,6 +234,22 @@ import Testing
         #expect(d.stop().status == 0)
     }
 
+    /// A record of a memo alone has no photo to run again: neither matched nor named among
+    /// the records without an original (80 memo records there hid the real ones).
+    @Test func aMemoOnlyRecordIsNotWithoutAnOriginal() throws {
+        let d = try DaemonHarness(stages: Self.definition(width: 60))
+        try d.start()
+        try Self.dropPNG(d, "a.png", width: 300)
+        #expect(try DaemonHarness.run(["enqueue", "--memo", "no photo here", "--home", d.home]).0 == 0)
+        try d.waitIdle(jobs: 2)
+        #expect(try Self.records(d).count == 2)
+        let answer = try json(d, ["reprocess", "TRUEPREDICATE"])
+        #expect(answer["matched"]?.intValue == 1 && answer["enqueued"]?.intValue == 1, "\(answer)")
+        #expect(answer["without_original"]?.arrayValue?.isEmpty == true, "\(answer)")
+        try d.waitIdle(jobs: 3)
+        #expect(d.stop().status == 0)
+    }
+
     /// A SIGKILL while reprocess jobs are queued and running loses and duplicates nothing:
     /// after the restart each record is updated once, from its copy still in HOME/reprocess.
     @Test func aKillMidReprocessResumes() throws {

@@ -59,7 +59,8 @@ final class ReprocessHandler: ControlHandler {
             repeat {
                 let page = try records.query(predicate, type: type, sort: [], limit: Self.pageSize, cursor: cursor, viewer: caller.viewer,
                                              maxBytes: nil)
-                let mine = page.records.filter { RecordStore.canWrite($0, caller.viewer) }
+                // A record of a memo alone has no photo to run again: not matched, not "without original".
+                let mine = page.records.filter { RecordStore.canWrite($0, caller.viewer) && $0.assets["original"] != nil }
                 matched += mine.count
                 let keyed = mine.map { (ReprocessJob.key(record: $0.id, changeTag: $0.changeTag, from: from), $0) }
                 let existing = try journal.existingKeys(keyed.map(\.0))

@@ -10,6 +10,8 @@ import StageKit
 /// database), live state from the loop (this host's).
 final class StatusHandlers: ControlHandler {
     static let withheld = "the journal's error is shown to admins"
+    /// A dependency's reason, as a user who is no admin sees it.
+    static let withheldReason = "the reason is shown to admins"
     let commands: Set<ControlCommand> = [.status, .metrics, .hosts, .inbox]
     /// The live state a report reads, as the daemon wires it.
     struct Sources {
@@ -182,7 +184,7 @@ final class StatusHandlers: ControlHandler {
                             "inbox_stale_bytes": .int(snapshot.inboxStale.bytes)],
                 "dependencies": .object(deps),
                 // A stage's reason can quote its program's stderr: an admin's to read, like the journal's errors.
-                "dependency_reasons": .object(snapshot.dependencyReasons.mapValues { .string(caller.isAdmin ? $0 : Self.withheld) }
+                "dependency_reasons": .object(snapshot.dependencyReasons.mapValues { .string(caller.isAdmin ? $0 : Self.withheldReason) }
                     .merging(sinks.compactMapValues { $0.reason.map(JSONValue.string) }) { a, _ in a }),
                 "queue_files": .array(queueFiles),
                 "quota": quotaReport,
