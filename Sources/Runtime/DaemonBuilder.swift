@@ -118,7 +118,8 @@ struct DaemonBuilder {
             backup: backend.sharedURL.map { .postgres(url: $0) } ?? .sqlite(path: (journal as? Journal)?.path ?? home.journal), journal: journal as? Journal,
             records: records, store: opened.assets, scratch: home.root + "/renditions/.verify", definition: { live.current },
             collector: collector,
-            daemonFolders: [home.inbox, home.queueFolder, home.store, home.quarantine, home.reprocess, home.root + "/renditions"]))
+            daemonFolders: [home.inbox, home.queueFolder, home.store, home.quarantine, home.reprocess, home.root + "/renditions"]),
+            lastVerifyFile: home.root + "/verify.json")
         let status = StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
                 backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },

@@ -56,8 +56,8 @@ enum Metrics {
             family("photomemo_verify_last_run_timestamp_seconds", "gauge", "When the last photomemo verify finished (Unix time).")
             sample("photomemo_verify_last_run_timestamp_seconds", [], v.finishedAt)
             family("photomemo_verify_assets", "gauge", "The last verify's assets by result: checked, ok, damaged, missing; and orphaned store objects, repairs.")
-            for (result, n) in [("checked", v.checked), ("ok", v.ok), ("damaged", v.damaged.count), ("missing", v.missing.count),
-                                ("orphans", v.orphans.count), ("repaired", v.repaired)] {
+            for (result, n) in [("checked", v.checked), ("ok", v.ok), ("damaged", v.damaged), ("missing", v.missing),
+                                ("orphans", v.orphans), ("repaired", v.repaired)] {
                 sample("photomemo_verify_assets", [("result", result)], Double(n))
             }
         }

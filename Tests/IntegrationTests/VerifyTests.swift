@@ -67,6 +67,16 @@ import Testing
         let missing = report["missing"]?.arrayValue ?? []
         #expect(missing.count == 1 && missing.first?["asset"] == "original")
         #expect(missing.first?["repair_error"]?.stringValue?.contains("an original cannot be made again") == true, "\(report.jsonString)")
+
+        // The last run's counts outlive the daemon (SIGKILL, restart): status and metrics
+        // still say when it ran and what it found (an alert on its age misfired after restarts).
+        let before = try json(d, ["status"])["verify"]
+        #expect(before?["missing"]?.intValue == 1)
+        d.stop(SIGKILL)
+        try d.start()
+        #expect(try json(d, ["status"])["verify"] == before)
+        let (_, restarted, _) = try DaemonHarness.run(["metrics", "--home", d.home])
+        #expect(restarted.contains("photomemo_verify_assets{result=\"missing\"} 1") && restarted.contains("photomemo_verify_last_run_timestamp_seconds"))
     }
 
     /// A trashed record's assets are checked and repaired like a live one's: it may be

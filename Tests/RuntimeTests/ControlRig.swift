@@ -56,7 +56,8 @@ final class ControlRig {
                              folder: rig.t.home.reprocess),
             MaintenanceHandlers(loop: loop, parts: .init(backup: .sqlite(path: rig.journal.path), journal: rig.journal, records: records,
                                                          store: assets, scratch: root + "/renditions/.verify",
-                                                         definition: { [scheduler = rig.scheduler] in scheduler.definition }, collector: collector)),
+                                                         definition: { [scheduler = rig.scheduler] in scheduler.definition }, collector: collector),
+                                lastVerifyFile: root + "/verify.json"),
         ]
         router = ControlRouter(handlers)
         conn = ControlConnection(pipe: try PipeConnection(loop: loop), commands: router)

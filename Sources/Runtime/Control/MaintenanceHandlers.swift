@@ -34,12 +34,15 @@ final class MaintenanceHandlers: ControlHandler, ClosingService {
     private let parts: Parts
     private var running: String?
     private let stopping = LockedValue(false)
-    /// The last verify's counts, read by status and metrics.
-    let lastVerify = LockedValue<VerifyReport?>(nil)
+    /// The last verify's counts, read by status and metrics, and kept in `lastVerifyFile`.
+    let lastVerify: LockedValue<VerifySummary?>
+    private let lastVerifyFile: String
 
-    init(loop: EventLoop, parts: Parts) {
+    init(loop: EventLoop, parts: Parts, lastVerifyFile: String) {
         self.loop = loop
         self.parts = parts
+        self.lastVerifyFile = lastVerifyFile
+        lastVerify = LockedValue(VerifySummary.load(from: lastVerifyFile))
     }
 
     func close() { stopping.value = true }
@@ -71,10 +74,12 @@ final class MaintenanceHandlers: ControlHandler, ClosingService {
                                          maker: parts.definition().stages.lazy.compactMap { $0.stage as? any RenditionMaker }.first,
                                          scratch: parts.scratch, repair: req.values[ControlArgument.repair] == .bool(true),
                                          bytesPerSecond: rate, cancelled: { stopping.value })
-            let last = lastVerify
+            let (last, file) = (lastVerify, lastVerifyFile)
             work = {
                 let report = try verifier.run()
-                last.value = report
+                let summary = VerifySummary(report)
+                last.value = summary
+                do { try summary.save(to: file) } catch { Log.warning("verify: cannot keep the counts in \(file): \(error)") }
                 Log.notice("verify: \(report.checked) assets checked, \(report.damaged.count) damaged, \(report.missing.count) missing, \(report.orphans.count) orphans, \(report.repaired) repaired")
                 return report.json
             }

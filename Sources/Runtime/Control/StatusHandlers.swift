@@ -34,7 +34,7 @@ final class StatusHandlers: ControlHandler {
         /// Records in the trash: an owner's, or everyone's for nil.
         var trashCount: (@Sendable (_ owner: String?) throws -> Int)? = nil
         /// The last `verify` run, when there was one since the daemon started.
-        var lastVerify: () -> VerifyReport? = { nil }
+        var lastVerify: () -> VerifySummary? = { nil }
         /// Webhook hosts and exec sinks found down or up (`NotificationDeliverer`).
         var sinks: () -> [SinkHealth.Key: SinkHealth] = { [:] }
     }
@@ -188,7 +188,7 @@ final class StatusHandlers: ControlHandler {
                     .merging(sinks.compactMapValues { $0.reason.map(JSONValue.string) }) { a, _ in a }),
                 "queue_files": .array(queueFiles),
                 "quota": quotaReport,
-                "verify": snapshot.lastVerify?.counts ?? .null,
+                "verify": snapshot.lastVerify?.json ?? .null,
                 // Deleted records kept for the `"trash"` time: the caller's own, an admin's all.
                 "trash": trashCount.map { count in ["records": .int(Int64(read(0) { try count(caller.isAdmin ? nil : caller.name) }))] } ?? .null,
                 "throughput": ["jobs_last_minute": .int(Int64(lastMinute)), "jobs_per_s": .double(Double(lastMinute) / 60),
@@ -223,7 +223,7 @@ final class StatusHandlers: ControlHandler {
         let inboxStale: (count: Int, bytes: Int64)
         let clients: Int
         let watchers: Int
-        let lastVerify: VerifyReport?
+        let lastVerify: VerifySummary?
         /// A folder on the home's filesystem, whose room `seeingTheDisk` looks at.
         let homeFolder: String
 

@@ -52,13 +52,6 @@ struct VerifyReport: Sendable {
             "bytes_read": .int(bytesRead), "seconds": .double(((finishedAt - startedAt) * 10).rounded() / 10),
         ]
     }
-
-    /// The last run as `status` shows it.
-    var counts: JSONValue {
-        ["finished": .string(isoTimestamp(finishedAt)), "checked": .int(Int64(checked)), "ok": .int(Int64(ok)),
-         "damaged": .int(Int64(damaged.count)), "missing": .int(Int64(missing.count)), "orphans": .int(Int64(orphans.count)),
-         "repaired": .int(Int64(repaired))]
-    }
 }
 
 /// A cap on the bytes a maintenance run reads per second, so serving goes on beside it:
