@@ -91,6 +91,7 @@ public protocol JobControl: AnyObject, Sendable {
     func enqueueReprocess(_ jobs: [ReprocessJob], stageIndex: Int, now: Double) throws -> [String]
     func reprocessCounts() throws -> [JobState: Int]
     func reprocessCopiesInUse() throws -> Set<String>
+    func reprocessCopiesEnded(_ paths: [String]) throws -> Set<String>
     func reprocessFinishedCount(since: Double) throws -> Int
     /// Outcome counts per stage, and the latencies of the last `window` successful runs.
     func stageStats(window: Int) throws -> [String: StageStats]

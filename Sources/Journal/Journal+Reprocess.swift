@@ -109,6 +109,20 @@ extension Journal {
         }
     }
 
+    /// Of `paths` (copies in `HOME/reprocess/`), those reprocess jobs named and no job needs
+    /// any more: every job naming it done or cancelled. A copy no job names yet is a page of
+    /// a request being queued: not among them.
+    public func reprocessCopiesEnded(_ paths: [String]) throws -> Set<String> {
+        guard !paths.isEmpty else { return [] }
+        return try read { db in
+            let marks = Array(repeating: "?", count: paths.count).joined(separator: ",")
+            return Set(try db.query("""
+                SELECT photo_path FROM jobs WHERE origin = 'reprocess' AND photo_path IN (\(marks))
+                GROUP BY photo_path HAVING sum(CASE WHEN state IN ('done', 'cancelled') THEN 0 ELSE 1 END) = 0
+                """, paths.map(SQLValue.text)).compactMap { $0.string(0) })
+        }
+    }
+
     /// Reprocess jobs that finished since `since` (`status`'s reprocess rate): the last
     /// minute's finish events alone are read, however many reprocess jobs there are.
     public func reprocessFinishedCount(since: Double) throws -> Int {

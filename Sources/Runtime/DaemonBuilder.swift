@@ -94,7 +94,8 @@ struct DaemonBuilder {
                                                   allowPrivateWebhooks: options.allowPrivateWebhooks)
         let trashSeconds: @Sendable () -> Double = { live.current.trashSeconds }
         let collector = try AssetCollector(loop: loop, records: records, journal: journal, assets: opened.assets, trashSeconds: trashSeconds)
-        let pruner = try Pruner(loop: loop, journal: journal, records: records, quarantine: quarantine, retention: { live.current.retention })
+        let pruner = try Pruner(loop: loop, journal: journal, records: records, quarantine: quarantine, reprocessCopies: home.reprocess,
+                                retention: { live.current.retention })
         let followers = try Followers(loop: loop, records: records)
         // Events reach followers and sinks when a stage or a socket command made them, not at a timer's tick.
         events.subscribe(followers, viewer: nil) { e in

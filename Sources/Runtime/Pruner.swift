@@ -1,3 +1,4 @@
+import Foundation
 import EventLoop
 import Index
 import Journal
@@ -6,7 +7,9 @@ import StageKit
 
 /// Retention (DESIGN.md, "Running for months"): jobs finished longer ago than the
 /// definition's `retention`, with their history, deliveries delivered or failed as long ago
-/// (`RecordStore.pruneDeliveries`), and quarantine files older than its `failed`, pruned on the work pool (never the loop), at least once a minute. Each batch
+/// (`RecordStore.pruneDeliveries`), and quarantine files older than its `failed`, pruned on the work pool (never the loop), at least once a minute. With
+/// them go the copies in `HOME/reprocess` of reprocess jobs another host ended (a cancel
+/// there removes only its own; this one's would wait for a restart). Each batch
 /// is its own journal transaction (`Journal.pruneBatch`), so intake waits for one short
 /// batch at most. Several hosts on one PostgreSQL journal may prune at once: a batch
 /// picks and changes its jobs under the journal's write lock.
@@ -16,6 +19,8 @@ final class Pruner {
     private let records: any RecordIndex
     private let quarantine: Quarantine
     private let retention: () -> Retention
+    /// `HOME/reprocess`.
+    private let reprocessCopies: String
     private let timer: LoopTimer
     private var running = false
     private var nextRun = 0.0
@@ -24,9 +29,10 @@ final class Pruner {
     static let batchSize = 500
     static let batchesPerRun = 40
 
-    init(loop: EventLoop, journal: any JobJournal, records: any RecordIndex, quarantine: Quarantine,
+    init(loop: EventLoop, journal: any JobJournal, records: any RecordIndex, quarantine: Quarantine, reprocessCopies: String,
          retention: @escaping () -> Retention) throws {
         (self.loop, self.journal, self.records, self.quarantine, self.retention) = (loop, journal, records, quarantine, retention)
+        self.reprocessCopies = reprocessCopies
         timer = try LoopTimer(loop: loop)
     }
 
@@ -43,10 +49,18 @@ final class Pruner {
         let retention = self.retention()
         nextRun = now + Self.interval(retention)
         running = true
-        let (journal, records, quarantine) = (self.journal, self.records, self.quarantine)
+        let (journal, records, quarantine, copies) = (self.journal, self.records, self.quarantine, self.reprocessCopies)
         loop.submit({ () -> (jobs: Int, deliveries: Int, files: Int, errors: [String]) in
             var jobs = 0, deliveries = 0
             var errors: [String] = []
+            // Before the jobs: a job pruned now no longer names its copy.
+            var copiesRemoved = 0
+            do {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: copies)) ?? []
+                for path in try journal.reprocessCopiesEnded(names.map { copies + "/" + $0 }) where unlink(path) == 0 { copiesRemoved += 1 }
+            } catch {
+                errors.append("reprocess copies: \(error)")
+            }
             do {
                 for _ in 0..<Self.batchesPerRun {
                     let batch = try journal.pruneBatch(retention: retention, limit: Self.batchSize, now: unixNow())
@@ -68,11 +82,11 @@ final class Pruner {
                 errors.append("deliveries: \(error)")
             }
             let files = quarantine.prune(before: unixNow() - retention.failed)
-            return (jobs, deliveries, files.removed, errors + files.errors)
+            return (jobs, deliveries, files.removed + copiesRemoved, errors + files.errors)
         }) { [unowned self] result in
             self.running = false
             if result.jobs + result.deliveries + result.files > 0 {
-                Log.info("retention: pruned \(result.jobs) finished jobs, \(result.deliveries) finished deliveries and \(result.files) quarantine files")
+                Log.info("retention: pruned \(result.jobs) finished jobs, \(result.deliveries) finished deliveries and \(result.files) quarantine files and reprocess copies")
             }
             for e in result.errors.prefix(3) { Log.warning("retention: \(e)") }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Index
+import Journal
 import PhotomemoCore
 import StageKit
 import TestSupport
@@ -247,6 +248,24 @@ import Testing
         #expect(answer["matched"]?.intValue == 1 && answer["enqueued"]?.intValue == 1, "\(answer)")
         #expect(answer["without_original"]?.arrayValue?.isEmpty == true, "\(answer)")
         try d.waitIdle(jobs: 3)
+        #expect(d.stop().status == 0)
+    }
+
+    /// A reprocess job cancelled by another host (on a shared database its cancel removes
+    /// only the copies in its own home): this host's retention round removes the copy.
+    @Test func aCopyOfAJobCancelledElsewhereLeavesAtTheNextRetentionRound() throws {
+        let d = try DaemonHarness(stages: Self.definition(width: 60).replacingOccurrences(
+            of: #""stages": ["#, with: #""retention": {"cancelled": "4s"}, "stages": ["#))
+        try d.start()
+        try Self.dropPNG(d, "a.png", width: 300)
+        try d.waitIdle(jobs: 1)
+        _ = try json(d, ["pause"])
+        #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 1)
+        let copies = { try FileManager.default.contentsOfDirectory(atPath: d.home + "/reprocess").count }
+        #expect(try copies() == 1)
+        let job = try #require(try d.jobs("origin = 'reprocess'").first?.id)
+        try Journal(path: d.home + "/photomemo.sqlite").cancel(job: job)  // as another host's daemon does
+        try d.waitUntil("the copy leaves", timeout: 10) { try copies() == 0 }
         #expect(d.stop().status == 0)
     }
 

@@ -57,6 +57,24 @@ extension ReprocessJournalTests {
     }
 }
 
+/// The copies a host's retention round removes: those every naming job ended, never one
+/// a job still needs (a cancelled job's key queued again names the same copy) nor one no
+/// job names yet (a request's page being queued).
+extension ReprocessJournalTests {
+    @Test(arguments: Engine.allCases) func copiesOfEndedJobsOnly(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let (a, b) = (reprocess("ra", "alice"), reprocess("rb", "alice"))
+        _ = try f.journal.enqueueReprocess([a, b], stageIndex: 0)
+        let paths = [a.photoPath, b.photoPath, "/tmp/queued-meanwhile.jpg"]
+        #expect(try f.journal.reprocessCopiesEnded(paths).isEmpty)
+        let ids = try f.journal.jobs(limit: 10).filter { $0.key == a.key || $0.key == b.key }.map(\.id)
+        for id in ids { try f.journal.cancel(job: id) }
+        #expect(try f.journal.reprocessCopiesEnded(paths) == [a.photoPath, b.photoPath])
+        _ = try f.journal.enqueueReprocess([a], stageIndex: 0)  // asked again: the same copy
+        #expect(try f.journal.reprocessCopiesEnded(paths) == [b.photoPath])
+    }
+}
+
 /// A records quota counts a user's records and the unfinished jobs that will add one.
 extension ReprocessJournalTests {
     /// A job past the stage that writes records has its record (counted as a record); a
