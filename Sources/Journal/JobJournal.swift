@@ -92,6 +92,8 @@ public protocol JobControl: AnyObject, Sendable {
     func reprocessCounts() throws -> [JobState: Int]
     func reprocessCopiesInUse() throws -> Set<String>
     func reprocessCopiesEnded(_ paths: [String]) throws -> Set<String>
+    func strandedReprocessJobs(window: Double, photoLocalEnd: Int, limit: Int, now: Double) throws -> [StrandedReprocessJob]
+    func adoptReprocess(_ job: StrandedReprocessJob, copy: String, now: Double) throws -> Bool
     func reprocessFinishedCount(since: Double) throws -> Int
     /// Outcome counts per stage, and the latencies of the last `window` successful runs.
     func stageStats(window: Int) throws -> [String: StageStats]

@@ -27,6 +27,14 @@ public struct ReprocessJob: Sendable {
     }
 }
 
+/// A reprocess job whose host is gone (`Journal.strandedReprocessJobs`).
+public struct StrandedReprocessJob: Sendable {
+    public let id: Int64
+    public let key: String
+    public let host: String
+    public let working: WorkingSet
+}
+
 /// Reprocess jobs: queued at a stage with the original already in hand, at turns in the
 /// reprocess band (`Journal.reprocessBand`), so fresh drops are claimed first.
 extension Journal {
@@ -120,6 +128,40 @@ extension Journal {
                 SELECT photo_path FROM jobs WHERE origin = 'reprocess' AND photo_path IN (\(marks))
                 GROUP BY photo_path HAVING sum(CASE WHEN state IN ('done', 'cancelled') THEN 0 ELSE 1 END) = 0
                 """, paths.map(SQLValue.text)).compactMap { $0.string(0) })
+        }
+    }
+
+    /// Reprocess jobs queued or waiting at a stage before `photoLocalEnd` (their stages read
+    /// their copy of the original) on a host whose heartbeat is older than `window` seconds
+    /// (or that never wrote one): the copy is on a host that is gone, the original in the
+    /// shared store. Oldest first, at most `limit`.
+    public func strandedReprocessJobs(window: Double, photoLocalEnd: Int, limit: Int, now: Double) throws -> [StrandedReprocessJob] {
+        try read { db in
+            try db.query("""
+                SELECT j.id, j.key, j.host, j.working_set FROM jobs j LEFT JOIN hosts h ON h.host = j.host
+                WHERE j.origin = 'reprocess' AND j.state IN ('queued', 'waiting') AND j.stage_index < ? AND j.host <> ?
+                    AND j.working_set IS NOT NULL AND (h.seen IS NULL OR h.seen < ?)
+                ORDER BY j.id LIMIT ?
+                """, [.int(Int64(min(photoLocalEnd, Int(Int32.max)))), .text(host), .double(now - window), .int(Int64(limit))]).compactMap { r in
+                guard let working = try? WorkingSet(json: JSONValue.parse(r.string(3)!)) else { return nil }
+                return StrandedReprocessJob(id: r.int(0)!, key: r.string(1)!, host: r.string(2)!, working: working)
+            }
+        }
+    }
+
+    /// Takes a stranded reprocess job to this host, to run from `copy` (made here from the
+    /// store): false when another host took it first, or it is no longer queued or waiting.
+    public func adoptReprocess(_ job: StrandedReprocessJob, copy: String, now: Double = unixNow()) throws -> Bool {
+        var working = job.working
+        working.change(.original) { $0.path = copy }
+        return try write { db in
+            guard try db.run("""
+                UPDATE jobs SET host = ?, photo_path = ?, working_set = ?, updated = ?
+                WHERE id = ? AND host = ? AND state IN ('queued', 'waiting')
+                """, [.text(host), .text(copy), .text(working.json.jsonString), .double(now), .int(job.id), .text(job.host)]) == 1 else { return false }
+            try event(db, job: job.id, stage: nil, attempt: nil, "moved", message: "from host \(job.host), gone: its copy of the original made again here", at: now)
+            try announceWork(db)
+            return true
         }
     }
 

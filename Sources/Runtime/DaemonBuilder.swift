@@ -94,6 +94,8 @@ struct DaemonBuilder {
                                                   allowPrivateWebhooks: options.allowPrivateWebhooks)
         let trashSeconds: @Sendable () -> Double = { live.current.trashSeconds }
         let collector = try AssetCollector(loop: loop, records: records, journal: journal, assets: opened.assets, trashSeconds: trashSeconds)
+        let adopter = try ReprocessAdopter(loop: loop, journal: journal, assets: opened.assets, scheduler: scheduler, definition: live,
+                                           folder: home.reprocess)
         let pruner = try Pruner(loop: loop, journal: journal, records: records, quarantine: quarantine, reprocessCopies: home.reprocess,
                                 retention: { live.current.retention })
         let followers = try Followers(loop: loop, records: records)
@@ -150,6 +152,7 @@ struct DaemonBuilder {
         let trimmer = try FreedMemoryTrimmer(loop: loop) { [unowned scheduler] in (scheduler.runsStarted, scheduler.runningCount) }
         var started: [any DaemonService] = (leases.map { [$0] } ?? []) + [scheduler, deliverer, collector, pruner, maintenance, followers, trimmer]
         started += (listener.map { [$0] } ?? []) as [any DaemonService]
+        started += (adopter.map { [$0] } ?? []) as [any DaemonService]
         started += tailers as [any DaemonService]
         started += [inbox, control] as [any DaemonService]
         if let http { started.append(http) }

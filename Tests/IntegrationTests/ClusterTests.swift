@@ -89,6 +89,26 @@ import Testing
         c.stop()
     }
 
+    /// Reprocess jobs queued on a host that is then gone: their copies of the originals
+    /// were on its disk, the originals are in the shared store. After three leases without
+    /// its heartbeat another host makes its own copies and runs them (they waited for ever).
+    @Test func aGoneHostsReprocessJobsRunOnAnother() throws {
+        let c = try Cluster(["a", "b"])
+        defer { c.stop() }
+        let (a, b) = (c.hosts[0], c.hosts[1])
+        for n in ["orientation_landscape_1.jpg", "orientation_portrait_6.jpg"] { try a.drop(n) }
+        try a.waitIdle(jobs: 2, timeout: 60)
+        _ = try json(a, ["pause", "compress"])
+        #expect(try json(a, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 2)
+        a.stop(SIGKILL)
+        _ = try json(b, ["resume", "compress"])
+        try b.waitUntil("b runs a's reprocess jobs", timeout: 60) { try b.jobs("origin = 'reprocess' AND state = 'done'").count == 2 }
+        #expect(b.log.contains("took 2 reprocess jobs of host a"), "\(b.log)")
+        #expect(try b.stateCounts() == ["done": 4])
+        #expect(try c.records(b).count == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: b.home + "/reprocess").isEmpty, "upload removed b's copies")
+    }
+
     @Test func aPostgreSQLRestartMidRunIsAnOutageThenEverythingFinishes() throws {
         // A server of its own: the shared one serves other suites meanwhile.
         let pg = try PostgresServer()
