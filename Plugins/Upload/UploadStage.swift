@@ -37,8 +37,10 @@ public struct UploadStage: Stage {
         // Every reader of assets (the socket's `asset`, verify, backup and restore, reprocess,
         // the collector) goes to the definition's store: objects put elsewhere were records'
         // assets none of them found, backed up by nothing.
-        if let own = try options.string("store"), environment.storeIdentity(own) != environment.storeIdentity(environment.store) {
-            throw PhotomemoError(.badDefinition, "upload's \"store\" (\(own)) is not the definition's \"store\" (\(environment.store)): "
+        // The definition's as written is the one `serve --store` stands in for.
+        if let own = try options.string("store"),
+           ![environment.store, environment.writtenStore].contains(where: { environment.storeIdentity(own) == environment.storeIdentity($0) }) {
+            throw PhotomemoError(.badDefinition, "upload's \"store\" (\(own)) is not the definition's \"store\" (\(environment.writtenStore)): "
                                  + "records, asset, verify, backup and reprocess read the definition's; set \"store\" at its top instead")
         }
         store = try environment.assetStore()

@@ -14,8 +14,10 @@
    (JPEGDecodeTests): within a pass libjpeg's factored steps are exact integer sums, so each
    output is one sum of its column's (then row's) inputs times constants, which SSE2's
    pmaddwd does two pairs at a time; the rounding shifts stay where libjpeg has them. Values
-   are 16-bit between the passes as in libjpeg's own design; only coefficients no 8-bit image
-   has (dequantized beyond 16 bits) would come out differently, as different garbage.
+   are 16-bit between the passes as in libjpeg's own design, and the saturating packs clamp
+   as libjpeg's range-limit table does for every value within 512 of the range. Only
+   coefficients no real 8-bit image has (crafted: samples far out of range, or dequantized
+   beyond 16 bits) come out differently, as different garbage: libjpeg's table wraps them.
    Installed in place of libjpeg's methods after jpeg_start_decompress (jpegint.h's
    interface, unchanged since libjpeg 6), only where libjpeg chose its own and its
    multiplier table holds shorts. */
@@ -48,7 +50,7 @@ static void pm_jpeg_idct_3x3(j_decompress_ptr cinfo, jpeg_component_info *comppt
     /* Pass 2, along each row r: the pairs (w_r0, w_r1) and (w_r2, 4112) in every lane, lane
        k making output column k. 4112 * 8192 = (16 << 13) rounding + (128 << 18), the
        sample centre; >> 18 then leaves the sample, which the saturating packs clamp to
-       0..255 as libjpeg's range-limit table does for every value a real image gives. */
+       0..255 (above: where libjpeg's table differs). */
     const __m128i keep = _mm_set_epi16(0, -1, -1, -1, 0, -1, -1, -1), centre = _mm_set_epi16(4112, 0, 0, 0, 4112, 0, 0, 0);
     __m128i r01 = _mm_or_si128(_mm_and_si128(_mm_packs_epi32(w0, w1), keep), centre);
     __m128i r22 = _mm_or_si128(_mm_and_si128(_mm_packs_epi32(w2, w2), keep), centre);

@@ -42,7 +42,7 @@ public protocol JobIntake: AnyObject, Sendable {
     func forgetTaken(name: String) throws
     /// These photos' records were deleted: the same bytes dropped again are a new record.
     func recordsDeleted(photos: [(sha256: String, owner: String?)], now: Double) throws
-    /// These records were deleted: their reprocess jobs end (the keys of those cancelled).
+    /// These records were deleted: their reprocess jobs end (the copies of those cancelled).
     func cancelReprocess(ofRecords ids: [String], now: Double) throws -> [String]
     /// These photos' records came back from the trash: the same bytes are a duplicate again.
     func recordsRestored(photos: [(sha256: String, owner: String?)]) throws
@@ -92,6 +92,7 @@ public protocol JobControl: AnyObject, Sendable {
     func reprocessCounts() throws -> [JobState: Int]
     func reprocessCopiesInUse() throws -> Set<String>
     func reprocessCopiesEnded(_ paths: [String]) throws -> Set<String>
+    func reprocessCopies(ofJobs ids: [Int64]) throws -> [String]
     func strandedReprocessJobs(window: Double, photoLocalEnd: Int, limit: Int, now: Double) throws -> [StrandedReprocessJob]
     func adoptReprocess(_ job: StrandedReprocessJob, copy: String, now: Double) throws -> Bool
     func reprocessFinishedCount(since: Double) throws -> Int

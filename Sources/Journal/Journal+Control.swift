@@ -88,12 +88,19 @@ extension Journal {
     /// run, so a job it refuses leaves the transaction as it found it (a bulk retry goes on).
     func retry(_ db: any SQLConnection, job id: Int64, joinTimeoutSeconds: Int, photoNeededEnd: Int, now: Double,
                bringBack: (_ photoPath: String, _ quarantined: String?, _ needed: Bool) throws -> Void) throws {
-        guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner FROM jobs WHERE id = ? AND pruned IS NULL", [.int(id)]) else {
+        guard let r = try db.queryOne("SELECT state, photo, photo_path, quarantine, stage_index, owner, origin, key FROM jobs WHERE id = ? AND pruned IS NULL",
+                                      [.int(id)]) else {
             throw JobControlError.notFound
         }
         let state = r.string(0)!
         guard state == "failed" || state == "cancelled" else {
             throw JobControlError.conflict("job \(id) is \(state); only failed or cancelled jobs can be retried")
+        }
+        // A reprocess job whose key a new request took (`enqueueReprocess`): that job runs the
+        // record; two would update it twice and share nothing.
+        if r.string(6) == "reprocess", let key = r.string(7), let mark = key.lastIndex(of: "#") {
+            throw PhotomemoError(.conflict, "job \(id)'s record was asked to reprocess again since: that request's job runs it "
+                                 + "(photomemo jobs shows the one keyed \(key[..<mark]))")
         }
         let waitsForPhoto = r.string(1) != nil && r.string(2) == nil
         if !waitsForPhoto, let photoPath = r.string(2) {

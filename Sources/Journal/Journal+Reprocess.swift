@@ -38,29 +38,35 @@ public struct StrandedReprocessJob: Sendable {
 /// Reprocess jobs: queued at a stage with the original already in hand, at turns in the
 /// reprocess band (`Journal.reprocessBand`), so fresh drops are claimed first.
 extension Journal {
-    /// The keys among `keys` that already name a job not cancelled: their records need no
-    /// new one. A cancelled job's key is taken over by a new request (`enqueueReprocess`).
+    /// The keys among `keys` that already name a job queued, running, waiting or done: their
+    /// records need no new one. A cancelled or failed job's key is taken over by a new
+    /// request (`enqueueReprocess`).
     public func existingKeys(_ keys: [String]) throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
         return try read { db in
             let marks = Array(repeating: "?", count: keys.count).joined(separator: ",")
-            return Set(try db.query("SELECT key FROM jobs WHERE key IN (\(marks)) AND state <> 'cancelled'", keys.map(SQLValue.text))
-                .compactMap { $0.string(0) })
+            return Set(try db.query("SELECT key FROM jobs WHERE key IN (\(marks)) AND state NOT IN ('cancelled', 'failed')",
+                                    keys.map(SQLValue.text)).compactMap { $0.string(0) })
         }
     }
 
-    /// Queues `jobs` at stage `stageIndex` in one transaction; a key a job not cancelled
-    /// holds is skipped. A cancelled one (or its pruned tombstone) gives its key up, renamed
-    /// `KEY#ID`: asking again after a cancel runs the record again, as the docs say.
-    /// Returns the keys that became jobs.
+    /// Queues `jobs` at stage `stageIndex` in one transaction; a key a job queued, running,
+    /// waiting or done holds is skipped. A cancelled or failed one (or its pruned tombstone)
+    /// gives its key up, renamed `KEY#ID` (a failed one is cancelled: one job a record at a
+    /// time): asking again after a cancel or a failure runs the record again, as the docs
+    /// say, and the old job can no longer be retried (`retry`). Returns the keys that
+    /// became jobs.
     public func enqueueReprocess(_ jobs: [ReprocessJob], stageIndex: Int, now: Double = unixNow()) throws -> [String] {
         guard !jobs.isEmpty else { return [] }
         return try write { db in
             var added: [String] = []
             for j in jobs {
                 if let held = try db.queryOne("SELECT id, state FROM jobs WHERE key = ?", [.text(j.key)]) {
-                    guard held.string(1) == JobState.cancelled.rawValue, let old = held.int(0) else { continue }
-                    try db.run("UPDATE jobs SET key = ? WHERE id = ?", [.text(j.key + "#\(old)"), .int(old)])
+                    guard let old = held.int(0), let state = held.string(1), state == "cancelled" || state == "failed" else { continue }
+                    try db.run("UPDATE jobs SET key = ?, state = 'cancelled' WHERE id = ?", [.text(j.key + "#\(old)"), .int(old)])
+                    if state == "failed" {
+                        try event(db, job: old, stage: nil, attempt: nil, "cancelled", message: "a new reprocess request runs its record", at: now)
+                    }
                 }
                 let turn = try nextTurn(db, owner: j.memo.owner, reprocess: true)
                 let id = try db.queryOne("""
@@ -78,32 +84,49 @@ extension Journal {
         }
     }
 
-    /// A deleted record's reprocess jobs are cancelled, failed ones too: queued, one would
-    /// store renditions for a record that is gone and fail at index; failed, its objects
-    /// stay pinned for the failed retention (`verify` and the collector keep what a job not
-    /// done names), and a purged record's photo with them. A running one finishes its stage,
-    /// its outcome dropped. A record restored from the trash is reprocessed by asking again.
+    /// A deleted record's reprocess jobs are cancelled, failed ones too, and marked
+    /// `record_deleted` (whoever's they are: a writer's too) so they pin nothing: queued,
+    /// one would store renditions for a record that is gone and fail at index; failed or
+    /// cancelled, its objects stay pinned for their retention (`verify` and the collector
+    /// keep what a job not done names), a purged record's photo with them. A running one
+    /// finishes its stage, its outcome dropped. A record restored from the trash is
+    /// reprocessed by asking again. Returns the cancelled jobs' copies.
     public func cancelReprocess(ofRecords ids: [String], now: Double = unixNow()) throws -> [String] {
         guard !ids.isEmpty else { return [] }
         return try write { db in
-            var keys: [String] = []
+            var copies: [String] = []
             for record in ids {
                 let prefix = "reprocess:\(record)@"
                 let jobs = try db.query("""
-                    SELECT id, key FROM jobs WHERE origin = 'reprocess' AND pruned IS NULL AND substr(key, 1, ?) = ?
+                    SELECT id, photo_path FROM jobs WHERE origin = 'reprocess' AND pruned IS NULL AND substr(key, 1, CAST(? AS INTEGER)) = ?
                         AND (state IN ('queued', 'waiting', 'running') OR (state = 'failed' AND (quarantine IS NULL OR quarantine <> 'pending')))
                     """, [.int(Int64(prefix.count)), .text(prefix)])
                 for j in jobs {
                     let id = j.int(0)!
                     try db.run("""
-                        UPDATE jobs SET state = 'cancelled', ready_at = NULL, deadline = NULL, wait_reason = NULL, updated = ?, finished = ?
+                        UPDATE jobs SET state = 'cancelled', ready_at = NULL, deadline = NULL, wait_reason = NULL, updated = ?, finished = ?,
+                            record_deleted = ?
                         WHERE id = ?
-                        """, [.double(now), .double(now), .int(id)])
+                        """, [.double(now), .double(now), .double(now), .int(id)])
                     try event(db, job: id, stage: nil, attempt: nil, "cancelled", message: "its record \(record) was deleted", at: now)
-                    keys.append(j.string(1)!)
+                    if let copy = j.string(1) { copies.append(copy) }
                 }
+                // Those cancelled before (a writer's too) pin nothing either.
+                try db.run("""
+                    UPDATE jobs SET record_deleted = ? WHERE origin = 'reprocess' AND state = 'cancelled' AND record_deleted IS NULL
+                        AND substr(key, 1, CAST(? AS INTEGER)) = ?
+                    """, [.double(now), .int(Int64(prefix.count)), .text(prefix)])
             }
-            return keys
+            return copies
+        }
+    }
+
+    /// The copies (`HOME/reprocess/`) of these jobs that are reprocess jobs.
+    public func reprocessCopies(ofJobs ids: [Int64]) throws -> [String] {
+        guard !ids.isEmpty else { return [] }
+        return try read { db in
+            try db.query("SELECT photo_path FROM jobs WHERE origin = 'reprocess' AND id IN (\(ids.map(String.init).joined(separator: ",")))")
+                .compactMap { $0.string(0) }
         }
     }
 

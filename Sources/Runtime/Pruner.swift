@@ -56,8 +56,10 @@ final class Pruner {
             // Before the jobs: a job pruned now no longer names its copy.
             var copiesRemoved = 0
             do {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: copies)) ?? []
-                for path in try journal.reprocessCopiesEnded(names.map { copies + "/" + $0 }) where unlink(path) == 0 { copiesRemoved += 1 }
+                let paths = ((try? FileManager.default.contentsOfDirectory(atPath: copies)) ?? []).map { copies + "/" + $0 }
+                for chunk in stride(from: 0, to: paths.count, by: Self.batchSize).map({ paths[$0..<min($0 + Self.batchSize, paths.count)] }) {
+                    for path in try journal.reprocessCopiesEnded(Array(chunk)) where unlink(path) == 0 { copiesRemoved += 1 }
+                }
             } catch {
                 errors.append("reprocess copies: \(error)")
             }

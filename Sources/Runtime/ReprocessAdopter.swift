@@ -52,7 +52,7 @@ final class ReprocessAdopter: ClosingService {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
                 for job in stranded {
                     guard let original = job.working.original, let stored = original.storedKey else { continue }
-                    let copy = folder + "/" + ReprocessHandler.copyStem(job.key) + "." + (original.format ?? "jpeg")
+                    let copy = ReprocessHandler.copyPath(key: job.key, format: original.format ?? "jpeg", in: folder)
                     try assets.get(key: stored, to: copy)
                     if try journal.adoptReprocess(job, copy: copy, now: unixNow()) { taken.append((job.id, job.host)) } else { unlink(copy) }
                 }

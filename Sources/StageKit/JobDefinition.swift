@@ -107,7 +107,8 @@ public struct JobDefinition: Sendable {
         let database = try resource("database", database, environment.database)
         let store = try resource("store", store, environment.store)
         let inbox = try originals(in: rawStages, registry: registry, inbox: try InboxOptions.parse(o["inbox"], place: source), place: source)
-        let environment = StageEnvironment(home: environment.home, database: database, store: store, resources: environment.resources,
+        let environment = StageEnvironment(home: environment.home, database: database, store: store,
+                                           writtenStore: try resource("store", nil, environment.store), resources: environment.resources,
                                            inbox: inbox)
         var entries: [StageEntry] = []
         for (i, raw) in rawStages.enumerated() {

@@ -10,6 +10,8 @@ public struct StageEnvironment: Sendable {
     public let database: String
     /// `file:DIR` (relative to the home) or `s3://BUCKET[/PREFIX]?endpoint=URL&region=R`.
     public let store: String
+    /// The definition's own `store` as written (`store` unless `serve --store` overrides it).
+    public let writtenStore: String
     public let resources: ResourcePool
     /// The job definition's `"inbox"` section (what becomes of originals once stored).
     public let inbox: InboxOptions
@@ -17,12 +19,13 @@ public struct StageEnvironment: Sendable {
     public static let defaultDatabase = "sqlite:photomemo.sqlite"
     public static let defaultStore = "file:store"
 
-    public init(home: URL, database: String = defaultDatabase, store: String = defaultStore, resources: ResourcePool = ResourcePool(),
-                inbox: InboxOptions = InboxOptions()) {
+    public init(home: URL, database: String = defaultDatabase, store: String = defaultStore, writtenStore: String? = nil,
+                resources: ResourcePool = ResourcePool(), inbox: InboxOptions = InboxOptions()) {
         self.home = home
         self.inbox = inbox
         self.database = database
         self.store = store
+        self.writtenStore = writtenStore ?? store
         self.resources = resources
     }
 

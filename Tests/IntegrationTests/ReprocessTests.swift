@@ -198,8 +198,17 @@ import Testing
         #expect(try copies() == 0)
         let (status, _, err) = try DaemonHarness.run(["retry", String(jobs[0]), "--home", d.home])
         #expect(status == 1 && err.contains("photo is gone") && err.contains("photomemo reprocess"), "\(err)")
-        // As the error says: asking again runs both records again (the cancelled jobs gave their keys up).
+        // As the error says: asking again runs both records again (the cancelled jobs gave their
+        // keys up), from copies of their own: the cancelled jobs' copy names are not reused (a
+        // retention round removing an ended job's copy removed the new job's), and the
+        // cancelled jobs can no longer be retried (two jobs would update a record twice).
+        let ended = Set(try d.journalDB().query("SELECT photo_path FROM jobs WHERE origin = 'reprocess'").compactMap { $0.string(0) })
         #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 2)
+        let fresh = Set(try FileManager.default.contentsOfDirectory(atPath: d.home + "/reprocess").map { d.home + "/reprocess/" + $0 })
+        #expect(fresh.count == 2 && fresh.isDisjoint(with: ended), "\(fresh) \(ended)")
+        let again = try json(d, ["retry", "--state", "cancelled"])
+        #expect(again["changed"]?.intValue == 0 && again["refused_total"]?.intValue == 2, "\(again)")
+        #expect(again["refused"]?.arrayValue?.first?["error"]?.stringValue?.contains("asked to reprocess again since") == true, "\(again)")
         _ = try json(d, ["resume"])
         try d.waitIdle(jobs: 6)
         #expect(try d.jobs("origin = 'reprocess' AND state = 'done'").count == 2)

@@ -48,12 +48,41 @@ extension ReprocessJournalTests {
         let second = try #require(try f.journal.jobs(limit: 10).first { $0.key == job.key }?.id)
         #expect(second != first)
         #expect(try f.journal.job(first)?.key == job.key + "#\(first)" && f.journal.job(first)?.state == .cancelled)
+        // The replaced job is not retried: two jobs would update the record twice.
+        #expect(throws: PhotomemoError.self) {
+            try f.journal.retry(job: first, joinTimeoutSeconds: 60) { _, _, _ in }
+        }
         // Cancelled again and pruned to a tombstone: still given up.
         try f.journal.cancel(job: second)
         var retention = Retention()
         retention.cancelled = 0
         #expect(try f.journal.pruneBatch(retention: retention, now: unixNow() + 10).pruned == 2)
         #expect(try f.journal.enqueueReprocess([job], stageIndex: 0) == [job.key])
+    }
+}
+
+/// A failed job gives its key up too (it is cancelled: one job a record at a time), and a
+/// deleted record's jobs, a writer's too, pin nothing in the store.
+extension ReprocessJournalTests {
+    @Test(arguments: Engine.allCases) func aFailedJobGivesItsKeyUpAndADeletedRecordsJobsPinNothing(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        let job = reprocess("r1", "alice")
+        _ = try f.journal.enqueueReprocess([job], stageIndex: 0)
+        let claimed = try #require(try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1).first)
+        _ = try f.record(claimed, stageName: "one", outcome: .fail(.badImage, "no"), durationMs: 1, stageCount: 2, retry: .default)
+        #expect(try f.journal.job(claimed.context.id)?.state == .failed)
+        #expect(try f.journal.enqueueReprocess([job], stageIndex: 0) == [job.key])
+        #expect(try f.journal.job(claimed.context.id)?.state == .cancelled)
+        #expect(try f.journal.contentHashesOfUnfinishedJobs().contains(job.sha256))
+        // The record is deleted: its job (the writer's "bob" here, not the owner's) is
+        // cancelled and pins the photo no more; its copy is returned for removal.
+        var writer = job.memo
+        writer.owner = "bob"
+        let bobs = ReprocessJob(key: ReprocessJob.key(record: "r1", changeTag: "2", from: "one"), memo: writer, photoPath: "/tmp/r1-bob.jpg",
+                                sha256: job.sha256, working: job.working)
+        _ = try f.journal.enqueueReprocess([bobs], stageIndex: 0)
+        #expect(Set(try f.journal.cancelReprocess(ofRecords: ["r1"])) == [job.photoPath, bobs.photoPath])
+        #expect(!(try f.journal.contentHashesOfUnfinishedJobs().contains(job.sha256)))
     }
 }
 

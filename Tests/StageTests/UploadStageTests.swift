@@ -1,7 +1,7 @@
 import Foundation
 import StageKit
 import Testing
-import UploadStage
+@testable import UploadStage
 
 /// `upload` into a real LocalStore in a temp home: what is stored under which key, what is
 /// cleaned up, and that a run again for the same job changes nothing.
@@ -132,5 +132,11 @@ extension UploadStageTests {
         } catch let e as PhotomemoError {
             #expect(e.code == .badDefinition && e.message.hasPrefix(#"upload's "store" (file:store2) is not the definition's "store""#), "\(e)")
         }
+        // `serve --store` stands in for the definition's store: an upload naming the
+        // definition's as written still starts, and stores in the one given.
+        let overridden = StageEnvironment(home: URL(fileURLWithPath: h.root), store: "file:" + h.root + "/elsewhere", writtenStore: "file:store")
+        let stage = try UploadStage(options: StageOptions(validating: ["store": "file:store"], against: UploadStage.options, place: "test"),
+                                    environment: overridden)
+        #expect(stage.store.name.contains("elsewhere"), "\(stage.store.name)")
     }
 }

@@ -62,12 +62,19 @@ extension JobHandlers {
         runBulk(filter, event: "job_retried", reply) { page in
             var ids = page.map(\.id), stopped: String?
             if !caller.isAdmin {
-                // A retried job is unfinished again: a user stays within the cap.
-                let room = try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal)
-                if room < ids.count {
-                    ids = Array(ids.prefix(max(0, room)))
-                    stopped = MemoIntake.atCap(caller.name, then: "retry")
-                }
+                // A retried job is unfinished again: a user stays within the cap, and within
+                // the reprocess cap for reprocess jobs.
+                var room = [false: try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal),
+                            true: try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal, reprocess: true)]
+                ids = try page.filter { job in
+                    let reprocess = try journal.job(job.id)?.key?.hasPrefix("reprocess:") == true
+                    guard room[reprocess]! > 0 else {
+                        stopped = MemoIntake.atCap(caller.name, reprocess: reprocess, then: "retry")
+                        return false
+                    }
+                    room[reprocess]! -= 1
+                    return true
+                }.map(\.id)
             }
             let r = try journal.retry(jobs: ids, state: filter.state, joinTimeoutSeconds: join, photoNeededEnd: photoNeededEnd, now: unixNow()) {
                 id, photo, quarantined, needed in try Self.bringBack(photo, from: quarantined, needed: needed, job: id, inbox: inbox, copies: copies)
@@ -80,7 +87,7 @@ extension JobHandlers {
         let journal = self.journal, copies = intake.photos.daemonsOwn
         runBulk(filter, event: "job_cancelled", reply) { page in
             let cancelled = try journal.cancel(jobs: page.map(\.id), state: filter.state, now: unixNow())
-            ReprocessHandler.removeCopies(ofCancelled: try cancelled.map { try journal.job($0)?.key }, in: copies)
+            ReprocessHandler.removeCopies(try journal.reprocessCopies(ofJobs: cancelled), in: copies)
             return BulkBatch(changed: cancelled)
         }
     }

@@ -191,10 +191,12 @@ final class JobHandlers: ControlHandler {
             }
             reply(result)
         }) {
-            let owner = try journal.job(id)?.memo.owner
+            let job = try journal.job(id)
+            let owner = job?.memo.owner
             try AccessPolicy.checkJob(id, owner: owner, by: caller)
-            // A retried job is unfinished again: cancelled jobs retried in bulk would pass the cap.
-            try MemoIntake.checkRoom(for: caller, in: journal, then: "retry")
+            // A retried job is unfinished again: cancelled jobs retried in bulk would pass the
+            // cap (a reprocess job, the reprocess cap).
+            try MemoIntake.checkRoom(for: caller, in: journal, reprocess: job?.key?.hasPrefix("reprocess:") == true, then: "retry")
             try journal.retry(job: id, joinTimeoutSeconds: join, photoNeededEnd: photoNeededEnd, now: unixNow()) { photo, quarantined, needed in
                 try Self.bringBack(photo, from: quarantined, needed: needed, job: id, inbox: inbox, copies: copies)
             }
@@ -219,7 +221,7 @@ final class JobHandlers: ControlHandler {
             let owner = job?.memo.owner
             try AccessPolicy.checkJob(id, owner: owner, by: caller)
             try journal.cancel(job: id, now: unixNow())
-            ReprocessHandler.removeCopies(ofCancelled: [job?.key], in: copies)
+            ReprocessHandler.removeCopies(try journal.reprocessCopies(ofJobs: [id]), in: copies)
             return ["job": .int(id), "state": "cancelled", "owner": owner.map(JSONValue.string) ?? .null]
         }
     }

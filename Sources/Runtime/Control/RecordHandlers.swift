@@ -112,7 +112,7 @@ final class RecordHandlers: ControlHandler {
                 let d = try store.delete(id, viewer: viewer, mode: mode, now: unixNow())
                 // A trashed record's bytes dropped again make a new record, as after a purge.
                 try journal.recordsDeleted(photos: d.photos, now: unixNow())
-                ReprocessHandler.removeCopies(ofCancelled: try journal.cancelReprocess(ofRecords: d.deleted, now: unixNow()), in: copies)
+                ReprocessHandler.removeCopies(try journal.cancelReprocess(ofRecords: d.deleted, now: unixNow()), in: copies)
                 for id in d.deleted { publishChange(id, "delete", caller.ownScope) }
                 var result: [String: JSONValue] = ["deleted": .array(d.deleted.map(JSONValue.string)),
                                                    "trashed": .array(d.trashed.map(JSONValue.string))]

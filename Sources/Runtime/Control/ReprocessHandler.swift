@@ -109,16 +109,21 @@ final class ReprocessHandler: ControlHandler {
         return index
     }
 
-    /// The name (before its format's extension) of the copy a reprocess job with `key` runs from.
-    static func copyStem(_ key: String) -> String { String(SHA256.hex(Data(key.utf8)).prefix(32)) }
+    /// Where the copy of an original a reprocess job with `key` runs from goes: a name of its
+    /// own (the key's hash and a random part), never one an earlier job of the key named:
+    /// that job's end (a cancel, the retention round's sweep of ended jobs' copies) removes
+    /// its own copy, not this one.
+    static func copyPath(key: String, format: String, in folder: String) -> String {
+        folder + "/" + String(SHA256.hex(Data(key.utf8)).prefix(32)) + "." + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+            + "." + format
+    }
 
     /// Removes the copies of cancelled reprocess jobs (the originals stay in the store):
     /// a cancelled job is not run again unless retried, and the copies of jobs a user
     /// queues and cancels, again and again, would otherwise fill the disk.
-    static func removeCopies(ofCancelled keys: [String?], in folder: String?) {
-        let stems = Set(keys.compactMap { $0.flatMap { $0.hasPrefix("reprocess:") ? copyStem($0) + "." : nil } })
-        guard let folder, !stems.isEmpty, let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
-        for name in names where stems.contains(String(name.prefix(33))) { unlink(folder + "/" + name) }
+    static func removeCopies(_ paths: [String], in folder: String?) {
+        guard let folder else { return }
+        for path in paths where path.hasPrefix(folder + "/") { unlink(path) }
     }
 
     /// The record's job: its original copied out of the store for it (nil when the record
@@ -128,7 +133,7 @@ final class ReprocessHandler: ControlHandler {
         guard let original = r.assets["original"], let stored = original["key"]?.stringValue,
               let sha = original["sha256"]?.stringValue ?? r.sha256 else { return nil }
         let format = original["format"]?.stringValue ?? "jpeg"
-        let path = folder + "/" + copyStem(key) + "." + format
+        let path = copyPath(key: key, format: format, in: folder)
         do { try assets.get(key: stored, to: path) } catch let e as StoreFailure where e.kind == .permanent {
             Log.error("reprocess: record \(r.id)'s original \(stored) cannot be read from \(assets.name): \(e)")
             return nil
