@@ -27,6 +27,16 @@ import Testing
         #expect(rename(temp, d.home + "/inbox/" + name) == 0)
     }
 
+    /// A daemon (renditions 60 px wide) with two records of their own photos, done.
+    static func twoRecords() throws -> DaemonHarness {
+        let d = try DaemonHarness(stages: definition(width: 60))
+        try d.start()
+        try dropPNG(d, "a.png", width: 300)
+        try dropPNG(d, "b.png", width: 310)
+        try d.waitIdle(jobs: 2)
+        return d
+    }
+
     static func records(_ d: DaemonHarness) throws -> [String: JSONValue] {
         var out: [String: JSONValue] = [:]
         for r in try json(d, ["query", "TRUEPREDICATE"])["records"]?.arrayValue ?? [] { out[r["id"]!.stringValue!] = r }
@@ -182,11 +192,7 @@ import Testing
     /// fill the disk with copies no job will use. Retrying it then says the photo is gone,
     /// and to ask `reprocess` again, which runs the records again.
     @Test func aCancelledReprocessJobLeavesNoCopyBehind() throws {
-        let d = try DaemonHarness(stages: Self.definition(width: 60))
-        try d.start()
-        try Self.dropPNG(d, "a.png", width: 300)
-        try Self.dropPNG(d, "b.png", width: 310)
-        try d.waitIdle(jobs: 2)
+        let d = try Self.twoRecords()
         _ = try json(d, ["pause"])
         #expect(try json(d, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 2)
         let copies = { try FileManager.default.contentsOfDirectory(atPath: d.home + "/reprocess").count }
@@ -219,11 +225,7 @@ import Testing
     /// and the purged record's photo leaves the store (the job no longer pins it); the other
     /// record's job runs.
     @Test func aPurgedRecordsQueuedReprocessEndsAndItsPhotoLeavesTheStore() throws {
-        let d = try DaemonHarness(stages: Self.definition(width: 60))
-        try d.start()
-        try Self.dropPNG(d, "a.png", width: 300)
-        try Self.dropPNG(d, "b.png", width: 310)
-        try d.waitIdle(jobs: 2)
+        let d = try Self.twoRecords()
         let records = try Self.records(d)
         let (gone, kept) = (try #require(records.keys.sorted().first), try #require(records.keys.sorted().last))
         let original = d.home + "/store/" + (try #require(records[gone]?["assets"]?["original"]?["key"]?.stringValue))
