@@ -92,7 +92,7 @@ public protocol JobControl: AnyObject, Sendable {
     func reprocessCounts() throws -> [JobState: Int]
     func reprocessCopiesInUse() throws -> Set<String>
     func reprocessCopiesEnded(_ paths: [String]) throws -> Set<String>
-    func reprocessCopies(ofJobs ids: [Int64]) throws -> [String]
+    func reprocessJobs(among ids: [Int64]) throws -> [(id: Int64, copy: String?)]
     func strandedReprocessJobs(window: Double, photoLocalEnd: Int, limit: Int, now: Double) throws -> [StrandedReprocessJob]
     func adoptReprocess(_ job: StrandedReprocessJob, copy: String, now: Double) throws -> Bool
     func reprocessFinishedCount(since: Double) throws -> Int

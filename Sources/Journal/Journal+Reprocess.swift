@@ -121,12 +121,13 @@ extension Journal {
         }
     }
 
-    /// The copies (`HOME/reprocess/`) of these jobs that are reprocess jobs.
-    public func reprocessCopies(ofJobs ids: [Int64]) throws -> [String] {
+    /// Those of these jobs that are reprocess jobs, with their copies (`HOME/reprocess/`):
+    /// a cancel removes the copies, a bulk retry counts them toward the reprocess cap.
+    public func reprocessJobs(among ids: [Int64]) throws -> [(id: Int64, copy: String?)] {
         guard !ids.isEmpty else { return [] }
         return try read { db in
-            try db.query("SELECT photo_path FROM jobs WHERE origin = 'reprocess' AND id IN (\(ids.map(String.init).joined(separator: ",")))")
-                .compactMap { $0.string(0) }
+            try db.query("SELECT id, photo_path FROM jobs WHERE origin = 'reprocess' AND id IN (\(ids.map(String.init).joined(separator: ",")))")
+                .map { ($0.int(0)!, $0.string(1)) }
         }
     }
 

@@ -66,8 +66,9 @@ extension JobHandlers {
                 // the reprocess cap for reprocess jobs.
                 var room = [false: try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal),
                             true: try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal, reprocess: true)]
-                ids = try page.filter { job in
-                    let reprocess = try journal.job(job.id)?.key?.hasPrefix("reprocess:") == true
+                let reprocessJobs = Set(try journal.reprocessJobs(among: ids).map(\.id))
+                ids = page.filter { job in
+                    let reprocess = reprocessJobs.contains(job.id)
                     guard room[reprocess]! > 0 else {
                         stopped = MemoIntake.atCap(caller.name, reprocess: reprocess, then: "retry")
                         return false
@@ -87,7 +88,7 @@ extension JobHandlers {
         let journal = self.journal, copies = intake.photos.daemonsOwn
         runBulk(filter, event: "job_cancelled", reply) { page in
             let cancelled = try journal.cancel(jobs: page.map(\.id), state: filter.state, now: unixNow())
-            ReprocessHandler.removeCopies(try journal.reprocessCopies(ofJobs: cancelled), in: copies)
+            ReprocessHandler.removeCopies(try journal.reprocessJobs(among: cancelled).compactMap(\.copy), in: copies)
             return BulkBatch(changed: cancelled)
         }
     }

@@ -221,7 +221,7 @@ final class JobHandlers: ControlHandler {
             let owner = job?.memo.owner
             try AccessPolicy.checkJob(id, owner: owner, by: caller)
             try journal.cancel(job: id, now: unixNow())
-            ReprocessHandler.removeCopies(try journal.reprocessCopies(ofJobs: [id]), in: copies)
+            ReprocessHandler.removeCopies(try journal.reprocessJobs(among: [id]).compactMap(\.copy), in: copies)
             return ["job": .int(id), "state": "cancelled", "owner": owner.map(JSONValue.string) ?? .null]
         }
     }
