@@ -184,6 +184,15 @@ import Testing
         let (enqueued, _, refused) = try users.cli(users.bob, d, ["enqueue", "--memo", "still mine to add"])
         #expect(enqueued == 0, "\(refused)")
         #expect(try d.jobs("origin <> 'reprocess' AND state = 'queued'").count == 1)
+        // A retried reprocess job counts toward the reprocess cap (the other cap let 1,001 run).
+        let one = try #require(try d.jobs("origin = 'reprocess'").first?.id)
+        #expect(try users.cli(users.bob, d, ["cancel", String(one)]).0 == 0)
+        #expect(try JSONValue.parse(users.cli(users.bob, d, ["reprocess", "TRUEPREDICATE", "--json"]).1)["enqueued"]?.intValue == 1)
+        let (single, _, over) = try users.cli(users.bob, d, ["retry", String(one)])
+        #expect(single == 1 && over.contains("1000 unfinished reprocess jobs"), "\(over)")
+        let (_, bulk, _) = try users.cli(users.bob, d, ["retry", "--state", "cancelled", "--json"])
+        #expect(try JSONValue.parse(bulk)["stopped"]?.stringValue?.contains("1000 unfinished reprocess jobs") == true, "\(bulk)")
+        #expect(try d.jobs("origin = 'reprocess' AND state = 'queued'").count == 1000)
         #expect(d.stop().status == 0)
     }
 
