@@ -58,15 +58,19 @@ extension Items {
             guard let own = (try? properties(of: primary))?.lazy.compactMap(\.size).first else {
                 throw HEIFFile.Limit("its \(kind) image declares no size (ispe)")
             }
-            var drawn = 0.0
+            // Counted in saturating integers: an ispe of 2^32-1 each way is 2^64 pixels, past
+            // Int.max (a Double's Int(drawn) trapped there, and took the daemon down).
+            func saturated(_ r: (partialValue: Int, overflow: Bool)) -> Int { r.overflow ? .max : r.partialValue }
+            var drawn = 0
             for input in inputs {
                 guard let size = declared[input] ?? (try? properties(of: input))?.lazy.compactMap(\.size).first else {
                     throw HEIFFile.Limit("image \(input) under its \(kind) image declares no size (ispe)")
                 }
-                drawn += Double(size.0) * Double(size.1)
+                drawn = saturated(drawn.addingReportingOverflow(saturated(size.0.multipliedReportingOverflow(by: size.1))))
             }
-            guard drawn <= 2 * Double(own.0) * Double(own.1) else {
-                throw HEIFFile.Limit("its \(kind) image of \(own.0)x\(own.1) draws on \(Int(drawn)) pixels of \(inputs.count) images, more than twice its own")
+            guard drawn <= saturated(saturated(own.0.multipliedReportingOverflow(by: own.1)).multipliedReportingOverflow(by: 2)) else {
+                let count = drawn == .max ? "more than \(Int.max)" : "\(drawn)"
+                throw HEIFFile.Limit("its \(kind) image of \(own.0)x\(own.1) draws on \(count) pixels of \(inputs.count) images, more than twice its own")
             }
             return
         }

@@ -85,7 +85,9 @@ import ValidateStage
     @Test(arguments: [("twosps", "stream codes 512x512 pictures, larger than its ispe (64x64)"),
                       ("inband", "stream codes 512x512 pictures, larger than its ispe (64x64)"),
                       ("noispe", "item 1 (hvc1) declares no size (ispe)"), ("honest", ""),
-                      ("overlay", "its iovl image of 64x64 draws on 1048576 pixels of 4 images, more than twice its own")])
+                      ("overlay", "its iovl image of 64x64 draws on 1048576 pixels of 4 images, more than twice its own"),
+                      // Inputs of 2^64 pixels: a count past Int.max, a trap once (fuzz-probe's find).
+                      ("vastoverlay", "its iovl image of 64x64 draws on more than 9223372036854775807 pixels of 4 images")])
     func aLieHiddenInTheStreamIsFound(_ mode: String, _ refusal: String) throws {
         let dir = NSTemporaryDirectory() + "pm-heiflie-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -6,6 +6,7 @@ a 16x16 grid shown 1024x1024 whose 256 references are all one hvc1 item, its isp
   noispe  the item declares no ispe at all
   honest  no lie: ispe 512x512, a 2x2 grid shown 1024x1024 (the control)
   overlay no lie either: an iovl overlay of 64x64 drawing the honest 512x512 tile 4 times
+  vastoverlay  that overlay, its tile's ispe saying 4294967295x4294967295 (2^64 pixels)
 usage: python3 heif_lies.py SOURCE.heic OUT.heic MODE"""
 import os
 import struct
@@ -101,6 +102,8 @@ def main(source, out, mode):
         data = struct.pack(">I", len(real)) + real + struct.pack(">I", len(pps)) + pps + data
     elif mode in ("honest", "overlay"):
         side, n = 512, 2
+    elif mode == "vastoverlay":
+        side, n, mode = 0xFFFFFFFF, 2, "overlay"
     properties = [hvcc] + ([] if mode == "noispe" else [full("ispe", 0, 0, struct.pack(">II", side, side))])
     canvas = 64 if mode == "overlay" else 1024
     properties.append(full("ispe", 0, 0, struct.pack(">II", canvas, canvas)))
