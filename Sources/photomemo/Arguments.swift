@@ -35,11 +35,18 @@ struct ParsedArguments {
         return i
     }
 
-    func double(_ name: String) throws -> Double? {
+    /// A number of seconds. Bounded: a timer's milliseconds are integers, and "inf" or
+    /// "1e300" made `serve` trap converting them.
+    func seconds(_ name: String) throws -> Double? {
         guard let v = value(name) else { return nil }
-        guard let d = Double(v), d >= 0 else { throw UsageError("--\(name) needs a non-negative number, got \"\(v)\"") }
+        guard let d = Double(v), d >= 0, d <= Self.maxSeconds else {
+            throw UsageError("--\(name) needs a number of seconds from 0 to \(Int(Self.maxSeconds)), got \"\(v)\"")
+        }
         return d
     }
+
+    /// About 31 years.
+    static let maxSeconds = 1e9
 }
 
 func parseArguments(_ args: ArraySlice<String>, options: [OptionSpec]) throws -> ParsedArguments {

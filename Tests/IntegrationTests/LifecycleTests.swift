@@ -37,6 +37,15 @@ import Testing
         #expect(err.contains(#"--host-id "a/b": use 1–64 letters, digits, '-', '.' or '_'"#), "\(err)")
     }
 
+    /// Seconds past what a timer holds ("inf", "1e300", "nan") are a usage error, not a trap.
+    @Test(arguments: [("grace", "1e300"), ("settle", "inf"), ("lease", "nan"), ("sink-timeout", "-1")])
+    func aDurationNoTimerCanHoldIsAUsageError(_ option: String, _ value: String) throws {
+        let d = try DaemonHarness()
+        let (status, _, err) = try DaemonHarness.run(["serve", "--home", d.home, "--job", d.jobFile, "--\(option)", value])
+        #expect(status == 2, "\(err)")
+        #expect(err.contains("--\(option) needs a number of seconds from 0 to 1000000000, got \"\(value)\""), "\(err)")
+    }
+
     @Test func aHomeOthersCanWriteIsRefused() throws {
         let d = try DaemonHarness()
         try FileManager.default.createDirectory(atPath: d.home, withIntermediateDirectories: true)
