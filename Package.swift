@@ -36,6 +36,7 @@ let package = Package(
         .library(name: "ControlProtocol", targets: ["ControlProtocol"]),
         .library(name: "ValidateStage", targets: ["ValidateStage"]),
         .library(name: "HEIF", targets: ["HEIF"]),
+        .library(name: "CompressStage", targets: ["CompressStage"]),
     ],
     targets: [
         .systemLibrary(name: "CUV", path: "Sources/CUV", pkgConfig: "libuv",

@@ -28,5 +28,6 @@ let package = Package(
         fuzzer("fuzz-predicate", ["Index", "StageKit"]),
         fuzzer("fuzz-probe", ["ValidateStage"]),
         fuzzer("fuzz-heif", ["HEIF"]),
+        fuzzer("fuzz-compress", ["CompressStage", "PhotomemoCore", "StageKit"]),
     ]
 )

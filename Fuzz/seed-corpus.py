@@ -4,7 +4,7 @@
 The probe's seeds come from ../shared/testdata/photos: the first 4 KiB of every photo
 (headers and the start of the data), the small photos whole, the first 64 KiB of the
 HEIC, plus hand-built PNG, WebP and HEIC headers, so the corpus stays small. The HEIF
-parser's are the HEIC's boxes (heif_seeds). Files named regression-* are inputs a fuzz
+parser's are the HEIC's boxes (heif_seeds); compress's, portraits it decodes at 3/8. Files named regression-* are inputs a fuzz
 run found, checked in by hand so every run tries them again; this script leaves them be."""
 import os, struct, sys, zlib
 
@@ -225,6 +225,31 @@ def heif_seeds():
     write("heif", "IMG_5195.HEIC.meta", bytes(head) + box(b"mdat", bytes(range(64))))
 
 
+def compress_seeds():
+    """fuzz-compress's own seeds (it reads the probe's too): 600x800 portraits, which it
+    decodes at 3/8 for its 200 px rendition (1/4 is short of it), so jpeg_idct.h's inverse
+    DCTs run: 4:4:4 (the 3x3) and 4:2:0 (the 6x6 for chroma), baseline and progressive, and
+    one with EXIF orientation 6. Made with Pillow; skipped without it."""
+    try:
+        from PIL import Image
+    except ImportError:
+        print("seed-corpus.py: no Pillow; compress's seeds are left as they are", file=sys.stderr)
+        return
+    import io
+    grey = Image.effect_mandelbrot((600, 800), (-2.0, -1.5, 1.0, 1.5), 60)
+    photo = Image.merge("RGB", (grey, grey.transpose(Image.Transpose.FLIP_LEFT_RIGHT), Image.linear_gradient("L").resize((600, 800))))
+    for name, options in [("444", {"subsampling": 0}), ("420", {"subsampling": 2}),
+                          ("420-progressive", {"subsampling": 2, "progressive": True})]:
+        out = io.BytesIO()
+        photo.save(out, "JPEG", quality=40, **options)
+        write("compress", f"portrait-600x800-{name}.jpg", out.getvalue())
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    out = io.BytesIO()
+    photo.save(out, "JPEG", quality=40, subsampling=0, exif=exif.tobytes())
+    write("compress", "portrait-600x800-444-orientation6.jpg", out.getvalue())
+
+
 lines("memojob", JOB_LINES)
 lines("xmp", XMP_SIDECARS)
 lines("predicate", PREDICATES)
@@ -232,3 +257,4 @@ lines("request", REQUESTS)
 lines("json", JSON_DOCS + JOB_LINES[:4] + REQUESTS[:4])
 probe_seeds()
 heif_seeds()
+compress_seeds()
