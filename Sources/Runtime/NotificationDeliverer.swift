@@ -31,9 +31,10 @@ final class NotificationDeliverer {
     private var closed = false
     private var schedule = DeliverySchedule()
     private var idleWaiters: [() -> Void] = []
-    /// The sinks found down and up since start, each owner's apart (two users' webhooks on
-    /// one host are two, and one's reason, naming its URL, is never shown to the other).
-    private(set) var sinkHealth: [SinkHealth.Key: SinkHealth] = [:]
+    private var sinks = SinkHealthBook()
+    private var checkingSinks = false, nextSinkCheck = 0.0
+    /// The sinks found down and up, shown in `status` (SinkHealthBook).
+    var sinkHealth: [SinkHealth.Key: SinkHealth] { sinks.health }
     private var claimFailures = RepeatingFailureLog("notifications")
 
     init(loop: EventLoop, events: EventBus, store: any RecordIndex, retry: @escaping () -> RetryPolicy,
@@ -54,7 +55,10 @@ final class NotificationDeliverer {
         loop.submit({ Result { try store.releaseDeliveryClaims(of: claimant, ids: nil) } }) { [unowned self] result in
             if case .failure(let e) = result { Log.error("notifications: \(e)") }
             guard !self.closed else { return }  // a stop that came first closed the timer
-            self.timer.start(afterMs: 0, repeatMs: 250) { [unowned self] in self.tick() }
+            self.timer.start(afterMs: 0, repeatMs: 250) { [unowned self] in
+                self.tick()
+                self.forgetUnsubscribedSinks()
+            }
         }
     }
 
@@ -160,7 +164,7 @@ final class NotificationDeliverer {
                 self.idleWaiters = []
                 for w in waiters { w() }
             }
-            self.noteHealth(of: d.subscription, result)
+            self.sinks.note(d.subscription, result)
             let fields: [String: JSONValue] = ["subscription": .string(d.subscription.id), "seq": .int(d.seq)]
             switch result {
             case .delivered: self.events.publish("notification_delivered", job: nil, fields, to: .owner(d.subscription.owner))
@@ -178,37 +182,20 @@ final class NotificationDeliverer {
         }
     }
 
-    /// A sink down (an outage) or answering again: logged once each way, shown in `status`.
-    private func noteHealth(of subscription: Subscription, _ result: Sink.Result) {
-        let key = SinkHealth.Key(name: SinkHealth.name(of: subscription), owner: subscription.owner)
-        switch result {
-        case .failed(let why) where why.isOutage:
-            if sinkHealth[key]?.reason == nil { Log.warning("\(key.name) is down: \(why.reason)") }
-            sinkHealth[key] = SinkHealth(reason: why.reason)
-        case .delivered:
-            if sinkHealth[key]?.reason != nil { Log.notice("\(key.name) answers again") }
-            sinkHealth[key] = SinkHealth(reason: nil)
-        case .failed:
-            break
+    /// Drops from `status` the sinks whose subscriptions are all gone: every 5 s while any
+    /// sink is listed, one lookup a subscription, off the loop.
+    private func forgetUnsubscribedSinks() {
+        let ids = sinks.subscriptionIDs, now = unixNow()
+        guard !ids.isEmpty, !checkingSinks, now >= nextSinkCheck else { return }
+        (checkingSinks, nextSinkCheck) = (true, now + 5)
+        let store = self.store
+        loop.submit({ Result { try ids.filter { try store.subscription($0) == nil } } }) { [unowned self] result in
+            self.checkingSinks = false
+            switch result {
+            case .success(let gone): self.sinks.forget(gone: gone)
+            case .failure(let e): Log.debug("notifications: cannot look up subscriptions: \(e)")
+            }
         }
     }
 }
 
-/// Whether a webhook host or an exec sink answers, for `status` (its owner's and admins').
-struct SinkHealth: Equatable {
-    struct Key: Hashable {
-        let name: String
-        let owner: String?
-    }
-
-    /// Why it is down; nil once it answers.
-    let reason: String?
-
-    /// `webhook http://HOST:PORT` (no path, query or credentials: they may carry secrets),
-    /// `exec sink SUBSCRIPTION`.
-    static func name(of s: Subscription) -> String {
-        guard s.sink == .webhook else { return "exec sink \(s.id)" }
-        guard let u = URLComponents(string: s.target ?? ""), let host = u.host else { return "webhook of \(s.id)" }
-        return "webhook \(u.scheme ?? "http")://\(host)\(u.port.map { ":\($0)" } ?? "")"
-    }
-}
