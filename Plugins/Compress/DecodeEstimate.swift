@@ -25,12 +25,17 @@ struct DecodeEstimate {
     /// per-block tables (about a tile again), the two resamplers' rings of float rows (as
     /// many rows as the vertical kernel spans: 4 x the shrink + 3), and at the base's size the
     /// shrunk planes, the RGB, its upright and sRGB copies and the base (3 + 3 x 3 + 4 bytes).
+    /// In Doubles: a tile's sides may each be near 2^31 (HEIFFile allows it), whose products
+    /// overflow Int64; such a size saturates, and is then more memory than any budget.
     static func heif(_ file: HEIFFile, base: (Int, Int)) -> Int64 {
-        let width = Int64(file.width), tile = Int64(file.tileWidth) * Int64(file.tileHeight)
-        let rows = width * Int64(file.tileHeight) * 3 / 2
+        let width = Double(file.width), tile = Double(file.tileWidth) * Double(file.tileHeight)
+        let rows = width * Double(file.tileHeight) * 3 / 2
         let decoder = tile * 3 / 2 * 3
-        let shrink = Int64(max(file.width, file.height) / max(1, min(base.0, base.1)) + 1)  // at most
+        let shrink = Double(max(file.width, file.height) / max(1, min(base.0, base.1)) + 1)  // at most
         let rings = (4 * shrink + 3) * width * 4 * 2
-        return rows + decoder + rings + Int64(base.0) * Int64(base.1) * 16
+        return saturated(rows + decoder + rings + Double(base.0) * Double(base.1) * 16)
     }
+
+    /// Bytes as Int64, at most 2^62.
+    static func saturated(_ bytes: Double) -> Int64 { bytes < 0x1p62 ? Int64(bytes) : 1 << 62 }
 }

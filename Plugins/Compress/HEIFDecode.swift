@@ -36,9 +36,9 @@ struct HEIFDecode {
     /// Bytes this decode holds at once (for DecodeMemory): a tile row of Y and CbCr, the
     /// resamplers' rings (float rows), the shrunk planes and the RGB, at `w` x `h`.
     func memory(width w: Int, height h: Int) -> Int64 {
-        let row = Int64(file.width) * Int64(file.tileHeight) * 3 / 2
-        let rings = Int64(file.width) * 4 * 2 * Int64(max(8, 4 * (file.height / max(1, h)) + 8))
-        return row + rings + Int64(w) * Int64(h) * 6 + Int64(file.tileWidth) * Int64(file.tileHeight) * 3
+        let row = Double(file.width) * Double(file.tileHeight) * 3 / 2
+        let rings = Double(file.width) * 4 * 2 * Double(max(8, 4 * (file.height / max(1, h)) + 8))
+        return DecodeEstimate.saturated(row + rings + Double(w) * Double(h) * 6 + Double(file.tileWidth) * Double(file.tileHeight) * 3)
     }
 
     /// The photo decoded and shrunk to `w` x `h` (as stored, before the transforms), as

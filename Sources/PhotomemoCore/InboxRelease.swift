@@ -55,7 +55,9 @@ extension InboxOptions.Originals {
     static func asideName(for name: String) -> String {
         var back = name
         if back.utf8.count > 200 {
-            let ext = PhotoPolicy.fileExtension(name).map { "." + $0 } ?? ""
+            // An "extension" of 240 bytes is no photo's: cut with the rest (kept, it left
+            // nothing to cut and trapped the daemon at upload).
+            let ext = PhotoPolicy.fileExtension(name).map { "." + $0 }.flatMap { $0.utf8.count <= 100 ? $0 : nil } ?? ""
             back = String(name.dropLast(ext.count))
             while back.utf8.count + ext.utf8.count > 200 { back.removeLast() }
             back += ext

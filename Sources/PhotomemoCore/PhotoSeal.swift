@@ -22,7 +22,14 @@ import Glibc
 public enum PhotoSeal {
     /// "dev:ino:size:mtime_ns": changes when a file is replaced or rewritten.
     public static func identity(_ st: stat) -> String {
-        "\(st.st_dev):\(st.st_ino):\(st.st_size):\(Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))"
+        "\(st.st_dev):\(st.st_ino):\(st.st_size):\(nanoseconds(st.st_mtim))"
+    }
+
+    /// A time as nanoseconds, wrapping: any user can set an mtime past 2262 (`touch -d
+    /// 2400-01-01`), whose nanoseconds overflow Int64 and trapped the daemon at intake.
+    /// The value only needs to change when the time does.
+    static func nanoseconds(_ t: timespec) -> Int64 {
+        Int64(t.tv_sec) &* 1_000_000_000 &+ Int64(t.tv_nsec)
     }
 
     /// The size a seal (or an identity) recorded: the photo's bytes when intake took it.
@@ -41,7 +48,7 @@ public enum PhotoSeal {
     /// file was the same before and after (`identity` alone decides what is taken twice, and
     /// must not change when the store chmods its inode).
     public static func seal(_ st: stat) -> String {
-        identity(st) + ":\(Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec))"
+        identity(st) + ":\(nanoseconds(st.st_ctim))"
     }
 
     /// Whether the file `st` describes (the fstat of `fd`, about to be read) is sealed

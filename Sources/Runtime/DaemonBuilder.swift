@@ -124,7 +124,7 @@ struct DaemonBuilder {
             daemonFolders: [home.inbox, home.queueFolder, home.store, home.quarantine, home.reprocess, home.root + "/renditions"]),
             lastVerifyFile: home.root + "/verify.json")
         let status = StatusHandlers(loop: loop, journal: journal, scheduler: scheduler, live: .init(
-                backlog: { (inbox.backlog, tailers.reduce(0) { $0 + $1.unreadBytes }) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
+                backlog: { (inbox.backlog, tailers.saturatedSum(\.unreadBytes)) }, inboxSkipped: { inbox.skipped }, inboxStale: { inbox.stale },
                 queueFiles: { tailers.flatMap { $0.files.values } }, clients: { clients() }, watching: { jobs.watching },
                 host: journal.host, database: backend.engine, hostWindowSeconds: journal.leaseSeconds.map { 3 * $0 } ?? .infinity,
                 quota: quota, trashCount: { try records.trashCount(owner: $0) }, lastVerify: { maintenance.lastVerify.value },

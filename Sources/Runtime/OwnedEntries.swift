@@ -37,7 +37,10 @@ struct OwnedEntries<Entry: OwnedEntry>: Sendable {
     /// Each owner's entries and their bytes, named and counted.
     func byOwner() -> [String: (count: Int, bytes: Int64)] {
         var all = unnamed
-        for e in named.values { all[e.owner, default: (0, 0)].count += 1; all[e.owner, default: (0, 0)].bytes += e.bytes }
+        for e in named.values {
+            all[e.owner, default: (0, 0)].count += 1
+            all[e.owner, default: (0, 0)].bytes = all[e.owner, default: (0, 0)].bytes.addingSaturated(e.bytes)
+        }
         return all
     }
 
@@ -57,7 +60,7 @@ struct OwnedEntries<Entry: OwnedEntry>: Sendable {
             namedByOwner[entry.owner, default: 0] += 1
         } else if counting {
             unnamed[entry.owner, default: (0, 0)].count += 1
-            unnamed[entry.owner, default: (0, 0)].bytes += entry.bytes
+            unnamed[entry.owner, default: (0, 0)].bytes = unnamed[entry.owner, default: (0, 0)].bytes.addingSaturated(entry.bytes)
         }
     }
 

@@ -38,7 +38,7 @@ final class QueueTailer {
 
     /// Backlog: bytes that will be read. A refused file's are not (it is not read as it
     /// is; `status` shows it with its error), or the daemon could never be idle.
-    var unreadBytes: Int64 { files.values.filter { $0.refused == nil }.reduce(0) { $0 + $1.unreadBytes } }
+    var unreadBytes: Int64 { files.values.filter { $0.refused == nil }.saturatedSum(\.unreadBytes) }
 
     /// The poll period of the safety-net timer (1 s at most without inotify).
     private let pollSeconds: Double

@@ -40,12 +40,13 @@ final class QuotaMeter: Sendable {
             if let max = limits.records, records + taken >= max {
                 return PhotomemoError(.overQuota, "\(owner) is at their quota of \(max) records (their records and jobs adding one: \(records + taken)); delete records with --purge (the trash keeps counting them) to add more")
             }
-            if let max = limits.bytes, bytes + takenBytes + more > max || (more == 0 && bytes + takenBytes >= max) {
+            let used = bytes.addingSaturated(takenBytes)
+            if let max = limits.bytes, used.addingSaturated(more) > max || (more == 0 && used >= max) {
                 let what = more > 0 ? "a photo of \(more) bytes would take \(owner) past" : "\(owner) is at"
-                return PhotomemoError(.overQuota, "\(what) their quota of \(max) bytes (\(bytes + takenBytes) used by their records' assets and stale files in the inbox)")
+                return PhotomemoError(.overQuota, "\(what) their quota of \(max) bytes (\(used) used by their records' assets and stale files in the inbox)")
             }
             taken += 1
-            takenBytes += more
+            takenBytes = takenBytes.addingSaturated(more)
             return nil
         }
     }
@@ -63,7 +64,7 @@ final class QuotaMeter: Sendable {
         let stored = try records.usage(owner: owner)
         let open = try journal.jobsBeforeTheirRecord(owner: owner, recordStage: recordStage(),
                                                      limit: (limits ?? self.limits.value).records.map { $0 + 1 } ?? .max)
-        return (stored.records + open, stored.bytes + (staleBytes.value[owner] ?? 0))
+        return (stored.records + open, stored.bytes.addingSaturated(staleBytes.value[owner] ?? 0))
     }
 
     /// The bytes of an inbox walk's stale files, by owner.

@@ -29,4 +29,25 @@ import Testing
         let name = Originals.leftByAnEarlierRun(".photomemo-release-1-" + back.dropFirst())
         #expect(name?.hasSuffix(".heic") == true && name!.utf8.count <= 200 && long.hasPrefix(name!.dropLast(5)))
     }
+
+    /// An "extension" of 240 bytes left nothing to cut and trapped (attack review): it is cut too.
+    @Test func aNameWhoseExtensionAloneIsTooLongIsCutWhole() {
+        let long = "y." + String(repeating: "e", count: 240)
+        let aside = Originals.asideName(for: long)
+        #expect(aside.utf8.count <= 255)
+        let name = Originals.leftByAnEarlierRun(".photomemo-release-1-" + aside.split(separator: "-", maxSplits: 3)[3])
+        #expect(name.map { $0.utf8.count == 200 && long.hasPrefix($0) } == true, "\(name ?? "nil")")
+    }
+
+    /// An mtime past 2262 (any user's `touch -d 2400-01-01`) has nanoseconds past Int64:
+    /// the seal wraps them, and still changes with the time (it trapped at intake).
+    @Test func aSealOfAFileFromTheYear2400DoesNotTrap() {
+        var st = stat()
+        st.st_mtim = timespec(tv_sec: 13_569_465_600, tv_nsec: 0)  // 2400-01-01
+        st.st_ctim = timespec(tv_sec: Int.max, tv_nsec: 999_999_999)
+        let seal = PhotoSeal.seal(st)
+        st.st_mtim.tv_sec += 1
+        #expect(PhotoSeal.seal(st) != seal)
+        #expect(PhotoSeal.identity(st).split(separator: ":").count == 4)
+    }
 }

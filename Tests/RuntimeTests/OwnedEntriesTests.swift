@@ -20,6 +20,22 @@ import Testing
         #expect(walked.count(of: "bob") == 1_500 && walked.count(of: "alice") == 3 && walked.count(of: "carol") == 0)
     }
 
+    /// Sparse stale files may claim 2^62 bytes each (tmpfs, XFS): their owner's sum holds at
+    /// Int64.max, named or counted past the names (it overflowed and trapped the daemon at
+    /// every whole walk). So does a quota's allowance over them.
+    @Test func sparseFilesOfExabytesAddUpWithoutATrap() throws {
+        var stale = StaleEntries(counting: true)
+        let huge = InboxScanner.StaleEntry(owner: "bob", bytes: 1 << 62, idleSeconds: 1e6)
+        stale.set(".a.jpg.part", huge)
+        stale.set(".b.jpg.part", huge)
+        #expect(stale.byOwner()["bob"]?.bytes == .max)
+        for i in 0..<1_002 { stale.set(".\(i).part", huge) }  // past the names: counted
+        #expect(stale.byOwner()["bob"]?.bytes == .max)
+        var allowance = QuotaMeter.Allowance(owner: "bob", limits: Quota(records: nil, bytes: 1 << 40), records: 0, bytes: .max)
+        #expect(allowance.take(bytes: 1 << 62)?.code == .overQuota)
+        #expect([Int64.max, 1, 2].saturatedSum { $0 } == .max && [Int64.min, -1].saturatedSum { $0 } == .min)
+    }
+
     /// One name at a time (the watcher's looks), past the cap nothing is counted (it cannot
     /// tell a new entry from one the walk counted); a user below the cap has a named entry
     /// gone free its room.

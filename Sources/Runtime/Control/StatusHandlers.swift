@@ -78,7 +78,7 @@ final class StatusHandlers: ControlHandler {
                                                     "owner": .string($0.value.owner)] }),
                     "total": .int(Int64(allSkipped.count(of: caller.isAdmin ? nil : caller.name))),
                     "stale": .array(listedStale.map { ["name": .string($0.key), "owner": .string($0.value.owner),
-                                                       "bytes": .int($0.value.bytes), "idle_s": .int(Int64($0.value.idleSeconds))] }),
+                                                       "bytes": .int($0.value.bytes), "idle_s": .int(Int64(max(-1e15, min($0.value.idleSeconds, 1e15))))] }),
                     "stale_total": .int(Int64(allStale.count(of: caller.isAdmin ? nil : caller.name)))]
         }
     }
@@ -248,7 +248,7 @@ final class StatusHandlers: ControlHandler {
                             stageNames: names, running: Dictionary(uniqueKeysWithValues: names.map { ($0, s.running(stage: $0)) }),
                             held: s.ahead.mapValues(\.count),
                             dependencies: deps, dependencyReasons: s.dependencyReasons, journalWriteFailure: writeFailure, backlog: live.backlog(), inboxSkipped: live.inboxSkipped().count(),
-                            inboxStale: live.inboxStale().byOwner().values.reduce((0, 0)) { ($0.0 + $1.count, $0.1 + $1.bytes) }, clients: live.clients(),
+                            inboxStale: live.inboxStale().byOwner().values.reduce((0, 0)) { ($0.0 + $1.count, $0.1.addingSaturated($1.bytes)) }, clients: live.clients(),
                             watchers: live.watching(), lastVerify: live.lastVerify(), homeFolder: s.quarantine.folder)
     }
 
