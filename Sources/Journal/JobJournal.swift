@@ -91,6 +91,7 @@ public protocol JobControl: AnyObject, Sendable {
     func enqueueReprocess(_ jobs: [ReprocessJob], stageIndex: Int, now: Double) throws -> [String]
     func reprocessCounts() throws -> [JobState: Int]
     func reprocessCopiesInUse() throws -> Set<String>
+    func reprocessCopies(owner: String) throws -> [String]
     func reprocessCopiesEnded(_ paths: [String]) throws -> Set<String>
     func reprocessJobs(among ids: [Int64]) throws -> [(id: Int64, copy: String?)]
     func strandedReprocessJobs(window: Double, photoLocalEnd: Int, limit: Int, now: Double) throws -> [StrandedReprocessJob]

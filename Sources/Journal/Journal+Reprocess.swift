@@ -141,6 +141,16 @@ extension Journal {
         }
     }
 
+    /// The copies `owner`'s unfinished reprocess jobs run from (`ReprocessRoom` adds up their bytes).
+    public func reprocessCopies(owner: String) throws -> [String] {
+        try read { db in
+            try db.query("""
+                SELECT photo_path FROM jobs WHERE owner = ? AND origin = 'reprocess' AND state IN ('queued', 'running', 'waiting')
+                AND photo_path IS NOT NULL
+                """, [.text(owner)]).compactMap { $0.string(0) }
+        }
+    }
+
     /// Of `paths` (copies in `HOME/reprocess/`), those reprocess jobs named and no job needs
     /// any more: every job naming it done or cancelled. A copy no job names yet is a page of
     /// a request being queued: not among them.

@@ -32,6 +32,19 @@ import StageKit
     }
 }
 
+/// The copies a user's unfinished reprocess jobs run from (`ReprocessRoom` adds them up).
+extension ReprocessJournalTests {
+    @Test(arguments: Engine.allCases) func aUsersUnfinishedJobsCopiesAreListed(_ engine: Engine) throws {
+        let f = try JournalFixture(engine)
+        #expect(try f.journal.enqueueReprocess([reprocess("r0", "alice"), reprocess("r1", "bob"), reprocess("r2", "alice")], stageIndex: 0).count == 3)
+        #expect(try f.journal.reprocessCopies(owner: "alice").sorted() == ["/tmp/r0.jpg", "/tmp/r2.jpg"])
+        let r2 = try #require(try f.journal.jobs(limit: 10).first { $0.key?.contains("r2") == true }?.id)
+        try f.journal.cancel(job: r2)
+        #expect(try f.journal.reprocessCopies(owner: "alice") == ["/tmp/r0.jpg"])
+        #expect(try f.journal.reprocessCopies(owner: "carol").isEmpty)
+    }
+}
+
 /// A cancelled reprocess job does not hold its record back: asking again queues it again,
 /// after the cancel and after retention made the cancelled job a tombstone.
 extension ReprocessJournalTests {

@@ -53,6 +53,7 @@ final class ReprocessHandler: ControlHandler {
             // records neither copies 100,000 originals nor holds their fresh photos back.
             try MemoIntake.checkRoom(for: caller, in: journal, reprocess: true, then: "reprocess")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            var copies = try ReprocessRoom(for: caller, journal: journal, folder: folder)
             var (matched, enqueued) = (0, 0)
             var missing: [String] = []
             var cursor: String?, stopped: String?
@@ -72,6 +73,10 @@ final class ReprocessHandler: ControlHandler {
                 }
                 var batch: [ReprocessJob] = []
                 for (key, r) in fresh {
+                    if let full = copies.take(r.assets["original"]?["bytes"]?.intValue ?? 0) {
+                        stopped = full
+                        break
+                    }
                     guard let job = try Self.job(key: key, record: r, caller: caller, assets: assets, folder: folder) else {
                         if missing.count < Self.maxListed { missing.append(r.id) }
                         continue
