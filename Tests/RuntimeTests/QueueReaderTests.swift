@@ -238,6 +238,26 @@ import Testing
         #expect(copy[(22 << 20) - (15 << 20) - 1] == UInt8(ascii: "x") && copy.filter { $0 != 0 }.count == 1)
     }
 
+    /// So do the holes of a line short enough to hold in memory (under 1 MiB): 300 such
+    /// lines of a sparse file, a block of the writer's disk, were 300 MB in quarantine.
+    @Test func aShortSparseLineKeepsItsHolesInQuarantineAndItsBytes() throws {
+        let t = try TestHome()
+        FileManager.default.createFile(atPath: t.home.queueFile, contents: nil)
+        let fd = open(t.home.queueFile, O_WRONLY)
+        #expect(pwrite(fd, "ab", 2, 0) == 2)
+        #expect(pwrite(fd, "y", 1, 500_000) == 1)
+        #expect(pwrite(fd, "\n", 1, 900_000) == 1)
+        close(fd)
+        let report = try t.queueReader().catchUp()
+        #expect(report.quarantined.count == 1, "\(report.quarantined)")
+        let name = try #require(try t.quarantined().first)
+        var st = stat()
+        #expect(stat(t.home.quarantine + "/" + name, &st) == 0 && st.st_size == 900_000)
+        #expect(Int(st.st_blocks) * 512 <= 64 << 10, "the copy takes \(Int(st.st_blocks) * 512) bytes of disk")
+        let copy = try #require(FileManager.default.contents(atPath: t.home.quarantine + "/" + name))
+        #expect(copy.prefix(2) == Data("ab".utf8) && copy[500_000] == UInt8(ascii: "y") && copy.filter { $0 != 0 }.count == 3)
+    }
+
     /// StrictModes holds for a replaced file too: one made writable by others after it was
     /// read, then replaced, was drained through the descriptor without the check, so lines
     /// anyone had appended meanwhile became its owner's jobs.
