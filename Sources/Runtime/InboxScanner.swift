@@ -36,6 +36,9 @@ final class InboxScanner: @unchecked Sendable {
     var quota: QuotaMeter?
 
     static let batchSize = 64
+    /// Of one owner's files, a look hashes at most this many bytes (one file, whatever its
+    /// size); the rest go round again (`retake`), behind other users' drops.
+    static let hashBytesPerOwner: Int64 = 64 << 20
 
     struct Report: Sendable {
         var outcomes: [(name: String, outcome: IntakeOutcome, owner: String?)] = []
@@ -62,6 +65,8 @@ final class InboxScanner: @unchecked Sendable {
         /// Users over their quota, with why: their files wait (counted in `untaken`).
         var overQuota: [String: String] = [:]
         var allowance: [UInt32: QuotaMeter.Allowance] = [:]
+        /// Bytes of each owner's files this look hashed (`hashBytesPerOwner`).
+        var hashed: [UInt32: Int64] = [:]
         var errors: [String] = []
         /// Stored originals found still in a consuming inbox, and released.
         var releasedLate: [String] = []

@@ -124,10 +124,10 @@ struct Quarantine: Sendable {
         try DurableFile.write(reason.jsonData, to: target + ".reason.json")
         try DurableFile.write(to: target) { out in
             let block = 4096
+            let zeros = { (start: Int) in bytes[start..<min(start + block, bytes.endIndex)].allSatisfy { $0 == 0 } }
             var at = bytes.startIndex
             while at < bytes.endIndex {
                 // The next run of blocks that are not all zeros, written at its offset.
-                let zeros = { (start: Int) in bytes[start..<min(start + block, bytes.endIndex)].allSatisfy { $0 == 0 } }
                 while at < bytes.endIndex, zeros(at) { at = min(at + block, bytes.endIndex) }
                 var end = at
                 while end < bytes.endIndex, !zeros(end) { end = min(end + block, bytes.endIndex) }

@@ -30,3 +30,30 @@ extension WhoMayDoWhatTests {
         #expect(before < 300 && bobs > 500, "bob's jobs done before alice's: \(before), still open after: \(bobs); alice waited \(latency) s")
     }
 }
+
+/// Issue 25 at intake: bob drops 40 sparse files of 30 MB (a JPEG's head, then holes: they
+/// cost him no disk), then another user one photo. A look hashes at most 64 MB of one
+/// owner's files and the rest go round again, behind others' drops, so the photo is taken
+/// within a turn or two, not after all 1.2 GB of his (600 such files held every user's
+/// photos for 73 s: attack review, 2026-12-04).
+extension WhoMayDoWhatTests {
+    @Test func oneUsersFloodOfSparseDropsDoesNotHoldAnothersPhoto() throws {
+        let d = try start()
+        defer { _ = d.stop() }
+        let bobUID = try #require(getpwnam(bob)?.pointee.pw_uid)
+        let head = try Data(contentsOf: testPhotos.appendingPathComponent("Canon_40D.jpg")).prefix(4096)
+        for i in 0..<40 {
+            let tmp = d.home + "/inbox/.f\(i).part"
+            try (head + Data([UInt8(i)])).write(to: URL(fileURLWithPath: tmp))
+            #expect(truncate(tmp, 30 << 20) == 0 && chown(tmp, bobUID, gid_t.max) == 0)
+            chmod(tmp, 0o644)
+            #expect(rename(tmp, d.home + "/inbox/f\(i).jpg") == 0)
+        }
+        try d.drop("Nikon_D70.jpg", as: "other.jpg")
+        try d.waitUntil("the other user's photo is done", timeout: 120) { try d.jobs("photo = 'other.jpg' AND state = 'done'").count == 1 }
+        let other = try #require(try d.jobs("photo = 'other.jpg'").first?.id)
+        let bobsFirst = try d.jobs("photo LIKE 'f%.jpg' AND id < \(other)").count
+        #expect(bobsFirst < 20, "\(bobsFirst) of bob's 40 files were taken before the other user's photo")
+        try d.waitIdle(jobs: 41)
+    }
+}
