@@ -14,10 +14,14 @@ extension QueueReader {
         var linesRead = 0
         while true {
             let chunkAt = pos.offset
-            let n = try buf.withUnsafeMutableBytes { raw in
+            // The line here was found over-long already, its newline searched for: only the
+            // search goes on. Its first 4 MiB read and framed again at every read (any append
+            // to any queue file) kept the daemon at 70% CPU (attack review, 2026-12-04).
+            let known = searched.map { $0.inode == pos.inode && $0.generation == pos.generation && $0.line == pos.offset } ?? false
+            let n = known ? 0 : try buf.withUnsafeMutableBytes { raw in
                 try syscall("pread \(path)", blocking: { pread(fd, raw.baseAddress, raw.count, off_t(chunkAt)) })
             }
-            if n == 0 { return }
+            if n == 0 && !known { return }
             // Made unsafe (a chmod) since the turn began: these bytes may be anyone's.
             let now = try QueueFileFollower.status(fd, path: path)
             if let refused = QueueFileFollower.refusal(now, path: path) {
@@ -44,7 +48,7 @@ extension QueueReader {
                     if linesRead >= maxLines { report.more = true; return }
                 }
             }
-            if framer.startsOverlongLine(cap: MemoJob.maxLineBytes) {
+            if known || framer.startsOverlongLine(cap: MemoJob.maxLineBytes) {
                 // One line longer than the limit: find its end, quarantine all of it, skip it.
                 guard let end = try findNewline(fd, lineAt: pos, from: pos.offset + Int64(n), &report) else { return }
                 if atBadLineCap(&report) {
@@ -62,7 +66,7 @@ extension QueueReader {
             if next.offset != pos.offset { try commit(&memos, at: next, fd, &pos, &report) }
             if pos.offset == chunkAt { return }  // no whole line in this chunk yet
             if linesRead >= maxLines { report.more = true; return }
-            if n < buf.count { return }
+            if n < buf.count && !known { return }
         }
     }
 

@@ -238,6 +238,28 @@ import Testing
         #expect(copy[(22 << 20) - (15 << 20) - 1] == UInt8(ascii: "x") && copy.filter { $0 != 0 }.count == 1)
     }
 
+    /// A line found over-long and still without its newline is not read again at every
+    /// read, only searched on from where the search stopped: its first 4 MiB read and framed
+    /// again at each read kept the daemon at 70% CPU while anyone appended to a queue file.
+    /// (`rchar`: bytes this process read; 200 reads of a 4 MiB line read 800 MiB before.)
+    @Test func aStuckOverlongLineIsNotReadAgainAtEveryRead() throws {
+        let t = try TestHome()
+        try t.append(String(repeating: "a", count: 4 << 20))
+        let r = t.queueReader()
+        _ = try r.catchUp()
+        func readBytes() throws -> Int {
+            let io = try String(contentsOfFile: "/proc/self/io", encoding: .utf8)
+            return Int(io.split(separator: "\n").first { $0.hasPrefix("rchar:") }!.split(separator: " ")[1])!
+        }
+        let before = try readBytes()
+        for _ in 0..<200 { _ = try r.catchUp() }
+        #expect(try readBytes() - before < 200 << 20)
+        try t.append("b\n" + #"{"memo":"after it"}"# + "\n")
+        let report = try r.catchUp()
+        #expect(report.quarantined.count == 1 && report.quarantined[0].contains("longer than the 1 MiB limit"), "\(report.quarantined)")
+        #expect(try t.jobs().map(\.memo.memo) == ["after it"])
+    }
+
     /// So do the holes of a line short enough to hold in memory (under 1 MiB): 300 such
     /// lines of a sparse file, a block of the writer's disk, were 300 MB in quarantine.
     @Test func aShortSparseLineKeepsItsHolesInQuarantineAndItsBytes() throws {
