@@ -96,12 +96,13 @@ extension InboxScanner {
             } catch {}
             // Fair to everyone else: 600 sparse files of 52 MB, free to make, were hashed in
             // one look and held every user's photos for 73 s (attack review, 2026-12-04).
-            let hashed = report.hashed[st.st_uid, default: 0], adding = hashed.addingSaturated(Int64(st.st_size))
-            if hashed > 0, adding > Self.hashBytesPerOwner {
+            // Only bytes hashed count (below): a user at their cap or over quota, whose files
+            // wait unread, must not send the rest of a look round again, look after look.
+            let hashed = report.hashed[st.st_uid, default: 0]
+            if hashed > 0, hashed.addingSaturated(Int64(st.st_size)) > Self.hashBytesPerOwner {
                 report.retake.append(name)
                 return nil
             }
-            report.hashed[st.st_uid] = adding
             // A user's drops count toward their unfinished jobs like their queue lines: at the
             // cap their files wait, unread, and are taken as their jobs finish (a flood of
             // drops is never more than the cap ahead of anyone else's photo).
@@ -125,6 +126,7 @@ extension InboxScanner {
                 }
             }
             report.room[st.st_uid] = room - 1
+            report.hashed[st.st_uid] = hashed.addingSaturated(Int64(st.st_size))
             // The very file lstat saw: a FIFO or a link renamed over it meanwhile is not read.
             // Nil when replaced under us: what is there now comes back with its own event or the rescan.
             // Nil too when it grew or shrank: at most the bytes sized (within max_bytes) are read.

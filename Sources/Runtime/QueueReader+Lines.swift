@@ -17,7 +17,7 @@ extension QueueReader {
             // The line here was found over-long already, its newline searched for: only the
             // search goes on. Its first 4 MiB read and framed again at every read (any append
             // to any queue file) kept the daemon at 70% CPU (attack review, 2026-12-04).
-            let known = searched.map { $0.inode == pos.inode && $0.generation == pos.generation && $0.line == pos.offset } ?? false
+            let known = try stillOverlong(fd, at: pos)
             let n = known ? 0 : try buf.withUnsafeMutableBytes { raw in
                 try syscall("pread \(path)", blocking: { pread(fd, raw.baseAddress, raw.count, off_t(chunkAt)) })
             }
@@ -68,6 +68,25 @@ extension QueueReader {
             if linesRead >= maxLines { report.more = true; return }
             if n < buf.count && !known { return }
         }
+    }
+
+    /// Whether the line at `pos` is still the one found over-long (`searched`), as far as
+    /// the file's size and its first 64 KiB tell: a file cut back under the search (its
+    /// owner removing the line), or bytes there rewritten with a newline, are read again
+    /// (a known line's newline searched on from before found lines appended since as part
+    /// of it: attack review, 2026-12-04).
+    func stillOverlong(_ fd: Int32, at pos: QueuePosition) throws -> Bool {
+        guard let s = searched, s.inode == pos.inode, s.generation == pos.generation, s.line == pos.offset else { return false }
+        let st = try QueueFileFollower.status(fd, path: path)
+        var head = [UInt8](repeating: 0, count: 64 << 10)
+        let n = try head.withUnsafeMutableBytes { raw in
+            try syscall("pread \(path)", blocking: { pread(fd, raw.baseAddress, raw.count, off_t(pos.offset)) })
+        }
+        guard Int64(st.st_size) >= s.to, n == head.count, !head.contains(0x0A) else {
+            searched = nil
+            return false
+        }
+        return true
     }
 
     /// Commits the jobs of the lines up to `next` with that position, in one transaction.

@@ -222,3 +222,26 @@ extension InboxScannerTests {
         #expect(throws: PhotomemoError.self) { try InboxOptions.parse(["quiet_after_close": "2m"], place: "x.json") }
     }
 }
+
+/// Intake's hashing budget (64 MB of one owner's files a look) counts bytes hashed only: a
+/// user at their cap of unfinished jobs, whose files wait unread, sent the rest of each
+/// look round again, at every rescan (35% of a core for 8,000 such files: attack review).
+extension InboxScannerTests {
+    @Test(.enabled(if: getuid() == 0)) func filesOfAUserAtTheCapWaitWithoutGoingRound() throws {
+        let t = try TestHome()
+        let nobody = try #require(getpwnam("nobody")?.pointee.pw_uid)
+        let cap = (0..<MemoIntake.maxUnfinishedPerUser).map {
+            QueuedMemo(memo: MemoJob(memo: "m\($0)", owner: "nobody"), photo: .none, key: "cap-\($0)", source: "test")
+        }
+        _ = try t.journal.commitMemos(cap, position: nil, joinTimeoutSeconds: 600)
+        var names: [(name: String, complete: Bool)] = []
+        for i in 0..<3 {
+            let path = t.home.inbox + "/big\(i).jpg"
+            #expect(FileManager.default.createFile(atPath: path, contents: Data([0xFF, 0xD8, 0xFF, UInt8(i)])))
+            #expect(truncate(path, 40 << 20) == 0 && chown(path, nobody, gid_t.max) == 0)
+            names.append(("big\(i).jpg", true))
+        }
+        let report = t.scanner().take(names)
+        #expect(report.retake.isEmpty && report.untaken == 3 && report.atCap == ["nobody"], "retake \(report.retake), untaken \(report.untaken)")
+    }
+}

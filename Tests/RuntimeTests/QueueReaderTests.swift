@@ -260,6 +260,33 @@ import Testing
         #expect(try t.jobs().map(\.memo.memo) == ["after it"])
     }
 
+    /// Its owner cutting the file back to the stuck line and writing on is read anew: the
+    /// search went on from where it stopped, and quarantined the lines written since as part
+    /// of the old line (attack review of the change above).
+    @Test func aStuckLineCutAwayByItsOwnerLeavesTheLinesWrittenSinceToBeRead() throws {
+        let t = try TestHome()
+        try t.append(#"{"memo":"first"}"# + "\n")
+        let r = t.queueReader()
+        _ = try r.catchUp()
+        let start = try #require(try FileManager.default.attributesOfItem(atPath: t.home.queueFile)[.size] as? Int)
+        try t.append(String(repeating: "x", count: 1_200_000))
+        _ = try r.catchUp()  // stuck: over-long, no newline yet
+        #expect(truncate(t.home.queueFile, off_t(start)) == 0)
+        _ = try r.catchUp()
+        try t.append(#"{"memo":"short"}"# + "\n")  // (a) one short line after the cut
+        var report = try r.catchUp()
+        #expect(report.quarantined.isEmpty, "\(report.quarantined)")
+        // (b) cut back again under a stuck line, then rewritten past the old search at once.
+        try t.append(String(repeating: "x", count: 1_200_000))
+        _ = try r.catchUp()
+        let cut = try #require(try FileManager.default.attributesOfItem(atPath: t.home.queueFile)[.size] as? Int) - 1_200_000
+        #expect(truncate(t.home.queueFile, off_t(cut)) == 0)
+        try t.append((0..<100).map { #"{"memo":"line \#($0)"}"# + "\n" }.joined() + String(repeating: "y", count: 1_300_000) + "\n")
+        report = try r.catchUp()
+        #expect(report.quarantined.count == 1 && report.quarantined[0].contains("line is 1300000 bytes"), "\(report.quarantined)")
+        #expect(try t.jobs().map(\.memo.memo) == ["first", "short"] + (0..<100).map { "line \($0)" })
+    }
+
     /// So do the holes of a line short enough to hold in memory (under 1 MiB): 300 such
     /// lines of a sparse file, a block of the writer's disk, were 300 MB in quarantine.
     @Test func aShortSparseLineKeepsItsHolesInQuarantineAndItsBytes() throws {
