@@ -21,13 +21,15 @@ extension WhoMayDoWhatTests {
         try d.waitUntil("alice's job is done", timeout: 120) { try d.jobs("id = \(job) AND state = 'done'").count == 1 }
         let latency = Date().timeIntervalSince(t0)
         let db = try d.journalDB()
-        let before = try db.queryOne("""
-            SELECT count(*) FROM jobs WHERE owner = '\(bob)' AND state = 'done' AND finished < (SELECT finished FROM jobs WHERE id = \(job))
+        let during = try db.queryOne("""
+            SELECT count(*) FROM jobs WHERE owner = '\(bob)' AND state = 'done'
+              AND finished > (SELECT created FROM jobs WHERE id = \(job)) AND finished < (SELECT finished FROM jobs WHERE id = \(job))
             """)?.int(0) ?? -1
         let bobs = try db.queryOne("SELECT count(*) FROM jobs WHERE owner = '\(bob)' AND state IN ('queued', 'running', 'waiting')")?.int(0) ?? -1
         // Stages run batches (the index stage up to 64 jobs a run): a few of bob's batches
-        // may finish first, never his backlog.
-        #expect(before < 300 && bobs > 500, "bob's jobs done before alice's: \(before), still open after: \(bobs); alice waited \(latency) s")
+        // may finish while hers waits, never his backlog. Jobs of his done before she
+        // enqueued do not count (a slow machine works through his flood while it is read).
+        #expect(during < 300 && bobs > 500, "bob's jobs done while alice's waited: \(during), still open after: \(bobs); alice waited \(latency) s")
     }
 }
 
@@ -42,13 +44,17 @@ extension WhoMayDoWhatTests {
         defer { _ = d.stop() }
         let bobUID = try #require(getpwnam(bob)?.pointee.pw_uid)
         let head = try Data(contentsOf: testPhotos.appendingPathComponent("Canon_40D.jpg")).prefix(4096)
+        // Made outside the inbox first, then moved in at once: on a loaded machine the
+        // daemon would otherwise take some while the rest are still being written.
+        let staging = d.home + "/flood-staging"
+        #expect(mkdir(staging, 0o700) == 0)
         for i in 0..<40 {
-            let tmp = d.home + "/inbox/.f\(i).part"
+            let tmp = staging + "/f\(i).jpg"
             try (head + Data([UInt8(i)])).write(to: URL(fileURLWithPath: tmp))
             #expect(truncate(tmp, 30 << 20) == 0 && chown(tmp, bobUID, gid_t.max) == 0)
             chmod(tmp, 0o644)
-            #expect(rename(tmp, d.home + "/inbox/f\(i).jpg") == 0)
         }
+        for i in 0..<40 { #expect(rename(staging + "/f\(i).jpg", d.home + "/inbox/f\(i).jpg") == 0) }
         try d.drop("Nikon_D70.jpg", as: "other.jpg")
         try d.waitUntil("the other user's photo is done", timeout: 120) { try d.jobs("photo = 'other.jpg' AND state = 'done'").count == 1 }
         let other = try #require(try d.jobs("photo = 'other.jpg'").first?.id)
