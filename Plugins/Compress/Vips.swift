@@ -189,12 +189,13 @@ enum Vips {
     }
 
     /// A JPEG decoded by libjpeg-turbo straight into memory at `eighths`/8 scale, with the
-    /// header's metadata; nil for a JPEG it does not take (CMYK, ...): use `jpeg`.
+    /// header's metadata, through photomemo's Huffman decoding and 3/8-scale inverse DCTs
+    /// (jpeg_huffman.h, jpeg_idct.h); nil for a JPEG it does not take (CMYK, ...): use `jpeg`.
     static func jpegDirect(_ photo: PhotoBytes, eighths: Int, header: VipsImageRef) throws -> VipsImageRef? {
         var out: UnsafeMutablePointer<VipsImage>?
         var message = [CChar](repeating: 0, count: 256)
-        let rc = pm_jpeg_decode(photo.bytes.baseAddress, photo.count, Int32(clamping: eighths), 1, nil, header.ptr, &out,
-                                &message, message.count)
+        let rc = pm_jpeg_decode(photo.bytes.baseAddress, photo.count, Int32(clamping: eighths),
+                                Int32(PM_JPEG_OWN_IDCT | PM_JPEG_OWN_HUFFMAN), nil, header.ptr, &out, &message, message.count)
         if rc == 1 { return nil }
         guard rc == 0, let out else {
             throw Failure(description: "JPEG load failed: \(text(message))")

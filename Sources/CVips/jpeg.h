@@ -7,6 +7,7 @@
 #include "shim.h"
 #include "jpeg_gather.h"
 #include "jpeg_idct.h"
+#include "jpeg_huffman.h"
 
 /* libjpeg-turbo straight into an in-memory libvips image, for compress's JPEG path:
    libvips' jpegload adds its read buffer, a sequential line cache and a copy to memory on
@@ -30,16 +31,23 @@ static void pm_jpeg_emit_message(j_common_ptr c, int level) {
     if (level < 0) pm_jpeg_error_exit(c);  /* a warning: the data is damaged */
 }
 
+/* What pm_jpeg_decode may do its own way, and (`used`) did: jpeg_idct.h's 3/8-scale inverse
+   DCTs (for how many components), jpeg_huffman.h's Huffman decoding (1 if it ran). Tests
+   compare both with libjpeg's. */
+enum { PM_JPEG_OWN_IDCT = 1, PM_JPEG_OWN_HUFFMAN = 2 };
+struct pm_jpeg_own {
+    int idct, huffman;
+};
+
 /* 0: *out holds the pixels at eighths/8 scale (1..8; sides rounded up), with `like`'s
    metadata (the header image). 1: not a gray or YCbCr/RGB JPEG (CMYK, ...): use libvips.
-   -1: damaged, `message` says why. `own_idct`: the 3/8 scale's inverse DCT is
-   jpeg_idct.h's (tests compare it with libjpeg's); `replaced` (may be NULL): for how many
-   components. */
-static inline int pm_jpeg_decode(const void *buf, size_t len, int eighths, int own_idct, int *replaced, VipsImage *like,
+   -1: damaged, `message` says why. `own`: PM_JPEG_OWN_ flags; `used` may be NULL. */
+static inline int pm_jpeg_decode(const void *buf, size_t len, int eighths, int own, struct pm_jpeg_own *used, VipsImage *like,
                                  VipsImage **out, char *message, size_t message_len) {
     struct jpeg_decompress_struct cinfo;
     struct pm_jpeg_error err;
     VipsImage *volatile image = NULL;
+    cinfo.client_data = NULL; /* jpeg_create_decompress keeps it; jpeg_huffman.h's state goes there */
     cinfo.err = jpeg_std_error(&err.mgr);
     err.mgr.error_exit = pm_jpeg_error_exit;
     err.mgr.emit_message = pm_jpeg_emit_message;
@@ -67,8 +75,9 @@ static inline int pm_jpeg_decode(const void *buf, size_t len, int eighths, int o
        (~8% of the decode); the difference is gone after the resize to rendition size. */
     cinfo.do_fancy_upsampling = FALSE;
     jpeg_start_decompress(&cinfo);
-    int own = own_idct ? pm_jpeg_idct_install(&cinfo) : 0;
-    if (replaced) *replaced = own;
+    struct pm_jpeg_own did = {own & PM_JPEG_OWN_IDCT ? pm_jpeg_idct_install(&cinfo) : 0,
+                              own & PM_JPEG_OWN_HUFFMAN ? pm_huff_install(&cinfo) : 0};
+    if (used) *used = did;
     image = pm_vips_new_memory_like(like, (int)cinfo.output_width, (int)cinfo.output_height);
     if (!image) {
         snprintf(message, message_len, "cannot allocate %ux%u pixels", cinfo.output_width, cinfo.output_height);
