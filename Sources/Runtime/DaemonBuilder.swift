@@ -94,6 +94,8 @@ struct DaemonBuilder {
                                                   allowPrivateWebhooks: options.allowPrivateWebhooks)
         let trashSeconds: @Sendable () -> Double = { live.current.trashSeconds }
         let collector = try AssetCollector(loop: loop, records: records, journal: journal, assets: opened.assets, trashSeconds: trashSeconds)
+        // Every request's copies into HOME/reprocess take their turns in one room.
+        let reprocessRoom = ReprocessRoom(journal: journal, folder: home.reprocess)
         let adopter = try ReprocessAdopter(loop: loop, journal: journal, assets: opened.assets, scheduler: scheduler, definition: live,
                                            folder: home.reprocess)
         let pruner = try Pruner(loop: loop, journal: journal, records: records, quarantine: quarantine, reprocessCopies: home.reprocess,
@@ -137,7 +139,7 @@ struct DaemonBuilder {
             recordHandlers,
             TrashHandlers(records: records, journal: journal, recordHandlers: recordHandlers, trashSeconds: trashSeconds),
             SubscriptionHandlers(loop: loop, records: records, followers: followers, allowPrivateWebhooks: options.allowPrivateWebhooks),
-            ReprocessHandler(loop: loop, journal: journal, records: records, assets: opened.assets, scheduler: scheduler, folder: home.reprocess),
+            ReprocessHandler(loop: loop, journal: journal, records: records, assets: opened.assets, scheduler: scheduler, room: reprocessRoom),
         ])
         let control = try ControlServer(loop: loop, path: home.socket, group: options.socketGroup, commands: router)
         clients = { [weak control] in control?.clientCount ?? 0 }  // weak: the server holds the router

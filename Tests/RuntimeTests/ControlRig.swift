@@ -53,7 +53,7 @@ final class ControlRig {
             TrashHandlers(records: records, journal: rig.journal, recordHandlers: recordHandlers, trashSeconds: { 0 }),
             SubscriptionHandlers(loop: loop, records: records, followers: followers),
             ReprocessHandler(loop: loop, journal: rig.journal, records: records, assets: assets, scheduler: rig.scheduler,
-                             folder: rig.t.home.reprocess),
+                             room: ReprocessRoom(journal: rig.journal, folder: rig.t.home.reprocess)),
             MaintenanceHandlers(loop: loop, parts: .init(backup: .sqlite(path: rig.journal.path), journal: rig.journal, records: records,
                                                          store: assets, scratch: root + "/renditions/.verify",
                                                          definition: { [scheduler = rig.scheduler] in scheduler.definition }, collector: collector),

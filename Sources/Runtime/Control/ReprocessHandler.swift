@@ -20,16 +20,16 @@ final class ReprocessHandler: ControlHandler {
     private let records: any RecordIndex
     private let assets: any AssetStore
     private let scheduler: Scheduler
-    /// `Home.reprocess`: where each job's copy of its original waits for it.
-    private let folder: String
+    /// Where each job's copy of its original waits for it (`Home.reprocess`), and how much may.
+    private let room: ReprocessRoom
 
-    init(loop: EventLoop, journal: any JobJournal, records: any RecordIndex, assets: any AssetStore, scheduler: Scheduler, folder: String) {
+    init(loop: EventLoop, journal: any JobJournal, records: any RecordIndex, assets: any AssetStore, scheduler: Scheduler, room: ReprocessRoom) {
         self.loop = loop
         self.journal = journal
         self.records = records
         self.assets = assets
         self.scheduler = scheduler
-        self.folder = folder
+        self.room = room
     }
 
     func handle(_ command: ControlCommand, _ req: ControlRequest, _ caller: Caller, from conn: ControlConnection,
@@ -43,7 +43,7 @@ final class ReprocessHandler: ControlHandler {
         let def = scheduler.definition
         let from = try req.string(ControlArgument.from) ?? Self.defaultStart(in: def)
         let stageIndex = try Self.startIndex(from, in: def)
-        let (journal, records, assets, folder) = (self.journal, self.records, self.assets, self.folder)
+        let (journal, records, assets, room) = (self.journal, self.records, self.assets, self.room)
         let scheduler = self.scheduler
         loop.reply({ result in
             if case .success(let r) = result, (r["enqueued"]?.intValue ?? 0) > 0 { scheduler.pump() }
@@ -52,8 +52,6 @@ final class ReprocessHandler: ControlHandler {
             // A user's reprocess jobs have a cap of their own, so one request over 100,000
             // records neither copies 100,000 originals nor holds their fresh photos back.
             try MemoIntake.checkRoom(for: caller, in: journal, reprocess: true, then: "reprocess")
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            var copies = try ReprocessRoom(for: caller, journal: journal, folder: folder)
             var (matched, enqueued) = (0, 0)
             var missing: [String] = []
             var cursor: String?, stopped: String?
@@ -64,26 +62,29 @@ final class ReprocessHandler: ControlHandler {
                 let mine = page.records.filter { RecordStore.canWrite($0, caller.viewer) && $0.assets["original"] != nil }
                 matched += mine.count
                 let keyed = mine.map { (ReprocessJob.key(record: $0.id, changeTag: $0.changeTag, from: from), $0) }
-                let existing = try journal.existingKeys(keyed.map(\.0))
-                var fresh = keyed.filter { !existing.contains($0.0) }
-                let room = try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal, reprocess: true)
-                if room < fresh.count {
-                    fresh = Array(fresh.prefix(max(0, room)))
-                    stopped = MemoIntake.atCap(caller.name, reprocess: true, then: "reprocess")
-                }
-                var batch: [ReprocessJob] = []
-                for (key, r) in fresh {
-                    if let full = copies.take(r.assets["original"]?["bytes"]?.intValue ?? 0) {
-                        stopped = full
-                        break
+                // In the room's turn, as the copies: requests at once would each pass the cap.
+                enqueued += try room.turn(for: caller.isAdmin ? nil : caller.name) { copies in
+                    let existing = try journal.existingKeys(keyed.map(\.0))
+                    var fresh = keyed.filter { !existing.contains($0.0) }
+                    let jobsLeft = try MemoIntake.room(for: caller.name, uid: caller.uid, in: journal, reprocess: true)
+                    if jobsLeft < fresh.count {
+                        fresh = Array(fresh.prefix(max(0, jobsLeft)))
+                        stopped = MemoIntake.atCap(caller.name, reprocess: true, then: "reprocess")
                     }
-                    guard let job = try Self.job(key: key, record: r, caller: caller, assets: assets, folder: folder) else {
-                        if missing.count < Self.maxListed { missing.append(r.id) }
-                        continue
+                    var batch: [ReprocessJob] = []
+                    for (key, r) in fresh {
+                        if let full = copies.take(r.assets["original"]?["bytes"]?.intValue ?? 0) {
+                            stopped = full + "; reprocess again once some jobs have finished"
+                            break
+                        }
+                        guard let job = try Self.job(key: key, record: r, caller: caller, assets: assets, folder: room.folder) else {
+                            if missing.count < Self.maxListed { missing.append(r.id) }
+                            continue
+                        }
+                        batch.append(job)
                     }
-                    batch.append(job)
+                    return try journal.enqueueReprocess(batch, stageIndex: stageIndex, now: unixNow()).count
                 }
-                enqueued += try journal.enqueueReprocess(batch, stageIndex: stageIndex, now: unixNow()).count
                 cursor = page.cursor
             } while cursor != nil && stopped == nil
             return ["enqueued": .int(Int64(enqueued)), "matched": .int(Int64(matched)), "from": .string(from),
