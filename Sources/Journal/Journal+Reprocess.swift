@@ -131,12 +131,13 @@ extension Journal {
         }
     }
 
-    /// The copies (`HOME/reprocess/`) unfinished reprocess jobs run from (failed ones too:
-    /// a retry runs from its copy); a copy no such job names was never enqueued.
+    /// The copies (`HOME/reprocess/`) unfinished reprocess jobs run from; a copy no such job
+    /// names was never enqueued, or is a failed job's (its failure removes it; one a release
+    /// before that kept, for the job's retention, goes at the next start).
     public func reprocessCopiesInUse() throws -> Set<String> {
         try read { db in
             Set(try db.query("""
-                SELECT photo_path FROM jobs WHERE origin = 'reprocess' AND state NOT IN ('done', 'cancelled') AND photo_path IS NOT NULL
+                SELECT photo_path FROM jobs WHERE origin = 'reprocess' AND state IN ('queued', 'running', 'waiting') AND photo_path IS NOT NULL
                 """, []).compactMap { $0.string(0) })
         }
     }

@@ -49,7 +49,7 @@ extension Scheduler {
         }
         let claims = claimsAfter(runs, definition: current)
         reserve(claims, +1, byPump: false)
-        let journal = self.journal, quarantine = self.quarantine
+        let journal = self.journal, quarantine = self.quarantine, copies = photos.daemonsOwn
         loop.submit({ () -> Result<(RecordedOutcomes, [(String, String)], [String]), Error> in
             Failpoint.hit("stage.before_journal")
             return Result {
@@ -65,7 +65,7 @@ extension Scheduler {
                                                                                   reason: error.message, code: error.code),
                                                                 taken: job.context.photoSHA256,
                                                                 takenSize: job.context.photoSeal.flatMap(PhotoSeal.size) ?? current.maxPhotoBytes,
-                                                                journal: journal, quarantine: quarantine)
+                                                                journal: journal, quarantine: quarantine, copies: copies)
                         } catch { errors.append(("job \(job.context.id): cannot quarantine \(photo): \(error)", run.entry.name)) }
                     }
                 }

@@ -16,9 +16,19 @@ extension Scheduler {
     /// most its bytes were (the size intake sealed, else the definition's max_bytes): a
     /// bigger file is another without a read (one grown sparse to a terabyte after its job
     /// took it was hashed to its end, holding every job's outcome and SIGTERM).
+    ///
+    /// `copies`: `HOME/reprocess`. A reprocess job's copy of its record's stored original is
+    /// removed: kept, it held the disk for the failed job's retention (180 days), counted by
+    /// no limit, and each request after a change of the record copied one more. `reprocess`
+    /// runs the record again from a copy of its own.
     @discardableResult
     static func quarantinePhoto(_ p: PendingQuarantine, taken: String? = nil, takenSize: Int64? = nil, journal: any JobQueue,
-                                quarantine: Quarantine) throws -> [String] {
+                                quarantine: Quarantine, copies: String?) throws -> [String] {
+        if let copies, p.photoPath.hasPrefix(copies + "/") {
+            unlink(p.photoPath)
+            try journal.markQuarantined(job: p.job, at: "(removed: \(p.photoPath) was a copy of its record's stored original)", now: unixNow())
+            return []
+        }
         guard p.photoPath.hasPrefix(quarantine.inbox + "/") else {
             try journal.markQuarantined(job: p.job, at: "(not moved: \(p.photoPath) is outside the inbox)", now: unixNow())
             return []

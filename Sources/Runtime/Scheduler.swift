@@ -156,11 +156,11 @@ final class Scheduler {
 
     /// Moves photos of failed jobs left unquarantined by a crash, then starts pumping.
     func start() {
-        let journal = self.journal, quarantine = self.quarantine
+        let journal = self.journal, quarantine = self.quarantine, copies = photos.daemonsOwn
         loop.submit({ () -> ([String], [String]) in
             var errors: [String] = [], untaken: [String] = []
             for p in (try? journal.pendingQuarantines()) ?? [] {
-                do { untaken += try Self.quarantinePhoto(p, journal: journal, quarantine: quarantine) } catch {
+                do { untaken += try Self.quarantinePhoto(p, journal: journal, quarantine: quarantine, copies: copies) } catch {
                     errors.append("job \(p.job): cannot quarantine \(p.photoPath): \(error)")
                 }
             }

@@ -84,6 +84,8 @@ extension ReprocessJournalTests {
         let claimed = try #require(try f.journal.claim(stageIndex: 0, stageName: "one", limit: 1).first)
         _ = try f.record(claimed, stageName: "one", outcome: .fail(.badImage, "no"), durationMs: 1, stageCount: 2, retry: .default)
         #expect(try f.journal.job(claimed.context.id)?.state == .failed)
+        // Its failure removed its copy: one left by an earlier release goes at the next start.
+        #expect(try f.journal.reprocessCopiesInUse().isEmpty)
         #expect(try f.journal.enqueueReprocess([job], stageIndex: 0) == [job.key])
         #expect(try f.journal.job(claimed.context.id)?.state == .cancelled)
         #expect(try f.journal.contentHashesOfUnfinishedJobs().contains(job.sha256))

@@ -167,13 +167,13 @@ import Testing
         let jobs = try t.jobs()
         let x = try #require(jobs.first { $0.memo.photo == "a/b/x.jpg" }), y = try #require(jobs.first { $0.memo.photo == "a/b/y.jpg" })
         try Scheduler.quarantinePhoto(PendingQuarantine(job: x.id, photoPath: t.home.inbox + "/a/b/x.jpg", stage: "validate", reason: "bad"),
-                                      journal: t.journal, quarantine: t.quarantine)
+                                      journal: t.journal, quarantine: t.quarantine, copies: t.home.reprocess)
         #expect(try t.quarantined() == ["a%2Fb%2Fx.jpg"] && t.reason("a%2Fb%2Fx.jpg")["name"] == "a/b/x.jpg")
         #expect(FileManager.default.fileExists(atPath: t.home.inbox + "/a/b"))
         try FileManager.default.removeItem(atPath: t.home.inbox + "/a/b/y.jpg")
         try put(t, "a/b/y.jpg/inside.jpg")  // a folder now stands at y.jpg's name
         try Scheduler.quarantinePhoto(PendingQuarantine(job: y.id, photoPath: t.home.inbox + "/a/b/y.jpg", stage: "validate", reason: "bad"),
-                                      journal: t.journal, quarantine: t.quarantine)
+                                      journal: t.journal, quarantine: t.quarantine, copies: t.home.reprocess)
         #expect(FileManager.default.fileExists(atPath: t.home.inbox + "/a/b/y.jpg/inside.jpg"), "the folder was moved")
     }
 

@@ -27,7 +27,7 @@ import Testing
         #expect(Set(pending.map(\.code)) == [.photoGone, .badImage], "the journal keeps each failure's code")
         for p in pending {
             let taken = p.job == back.context.id ? back.context.photoSHA256 : bad.context.photoSHA256
-            try Scheduler.quarantinePhoto(p, taken: taken, journal: t.journal, quarantine: t.quarantine)
+            try Scheduler.quarantinePhoto(p, taken: taken, journal: t.journal, quarantine: t.quarantine, copies: t.home.reprocess)
         }
         #expect(FileManager.default.fileExists(atPath: t.home.inbox + "/back.jpg"), "a photo back after photo_gone was moved")
         #expect(try t.journal.job(back.context.id)?.quarantine?.contains("was back after its stage found it gone") == true)
@@ -49,7 +49,7 @@ import Testing
         let started = Date()
         for p in try t.journal.pendingQuarantines() {
             try Scheduler.quarantinePhoto(p, taken: job.context.photoSHA256, takenSize: Int64("grown.jpg".utf8.count),
-                                          journal: t.journal, quarantine: t.quarantine)
+                                          journal: t.journal, quarantine: t.quarantine, copies: t.home.reprocess)
         }
         #expect(Date().timeIntervalSince(started) < 2, "the grown file was read")
         #expect(try t.journal.job(job.context.id)?.quarantine?.contains("was replaced after this job took it") == true)
