@@ -94,10 +94,10 @@ struct DaemonBuilder {
                                                   allowPrivateWebhooks: options.allowPrivateWebhooks)
         let trashSeconds: @Sendable () -> Double = { live.current.trashSeconds }
         let collector = try AssetCollector(loop: loop, records: records, journal: journal, assets: opened.assets, trashSeconds: trashSeconds)
-        // Every request's copies into HOME/reprocess take their turns in one room.
+        // Every copy into HOME/reprocess (a request's, the adopter's) takes its turn in one room.
         let reprocessRoom = ReprocessRoom(journal: journal, folder: home.reprocess)
         let adopter = try ReprocessAdopter(loop: loop, journal: journal, assets: opened.assets, scheduler: scheduler, definition: live,
-                                           folder: home.reprocess)
+                                           room: reprocessRoom)
         let pruner = try Pruner(loop: loop, journal: journal, records: records, quarantine: quarantine, reprocessCopies: home.reprocess,
                                 retention: { live.current.retention })
         let followers = try Followers(loop: loop, records: records)

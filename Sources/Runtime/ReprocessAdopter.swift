@@ -8,15 +8,18 @@ import StageKit
 /// host's disk. The original is in the shared store, so this host makes its own copy and
 /// takes the job (`Journal.adoptReprocess`: one host wins; the loser's copy goes). An inbox
 /// photo's job stays with its host: its only file is there. Off the loop, a few jobs a
-/// round, on its own timer (copying never delays a lease renewal).
+/// round, on its own timer (copying never delays a lease renewal). Its copies take their
+/// turn in the room requests copy in (`ReprocessRoom`, the disk's bound): unbounded, a big
+/// host's jobs, taken over by a small one, filled its disk. A job with no room yet stays
+/// the gone host's, taken at a later round (oldest first).
 final class ReprocessAdopter: ClosingService {
     private let loop: EventLoop
     private let journal: any JobJournal
     private let assets: any AssetStore
     private let scheduler: Scheduler
     private let definition: LiveDefinition
-    /// `HOME/reprocess`.
-    private let folder: String
+    /// `HOME/reprocess` and how much more it may hold.
+    private let room: ReprocessRoom
     private let window: Double
     private let timer: LoopTimer
     private var busy = false
@@ -25,9 +28,9 @@ final class ReprocessAdopter: ClosingService {
     static let perRound = 20
 
     init?(loop: EventLoop, journal: any JobJournal, assets: any AssetStore, scheduler: Scheduler, definition: LiveDefinition,
-          folder: String) throws {
+          room: ReprocessRoom) throws {
         guard let lease = journal.leaseSeconds else { return nil }
-        (self.loop, self.journal, self.assets, self.scheduler, self.definition, self.folder) = (loop, journal, assets, scheduler, definition, folder)
+        (self.loop, self.journal, self.assets, self.scheduler, self.definition, self.room) = (loop, journal, assets, scheduler, definition, room)
         window = 3 * lease
         timer = try LoopTimer(loop: loop)
     }
@@ -42,27 +45,33 @@ final class ReprocessAdopter: ClosingService {
     private func tick() {
         guard !busy else { return }
         busy = true
-        let (journal, assets, folder, window) = (self.journal, self.assets, self.folder, self.window)
+        let (journal, assets, room, window) = (self.journal, self.assets, self.room, self.window)
         let photoLocalEnd = definition.current.photoLocalEnd
-        loop.submit({ () -> Result<[(Int64, String)], Error> in
+        loop.submit({ () -> Result<(taken: [(Int64, String)], full: String?), Error> in
             Result {
-                var taken: [(Int64, String)] = []
                 let stranded = try journal.strandedReprocessJobs(window: window, photoLocalEnd: photoLocalEnd, limit: Self.perRound, now: unixNow())
-                guard !stranded.isEmpty else { return [] }
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-                for job in stranded {
-                    guard let original = job.working.original, let stored = original.storedKey else { continue }
-                    let copy = ReprocessHandler.copyPath(key: job.key, format: original.format ?? "jpeg", in: folder)
-                    try assets.get(key: stored, to: copy)
-                    if try journal.adoptReprocess(job, copy: copy, now: unixNow()) { taken.append((job.id, job.host)) } else { unlink(copy) }
+                guard !stranded.isEmpty else { return ([], nil) }
+                return try room.turn(for: nil) { copies in
+                    var taken: [(Int64, String)] = []
+                    for job in stranded {
+                        guard let original = job.working.original, let stored = original.storedKey else { continue }
+                        if let full = copies.take(original.bytes ?? 0) { return (taken, full) }
+                        let copy = ReprocessHandler.copyPath(key: job.key, format: original.format ?? "jpeg", in: room.folder)
+                        try assets.get(key: stored, to: copy)
+                        if try journal.adoptReprocess(job, copy: copy, now: unixNow()) { taken.append((job.id, job.host)) } else { unlink(copy) }
+                    }
+                    return (taken, nil)
                 }
-                return taken
             }
         }) { [unowned self] result in
             self.busy = false
             switch result {
-            case .success(let taken):
-                self.failures.succeeded()
+            case .success(let (taken, full)):
+                if let full {
+                    self.failures.failed("\(full): the others are taken once there is room")
+                } else {
+                    self.failures.succeeded()
+                }
                 guard !taken.isEmpty else { return }
                 let hosts = Set(taken.map(\.1)).sorted().joined(separator: ", ")
                 Log.notice("took \(taken.count) reprocess jobs of host \(hosts), gone for over \(Int(window)) s: copies of their originals made here from the store")
