@@ -47,6 +47,8 @@ static void pm_huff_build(j_decompress_ptr cinfo, const JHUFF_TBL *t, int dc, st
     int32_t code = 0;
     int k = 0;
     for (int l = 1; l <= 16; l++) {
+        /* Codes of length l fit below 2^l, all ones kept free (libjpeg checks it first too). */
+        if (code + t->bits[l] >= (int32_t)1 << l && t->bits[l]) ERREXIT(cinfo, JERR_BAD_HUFF_TABLE);
         out->valoffset[l] = k - code;
         for (int i = 0; i < t->bits[l]; i++, k++, code++) {
             int sym = t->huffval[k], s = dc ? sym : sym & 15, spare = PM_HUFF_LOOK - l;
@@ -62,7 +64,6 @@ static void pm_huff_build(j_decompress_ptr cinfo, const JHUFF_TBL *t, int dc, st
             }
         }
         out->maxcode[l] = t->bits[l] ? code - 1 : -1;
-        if (code >= (int32_t)1 << l) ERREXIT(cinfo, JERR_BAD_HUFF_TABLE);
         code <<= 1;
     }
 }
@@ -160,7 +161,8 @@ static void pm_huff_restart(j_decompress_ptr cinfo, struct pm_huff_state *h) {
     if (h->cnt - h->fake >= 8) WARNMS2(cinfo, JWRN_EXTRANEOUS_DATA, (h->cnt - h->fake) / 8, 0xD0 + h->next_restart);
     h->acc = 0, h->cnt = 0, h->fake = 0;
     int m = cinfo->unread_marker;
-    if (!m && h->pos < h->end && *h->pos == 0xFF) {
+    if (!m && h->pos < h->end) {
+        if (*h->pos != 0xFF) WARNMS2(cinfo, JWRN_EXTRANEOUS_DATA, 1, 0xD0 + h->next_restart);
         while (h->pos < h->end && *h->pos == 0xFF) h->pos++;
         if (h->pos < h->end) m = *h->pos++;
     }
