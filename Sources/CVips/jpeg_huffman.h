@@ -155,8 +155,8 @@ static int pm_huff_symbol(j_decompress_ptr cinfo, const struct pm_huff_table *t,
 /* A restart marker ends each restart interval: the bits left before it are its last byte's
    padding. A whole byte left means damage (the interval decoded with fewer bits), which
    libjpeg warns of too where its smaller read-ahead leaves that byte before the marker.
-   (At the scan's end libjpeg's marker reader sees the bytes after `pos` only: up to 7 of
-   junk bytes this read ahead holds before the end-of-image marker pass, as a few do there.) */
+   (At the scan's end libjpeg's marker reader sees only the bytes after `pos`: junk this
+   read-ahead holds already, up to 7 bytes, passes there, as a few bytes do with libjpeg's.) */
 static void pm_huff_restart(j_decompress_ptr cinfo, struct pm_huff_state *h) {
     if (h->cnt - h->fake >= 8) WARNMS2(cinfo, JWRN_EXTRANEOUS_DATA, (h->cnt - h->fake) / 8, 0xD0 + h->next_restart);
     h->acc = 0, h->cnt = 0, h->fake = 0;
