@@ -26,13 +26,7 @@ struct ReprocessAdoptionRoomTests {
         _ = try json(a, ["pause", "compress"])
         #expect(try json(a, ["reprocess", "TRUEPREDICATE"])["enqueued"]?.intValue == 2)
         a.stop(SIGKILL)
-        // b's home filled to just under the tenth a reprocess keeps free.
-        var st = statvfs()
-        #expect(statvfs(b.home, &st) == 0)
-        let (free, size) = (Int(st.f_bavail) * Int(st.f_frsize), Int(st.f_blocks) * Int(st.f_frsize))
-        let filler = open(b.home + "/filler", O_WRONLY | O_CREAT, 0o600)
-        #expect(filler >= 0 && posix_fallocate(filler, 0, off_t(free - size / 10 + (64 << 10))) == 0)
-        close(filler)
+        fillReprocessRoom(b.home)  // b's, just under the tenth a reprocess keeps free
         _ = try json(b, ["resume", "compress"])
 
         let mine = { try b.jobs("origin = 'reprocess' AND host = 'b'").count }

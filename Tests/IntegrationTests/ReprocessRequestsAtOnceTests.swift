@@ -23,13 +23,8 @@ struct ReprocessRequestsAtOnceTests {
         let ids = records.keys.sorted()
         let sizes = records.values.compactMap { $0["assets"]?["original"]?["bytes"]?.intValue }
         let biggest = Int(sizes.max() ?? 0) / 4096 * 4096 + 4096
-        // Room above the tenth kept free for five copies and a half.
-        var st = statvfs()
-        try #require(sizes.count == 12 && statvfs(d.home, &st) == 0)
-        let (free, size) = (Int(st.f_bavail) * Int(st.f_frsize), Int(st.f_blocks) * Int(st.f_frsize))
-        let filler = open(d.home + "/filler", O_WRONLY | O_CREAT, 0o600)
-        #expect(filler >= 0 && posix_fallocate(filler, 0, off_t(free - size / 10 - biggest * 11 / 2)) == 0)
-        close(filler)
+        try #require(sizes.count == 12)
+        fillReprocessRoom(d.home, leaving: biggest * 11 / 2)  // five copies and a half
 
         // Three requests of four records each, in one write: the daemon runs them at once.
         let client = try SocketClient(path: d.home + "/photomemo.sock")

@@ -20,13 +20,7 @@ struct ReprocessRoomTests {
             #expect(rename(temp, d.home + "/inbox/p\(i).png") == 0)
         }
         try d.waitIdle(jobs: 3)
-        // Filled to just under the tenth a reprocess keeps free.
-        var st = statvfs()
-        #expect(statvfs(d.home, &st) == 0)
-        let (free, size) = (Int(st.f_bavail) * Int(st.f_frsize), Int(st.f_blocks) * Int(st.f_frsize))
-        let filler = open(d.home + "/filler", O_WRONLY | O_CREAT, 0o600)
-        #expect(filler >= 0 && posix_fallocate(filler, 0, off_t(free - size / 10 + (64 << 10))) == 0)
-        close(filler)
+        fillReprocessRoom(d.home)  // just under the tenth a reprocess keeps free
 
         func reprocess() throws -> (Int32, JSONValue) {
             let (status, out, err) = try DaemonHarness.run(["reprocess", "TRUEPREDICATE", "--home", d.home, "--json"])
@@ -41,4 +35,15 @@ struct ReprocessRoomTests {
         #expect(status == 0 && answer["enqueued"]?.intValue == 3 && answer["stopped"] == .null, "\(answer)")
         try d.waitUntil("the reprocess jobs are done") { try json(d, ["status"])["reprocess"]?["done"]?.intValue == 3 }
     }
+}
+
+/// Fills `home`'s filesystem (a test's tmpfs) with `home/filler` to leave `room` bytes above
+/// the tenth a reprocess keeps free (the default: just under it).
+func fillReprocessRoom(_ home: String, leaving room: Int = -(64 << 10)) {
+    var st = statvfs()
+    #expect(statvfs(home, &st) == 0)
+    let (free, size) = (Int(st.f_bavail) * Int(st.f_frsize), Int(st.f_blocks) * Int(st.f_frsize))
+    let filler = open(home + "/filler", O_WRONLY | O_CREAT, 0o600)
+    #expect(filler >= 0 && posix_fallocate(filler, 0, off_t(free - size / 10 - room)) == 0)
+    close(filler)
 }
