@@ -20,8 +20,10 @@ final class AssetCollector {
     private var failures = RepeatingFailureLog("releasing assets")
     /// The definition's `"trash"`, in seconds.
     private let trashSeconds: @Sendable () -> Double
-    /// Backups and verify runs under way (`hold`): while any is, nothing is deleted.
-    private var holds = 0
+    /// Backups and verify runs under way (`hold`): while any is, nothing is deleted. Read by
+    /// a round before each delete too: one already running when a backup began went on
+    /// deleting under it.
+    private let holds = LockedValue(0)
 
     /// Trashed records purged per transaction, and at most this many transactions a round:
     /// a purge never holds the index's writer for long, and a round ends.
@@ -43,11 +45,11 @@ final class AssetCollector {
 
     /// A backup copies the objects its database copy names, and verify lists the store
     /// before asking what is needed: neither may see an object vanish meanwhile. On the loop.
-    func hold(_ on: Bool) { holds += on ? 1 : -1 }
+    func hold(_ on: Bool) { holds.withLock { $0 += on ? 1 : -1 } }
 
     func collect() {
-        guard !running, holds == 0 else { return }
-        let (records, journal, store) = (self.records, self.journal, self.assets)
+        guard !running, holds.value == 0 else { return }
+        let (records, journal, store, holds) = (self.records, self.journal, self.assets, self.holds)
         let deletedBefore = unixNow() - trashSeconds()
         running = true
         loop.submit({ () -> [String] in
@@ -65,7 +67,7 @@ final class AssetCollector {
             do { needed = try journal.contentHashesOfUnfinishedJobs() } catch {
                 return errors + ["asking which objects jobs not done need: \(error)"]
             }
-            for key in released {
+            for key in released where holds.value == 0 {  // the rest wait in released_assets
                 do {
                     let jobNeedsIt = key.split(separator: "/").last.map { needed.contains(String($0)) } ?? false
                     if try !jobNeedsIt && !records.isReferenced(key) { try store.delete(key: key) }
